@@ -4,7 +4,8 @@
 /// row-major order are the runs' elements one after another. View operations
 /// (slice, transpose, broadcast, ...) build new run lists and never copy
 /// data, and a run can stand for a whole strided row, so a transpose of an
-/// n x n tensor costs n runs, not n*n.
+/// n x n tensor costs n runs, not n*n. Run lists are immutable and shared:
+/// reshape, flatten, expand, squeeze and reinterpret reuse the same list.
 #pragma once
 
 #include "tessera/support/Type.hpp"
@@ -40,29 +41,41 @@ struct Run {
   bool operator==(const Run &) const = default;
 };
 
+namespace detail {
+struct TensorRunList; // the runs and their prefix sums, shared between views
+} // namespace detail
+
 /// A view of elements of a graph's variables with a shape and element type.
 class Tensor {
 public:
   Tensor() = default;
   /// A tensor over \p runs; their total count must equal the shape's product.
+  /// Runs of zero elements are dropped and adjacent runs that continue each
+  /// other are merged.
   Tensor(Type type, std::vector<std::size_t> shape, std::vector<Run> runs);
 
   Type elementType() const { return type_; }
   const std::vector<std::size_t> &shape() const { return shape_; }
   unsigned rank() const { return static_cast<unsigned>(shape_.size()); }
   std::size_t dim(unsigned i) const;
+  /// The product of the shape; 0 for a default-constructed tensor.
   std::size_t numElements() const;
+  /// False for a default-constructed tensor, which views nothing; views of
+  /// it throw GraphError.
   bool valid() const { return runs_ != nullptr; }
-  /// True when the elements are consecutive elements of one variable.
+  /// True when the elements are consecutive elements of one variable, in
+  /// increasing order; false for a tensor without elements.
   bool isContiguous() const;
-  /// The runs, merged where contiguous.
+  /// The runs, merged where one continues another (so a contiguous tensor
+  /// has exactly one run, of stride 1).
   const std::vector<Run> &runs() const;
   /// Variable ids this tensor touches, sorted and unique.
   std::vector<std::uint32_t> variables() const;
 
   /// Index on the outermost dimension, dropping it.
   Tensor operator[](std::size_t i) const;
-  /// Index the outermost dimensions, dropping them.
+  /// Index the outermost dimensions, dropping them (one index per dimension,
+  /// outermost first).
   Tensor index(const std::vector<std::size_t> &indices) const;
   /// Elements [begin, end) along \p dim, keeping the rank.
   Tensor slice(std::size_t begin, std::size_t end, unsigned dim = 0) const;
@@ -86,9 +99,11 @@ public:
   Tensor transpose() const;
   /// Repeats the tensor \p n times along \p dim (Poplar's broadcast).
   Tensor broadcast(std::size_t n, unsigned dim) const;
-  /// Inserts dimensions of size 1 before the given positions.
+  /// Inserts dimensions of size 1 before the given positions of this tensor's
+  /// dimensions (a position equal to the rank appends); repeat a position to
+  /// insert several dimensions there.
   Tensor expand(const std::vector<std::size_t> &indices) const;
-  /// Removes the given dimensions, each of size 1.
+  /// Removes the given dimensions (positions in this tensor), each of size 1.
   Tensor squeeze(const std::vector<std::size_t> &dims) const;
   Tensor reverse(unsigned dim) const;
   /// Every \p stride-th element along \p dim, starting at the first.
@@ -102,7 +117,12 @@ public:
 private:
   Type type_ = Type::FLOAT;
   std::vector<std::size_t> shape_;
-  std::shared_ptr<const std::vector<Run>> runs_;
+  std::shared_ptr<const detail::TensorRunList> runs_;
+
+  /// A view over an existing run list, shared rather than copied.
+  Tensor(Type type, std::vector<std::size_t> shape,
+         std::shared_ptr<const detail::TensorRunList> runs);
+  friend Tensor concat(const std::vector<Tensor> &tensors, unsigned dim);
 };
 
 /// Joins tensors along \p dim; all other dimensions must agree.
@@ -110,5 +130,10 @@ Tensor concat(const std::vector<Tensor> &tensors, unsigned dim = 0);
 Tensor concat(const Tensor &a, const Tensor &b, unsigned dim = 0);
 /// Appends \p b along \p dim, where b has one dimension fewer than a.
 Tensor append(const Tensor &a, const Tensor &b, unsigned dim);
+
+/// Prints "{var 0, start 4, stride 1, count 3}", for test failures and logs.
+std::ostream &operator<<(std::ostream &os, const Run &run);
+/// Prints the type, the shape and the runs: "float[2, 3]{...}".
+std::ostream &operator<<(std::ostream &os, const Tensor &tensor);
 
 } // namespace tessera

@@ -1,0 +1,84 @@
+/// \file
+/// The file format of a serialised Executable, and the pieces of its reader
+/// and writer that tools and tests use directly.
+///
+/// A file is a 48-byte header followed by the zstd-compressed payload. The
+/// header, all integers little-endian:
+///
+/// | offset | bytes | field                                              |
+/// |-------:|------:|----------------------------------------------------|
+/// |      0 |     8 | magic "TESSERAX"                                   |
+/// |      8 |     4 | format version (kExecutableFormatVersion)          |
+/// |     12 |     4 | flags (none defined: must be 0)                    |
+/// |     16 |     8 | payload size, uncompressed                         |
+/// |     24 |     8 | payload size, compressed                           |
+/// |     32 |     8 | xxhash64 (seed 0) of the compressed payload        |
+/// |     40 |     8 | xxhash64 (seed 0) of header bytes 0..39            |
+///
+/// Every version keeps the magic and the version field where they are, so a
+/// reader can always say which version wrote a file. The payload encodes
+/// every field of Executable but `registry`, in declaration order: integers
+/// little-endian at their declared width, enums and bools as one byte,
+/// doubles as their IEEE bits, strings and vectors as a u64 count followed
+/// by their elements, structs field by field.
+#pragma once
+
+#include "tessera/compiler/Executable.hpp"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <iosfwd>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+/// The payload encoding and header layout this Tessera writes and reads.
+/// Bump it whenever either changes, Executable's fields included.
+inline constexpr std::uint32_t kExecutableFormatVersion = 1;
+
+/// Bytes of the file header that precedes the compressed payload.
+inline constexpr std::size_t kExecutableHeaderBytes = 48;
+
+namespace detail {
+
+/// The header fields a writer chooses; the magic and the header checksum are
+/// filled in by encodeExecutableHeader.
+struct ExecutableFileHeader {
+  std::uint32_t version = kExecutableFormatVersion;
+  std::uint32_t flags = 0;
+  std::uint64_t payloadBytes = 0;    ///< uncompressed
+  std::uint64_t compressedBytes = 0; ///< bytes after the header
+  std::uint64_t compressedHash = 0;  ///< xxhash64 of those bytes
+};
+
+/// The 48 header bytes for \p header, magic and header checksum included.
+std::array<std::byte, kExecutableHeaderBytes>
+encodeExecutableHeader(const ExecutableFileHeader &header);
+
+/// The uncompressed payload of \p exe.
+std::vector<std::byte> encodeExecutablePayload(const Executable &exe);
+
+/// Decodes a payload and checks the result with validateExecutable. \p what
+/// names the source in messages (`executable file "x.tsx"`).
+Executable decodeExecutablePayload(std::span<const std::byte> payload,
+                                   const std::string &what);
+
+/// Writes header and compressed payload; \p version is a parameter so tests
+/// can write files that claim another version.
+void writeExecutableFile(std::ostream &out, std::span<const std::byte> payload,
+                         std::uint32_t version = kExecutableFormatVersion);
+
+/// Reads one executable from \p in; \p what names the source in messages.
+Executable readExecutableFile(std::istream &in, const std::string &what);
+
+/// Throws SerializationError unless every index and address range in \p exe
+/// stays inside the tables and memory it refers to, so that an engine can
+/// run the executable without checking them again. Vertex fields themselves
+/// are not checked: their kinds are known only to the vertex registry.
+void validateExecutable(const Executable &exe, const std::string &what);
+
+} // namespace detail
+} // namespace tessera

@@ -1,0 +1,38 @@
+/// \file
+/// EngineOptions: the typed form of the option flags an Engine (and the
+/// compiler it calls) accepts, with Poplar's key names where Poplar has one.
+/// TESSERA_ENGINE_OPTIONS (JSON) overrides them, as POPLAR_ENGINE_OPTIONS
+/// does.
+#pragma once
+
+#include "tessera/support/OptionFlags.hpp"
+
+#include <string>
+
+namespace tessera {
+
+struct EngineOptions {
+  /// autoReport.all: write the graph and execution profile.
+  bool autoReportAll = false;
+  bool autoReportGraph = false;     ///< autoReport.outputGraphProfile
+  bool autoReportExecution = false; ///< autoReport.outputExecutionProfile
+  /// autoReport.directory: where profile.json goes.
+  std::string autoReportDirectory = ".";
+  /// debug.allowOutOfMemory: compile even when a tile overflows.
+  bool allowOutOfMemory = false;
+  /// engine.hostThreads: host threads that run the model (0: all cores).
+  unsigned hostThreads = 0;
+  /// debug.instrument: record every step's estimated cycles while running.
+  bool instrument = false;
+
+  bool profileGraph() const { return autoReportAll || autoReportGraph; }
+  bool profileExecution() const {
+    return autoReportAll || autoReportExecution || instrument;
+  }
+
+  /// Parses \p flags, then TESSERA_ENGINE_OPTIONS over them. Unknown keys
+  /// and bad values are OptionErrors.
+  static EngineOptions parse(const OptionFlags &flags);
+};
+
+} // namespace tessera

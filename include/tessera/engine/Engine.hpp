@@ -1,0 +1,99 @@
+/// \file
+/// Engine: loads an Executable onto a device and runs its programs on the
+/// IPU Model. Streams are connected to host buffers (circular), pointers or
+/// callbacks; named tensors are written and read; remote buffers live in
+/// host memory. Results are computed exactly on the host; cycles are the
+/// compiler's estimates summed over the steps that ran.
+#pragma once
+
+#include "tessera/compiler/Executable.hpp"
+#include "tessera/compiler/Options.hpp"
+#include "tessera/engine/ExecutionCounts.hpp"
+#include "tessera/engine/StreamCallback.hpp"
+#include "tessera/graph/Graph.hpp"
+#include "tessera/graph/Program.hpp"
+#include "tessera/support/OptionFlags.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+class Device;
+
+class Engine {
+public:
+  /// Compiles \p graph with one program (run(0)) or several.
+  Engine(const Graph &graph, const program::Program &prog,
+         const OptionFlags &options = {});
+  Engine(const Graph &graph, const std::vector<program::Program> &progs,
+         const OptionFlags &options = {});
+  /// Uses an already compiled (or deserialised) executable.
+  explicit Engine(Executable exe, const OptionFlags &options = {});
+  ~Engine();
+  Engine(Engine &&) noexcept;
+  Engine &operator=(Engine &&) noexcept;
+
+  /// Allocates the device memory, builds the vertices and writes initial
+  /// values. The device must have the executable's IPU count and tiles.
+  void load(Device &device);
+  /// Runs program \p prog once.
+  void run(unsigned prog = 0, const std::string &debugName = "");
+
+  /// Connects every replica of a stream to a circular host buffer; each
+  /// transfer takes the next numElements elements, wrapping at \p end.
+  void connectStream(const std::string &handle, void *begin, void *end);
+  /// Connects a stream to one transfer's worth of host memory.
+  void connectStream(const std::string &handle, void *p);
+  /// Connects one replica's stream.
+  void connectStream(const std::string &handle, unsigned replica, void *begin,
+                     void *end);
+  void connectStreamToCallback(const std::string &handle,
+                               std::function<void(void *)> callback);
+  void connectStreamToCallback(const std::string &handle, unsigned replica,
+                               std::function<void(void *)> callback);
+  void connectStream(const std::string &handle,
+                     std::unique_ptr<StreamCallback> callback);
+
+  /// Writes a createHostWrite tensor (every replica); \p bufEnd bounds it.
+  void writeTensor(const std::string &handle, const void *buf,
+                   const void *bufEnd);
+  void writeTensor(const std::string &handle, unsigned replica,
+                   const void *buf, const void *bufEnd);
+  /// Reads a createHostRead tensor (replica 0 unless given).
+  void readTensor(const std::string &handle, void *buf, void *bufEnd);
+  void readTensor(const std::string &handle, unsigned replica, void *buf,
+                  void *bufEnd);
+
+  void copyToRemoteBuffer(const void *data, const std::string &handle,
+                          std::uint64_t repeatIndex, unsigned replica = 0);
+  void copyFromRemoteBuffer(const std::string &handle, void *data,
+                            std::uint64_t repeatIndex, unsigned replica = 0);
+
+  /// Where PrintTensor output goes (std::cout by default).
+  void setPrintStream(std::ostream &os);
+
+  /// Prints the memory and cycle summary ("Memory Usage:", per-step
+  /// cycles) of what has run so far.
+  void printProfileSummary(std::ostream &os,
+                           const OptionFlags &options = {}) const;
+  /// Writes profile.json into \p directory.
+  void writeProfile(const std::string &directory) const;
+
+  const Executable &getExecutable() const;
+  const ExecutionCounts &getExecutionCounts() const;
+  /// Estimated IPU cycles of everything run so far, per IPU.
+  std::vector<std::uint64_t> getCycleCounts() const;
+  /// Host memory the loaded engine holds for the simulation, in bytes.
+  std::size_t getHostMemoryBytes() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace tessera

@@ -1,0 +1,21 @@
+/// \file
+/// What an engine records while it runs: how often each step ran, and the
+/// order of the first steps, from which the execution profile is derived
+/// with the compiler's per-step estimates.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace tessera {
+
+struct ExecutionCounts {
+  std::uint64_t runs = 0;
+  /// Times each step ran (indexed like Executable::steps).
+  std::vector<std::uint64_t> stepCounts;
+  /// The first steps executed, in order (bounded by traceLimit).
+  std::vector<std::uint32_t> trace;
+  std::size_t traceLimit = 100000;
+};
+
+} // namespace tessera

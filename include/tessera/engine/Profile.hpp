@@ -1,0 +1,92 @@
+/// \file
+/// Profiles: the graph facts (memory per tile by category, variables,
+/// vertices per tile, compute sets) and execution facts (each step's cycles
+/// per IPU and per tile, how often it ran) of an executable, as JSON for the
+/// report tool and as Poplar-style text (printProfileSummary). Every cycle
+/// figure is the compiler's estimate (StepEstimate) times the step's run
+/// count, so the profile agrees with Engine::getCycleCounts.
+///
+/// The JSON (profile.json) has this schema; arrays "per IPU" have numIPUs
+/// entries, arrays "per tile" numIPUs x tilesPerIPU (index = tile):
+/// \code
+/// { "format": "tessera-profile", "version": 1,
+///   "target": { "arch", "numIPUs", "tilesPerIPU", "bytesPerTile",
+///               "clockHz", "replicationFactor" },
+///   "graph": {
+///     "memory": {
+///       "total": bytes of all tiles,
+///       "byCategory": { "alwaysLive", "notAlwaysLive", "constants",
+///                       "temporaries", "vertexState", "code" },
+///       "perTile": { one array per tile for each category above, and
+///                    "total" },
+///       "maxTile": the tile using the most bytes (null when none is used),
+///       "maxTileBytes" },
+///     "variables": [ { "name", "type" ("float", ...), "shape", "bytes",
+///                      "tiles", "alwaysLive", "liveBegin", "liveEnd" } ],
+///     "verticesPerTile": [ vertices on each tile ],
+///     "computeSets": [ { "name", "vertices" } ],
+///     "steps": [ { "kind" ("compute", "exchange", "streamIn", "sync",
+///                          "repeatEnd", ...: StepKind in camelCase),
+///                  "group" ("compute", "exchange", "sync", "host",
+///                           "control"),
+///                  "name" (debug name), "ipuCycles" (one run, per IPU),
+///                  "bytes" (bytes exchanged in one run),
+///                  "computeSet", "vertices" (compute steps only) } ] },
+///   "execution": {            (only when execution counts were given)
+///     "runs", "stepsExecuted",
+///     "totalCycles": [ per IPU ],
+///     "cyclesByKind": { "compute", "exchange", "sync", "host",
+///                       "control": [ per IPU ] },
+///     "steps": [ { "step" (index into graph.steps), "count",
+///                  "cycles" (count x ipuCycles, per IPU) } ]
+///              (only steps that ran),
+///     "traceComplete": whether the trace holds every step executed,
+///     "trace": [ { "step", "kind", "name",
+///                  "start" (cycle per IPU: the sum of the cycles of the
+///                           traced steps before it),
+///                  "cycles" (per IPU) } ]
+///              (the first steps executed, in order),
+///     "computeTileCycles": [ { "step", "name", "count",
+///                              "tiles": [ tiles with vertices ],
+///                              "cycles": [ one run's cycles on each ] } ]
+///              (the 20 costliest compute steps, costliest first) } }
+/// \endcode
+/// A step's cost in rankings is its run count times its slowest IPU's
+/// cycles: IPUs run a step in lockstep between syncs.
+#pragma once
+
+#include "tessera/compiler/Executable.hpp"
+#include "tessera/engine/ExecutionCounts.hpp"
+#include "tessera/support/OptionFlags.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <iosfwd>
+#include <string>
+
+namespace tessera {
+
+/// The profile as JSON. \p counts may be null (graph facts only).
+nlohmann::json makeProfile(const Executable &exe,
+                           const ExecutionCounts *counts);
+
+/// Writes makeProfile(...) to DIR/profile.json atomically (a reader sees the
+/// old file or the new one), creating DIR when missing. Throws Error naming
+/// the folder when it cannot be created or written.
+void writeProfile(const std::string &directory, const Executable &exe,
+                  const ExecutionCounts *counts);
+
+/// The text summary: target, graph sizes, "Memory Usage:" (totals by
+/// category; the maximum (with its tile), mean and minimum over the tiles
+/// used), and "Execution:" (total cycles per IPU with the time at the clock
+/// rate, cycles by step kind, the costliest steps with kind, run count,
+/// cycles and debug name). Options: "showVarStorage" ("true" lists the
+/// largest variables), "maxVariables" (how many, default 20), "maxSteps"
+/// (how many steps to list, default 10). An unknown option or bad value
+/// throws OptionError (with a "did you mean" hint) before anything is
+/// printed.
+void printProfileSummary(std::ostream &os, const Executable &exe,
+                         const ExecutionCounts &counts,
+                         const OptionFlags &options = {});
+
+} // namespace tessera

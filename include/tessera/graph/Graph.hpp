@@ -1,0 +1,174 @@
+/// \file
+/// Graph: the Poplar graph a program runs on. Variables and constants with a
+/// tile mapping, compute sets of vertices connected to tensors, host streams,
+/// remote buffers and functions. A graph with a replication factor R
+/// describes one replica; the engine runs R copies.
+#pragma once
+
+#include "tessera/graph/DebugContext.hpp"
+#include "tessera/graph/GraphData.hpp"
+#include "tessera/graph/GraphTypes.hpp"
+#include "tessera/graph/Program.hpp"
+#include "tessera/graph/Tensor.hpp"
+#include "tessera/support/Convert.hpp"
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tessera {
+
+class Target;
+class Device;
+
+/// Per tile, the element intervals of a tensor mapped there.
+using TileMapping = std::vector<std::vector<Interval>>;
+
+/// How addVariable maps a new variable: not at all, or linearly over tiles.
+enum class VariableMappingMethod { NONE, LINEAR };
+
+class Graph {
+public:
+  explicit Graph(const Target &target,
+                 replication_factor r = replication_factor(1));
+  explicit Graph(const Device &device,
+                 replication_factor r = replication_factor(1));
+  ~Graph();
+  Graph(const Graph &) = delete;
+  Graph &operator=(const Graph &) = delete;
+
+  /// The target of one replica.
+  const Target &getTarget() const;
+  unsigned getReplicationFactor() const;
+
+  Tensor addVariable(Type type, const std::vector<std::size_t> &shape,
+                     const DebugContext &dc = {});
+  Tensor addVariable(Type type, const std::vector<std::size_t> &shape,
+                     VariableMappingMethod method, const DebugContext &dc = {});
+
+  /// A constant from \p values (numElements of them, converted to \p type).
+  template <typename T>
+  Tensor addConstant(Type type, const std::vector<std::size_t> &shape,
+                     const T *values, const DebugContext &dc = {}) {
+    return addConstantBytes(type, shape, typeOf<T>(), values, false, dc);
+  }
+  template <typename T>
+  Tensor addConstant(Type type, const std::vector<std::size_t> &shape,
+                     const std::vector<T> &values, const DebugContext &dc = {}) {
+    checkCount("addConstant", shape, values.size());
+    return addConstant(type, shape, values.data(), dc);
+  }
+  template <typename T>
+  Tensor addConstant(Type type, const std::vector<std::size_t> &shape,
+                     std::initializer_list<T> values,
+                     const DebugContext &dc = {}) {
+    return addConstant(type, shape, std::vector<T>(values), dc);
+  }
+  /// A constant whose every element is \p value.
+  template <typename T,
+            typename = std::enable_if_t<std::is_arithmetic_v<T> ||
+                                        std::is_same_v<T, Half>>>
+  Tensor addConstant(Type type, const std::vector<std::size_t> &shape, T value,
+                     const DebugContext &dc = {}) {
+    return addConstantBytes(type, shape, typeOf<T>(), &value, true, dc);
+  }
+
+  /// A new variable with the shape, type and tile mapping of \p t.
+  Tensor clone(const Tensor &t, const DebugContext &dc = {});
+  Tensor clone(Type type, const Tensor &t, const DebugContext &dc = {});
+
+  void setTileMapping(const Tensor &t, unsigned tile);
+  void setTileMapping(const Tensor &t, const TileMapping &mapping);
+  void setTileMapping(VertexRef v, unsigned tile);
+  /// Where each element of \p t lives; throws GraphError if some element is
+  /// unmapped and \p requireComplete.
+  TileMapping getTileMapping(const Tensor &t,
+                             bool requireComplete = true) const;
+
+  ComputeSet addComputeSet(const DebugContext &dc = {});
+  VertexRef addVertex(ComputeSet cs, const std::string &vertexType);
+  VertexRef
+  addVertex(ComputeSet cs, const std::string &vertexType,
+            std::initializer_list<std::pair<std::string, Tensor>> connections);
+  void connect(FieldRef field, const Tensor &t);
+  void connect(FieldRef field, const std::vector<Tensor> &tensors);
+  /// Sets a plain-state field of a vertex.
+  template <typename T> void setInitialValue(FieldRef field, T value) {
+    setFieldState(field, typeOf<T>(), &value, 1);
+  }
+  template <typename T>
+  void setInitialValue(FieldRef field, const std::vector<T> &values) {
+    setFieldState(field, typeOf<T>(), values.data(), values.size());
+  }
+  /// Sets the initial contents of a variable's elements.
+  template <typename T> void setInitialValue(const Tensor &t, T value) {
+    std::vector<T> v(t.numElements(), value);
+    setTensorInitialValue(t, typeOf<T>(), v.data(), v.size());
+  }
+  template <typename T>
+  void setInitialValue(const Tensor &t, const std::vector<T> &values) {
+    setTensorInitialValue(t, typeOf<T>(), values.data(), values.size());
+  }
+  /// The number of elements of a list or state-vector field.
+  void setFieldSize(FieldRef field, std::size_t size);
+  /// Overrides the estimated cycles of one vertex.
+  void setPerfEstimate(VertexRef v, std::uint64_t cycles);
+
+  DataStream addHostToDeviceFIFO(const std::string &handle, Type type,
+                                 std::size_t numElements);
+  DataStream addDeviceToHostFIFO(const std::string &handle, Type type,
+                                 std::size_t numElements);
+  void createHostWrite(const std::string &handle, const Tensor &t);
+  void createHostRead(const std::string &handle, const Tensor &t);
+  RemoteBuffer addRemoteBuffer(const std::string &handle, Type type,
+                               std::size_t numElements,
+                               std::size_t repeats = 1);
+  Function addFunction(const program::Program &program);
+
+  /// Compiles a codelet source file and adds its vertex classes.
+  void addCodelets(const std::string &path,
+                   const std::string &compileFlags = "");
+  /// Adds vertex classes from source text.
+  void addCodeletSource(const std::string &source, const std::string &name,
+                        const std::string &compileFlags = "");
+  /// The registry of vertex classes (built-in and user).
+  VertexRegistry &registry();
+
+  std::size_t getNumVertices() const;
+  std::size_t getNumVariables() const;
+  /// The variable's name of the first element of \p t.
+  std::string getDebugName(const Tensor &t) const;
+
+  /// The graph's data, for the compiler and tools.
+  const GraphData &data() const { return *data_; }
+
+private:
+  Tensor addConstantBytes(Type type, const std::vector<std::size_t> &shape,
+                          Type srcType, const void *values, bool fill,
+                          const DebugContext &dc);
+  static void checkCount(const char *what,
+                         const std::vector<std::size_t> &shape,
+                         std::size_t count);
+  void setFieldState(FieldRef field, Type srcType, const void *values,
+                     std::size_t count);
+  void setTensorInitialValue(const Tensor &t, Type srcType, const void *values,
+                             std::size_t count);
+  VertexData &vertexOf(VertexRef v);
+  std::pair<VertexData *, unsigned> fieldOf(const FieldRef &f);
+  void checkTensor(const Tensor &t, const char *what) const;
+  void checkHandle(const std::string &handle, const char *what) const;
+
+  std::unique_ptr<GraphData> data_;
+};
+
+/// Maps \p t over the tiles linearly in grains of \p grainSize elements,
+/// at least \p minElementsPerTile per used tile (poputil's
+/// mapTensorLinearly).
+void mapTensorLinearly(Graph &graph, const Tensor &t,
+                       std::size_t minElementsPerTile = 0,
+                       std::size_t grainSize = 1);
+
+} // namespace tessera

@@ -1,0 +1,125 @@
+#include "tessera/compiler/Compiler.hpp"
+
+#include "CompilerState.hpp"
+#include "CostModel.hpp"
+
+#include "tessera/support/Error.hpp"
+#include "tessera/support/Logging.hpp"
+
+#include <algorithm>
+
+namespace tessera {
+namespace compiler {
+
+State::State(const Graph &g, const EngineOptions &o)
+    : graph(g), data(g.data()), target(g.getTarget()), options(o),
+      vars(g.data().variables), numGraphVars(g.data().variables.size()),
+      intervalAddr(g.data().variables.size()) {}
+
+const Tensor &State::fieldTensor(unsigned vertex, unsigned field,
+                                 unsigned index) const {
+  auto it = substitutions.find(substitutionKey(vertex, field, index));
+  if (it != substitutions.end())
+    return it->second;
+  return data.vertices[vertex].fields[field].tensors[index];
+}
+
+std::uint32_t State::intern(const std::string &s) {
+  // Names repeat (every step of one program node); reuse the last equal one.
+  if (!exe.strings.empty() && exe.strings.back() == s)
+    return static_cast<std::uint32_t>(exe.strings.size() - 1);
+  exe.strings.push_back(s);
+  return static_cast<std::uint32_t>(exe.strings.size() - 1);
+}
+
+std::pair<unsigned, std::size_t> locate(const VariableData &v, std::size_t e) {
+  auto it = std::upper_bound(
+      v.mapping.begin(), v.mapping.end(), e,
+      [](std::size_t x, const TileInterval &iv) { return x < iv.end; });
+  TESSERA_INTERNAL_ASSERT(it != v.mapping.end() && it->begin <= e,
+                          "element of an unmapped variable");
+  return {it->tile, static_cast<std::size_t>(it - v.mapping.begin())};
+}
+
+namespace {
+
+void checkMapped(const GraphData &d) {
+  for (const VariableData &v : d.variables) {
+    std::size_t mapped = 0, firstGap = 0;
+    bool gap = false;
+    for (const TileInterval &iv : v.mapping) {
+      if (!gap && iv.begin != mapped) {
+        gap = true;
+        firstGap = mapped;
+      }
+      mapped = iv.end;
+    }
+    std::size_t count = 0;
+    for (const TileInterval &iv : v.mapping)
+      count += iv.end - iv.begin;
+    if (!gap && count != v.numElements) {
+      gap = true;
+      firstGap = mapped;
+    }
+    if (gap)
+      throw GraphError(std::string(v.isConstant ? "constant" : "variable") +
+                       " \"" + v.name + "\" has " +
+                       std::to_string(v.numElements - count) + " of its " +
+                       std::to_string(v.numElements) +
+                       " elements not mapped to any tile (the first is "
+                       "element " +
+                       std::to_string(firstGap) +
+                       "); map it with graph.setTileMapping(tensor, tile) "
+                       "or mapTensorLinearly(graph, tensor)");
+  }
+}
+
+} // namespace
+} // namespace compiler
+
+Executable compileGraph(const Graph &graph,
+                        const std::vector<program::Program> &programs,
+                        const OptionFlags &flags,
+                        const CompileProgress &progress) {
+  using namespace compiler;
+  const EngineOptions options = EngineOptions::parse(flags);
+  auto report = [&](const char *phase, double done) {
+    if (progress)
+      progress(phase, done);
+  };
+  report("checking graph", 0.0);
+  checkMapped(graph.data());
+  State s(graph, options);
+  const Target &t = s.target;
+  s.exe.arch = t.getTargetArchString();
+  s.exe.numIPUs = t.getNumIPUs();
+  s.exe.tilesPerIPU = t.getTilesPerIPU();
+  s.exe.bytesPerTile = t.getBytesPerTile();
+  s.exe.clockHz = t.getTileClockFrequency();
+  s.exe.replicationFactor = graph.getReplicationFactor();
+  report("flattening programs", 0.1);
+  flattenPrograms(s, programs);
+  report("laying out memory", 0.3);
+  layoutMemory(s);
+  report("planning exchanges", 0.6);
+  lowerSteps(s);
+  report("estimating cycles", 0.8);
+  estimateSteps(s);
+  for (const auto &cs : graph.data().computeSets)
+    s.exe.computeSetNames.push_back(cs.name);
+  for (const auto &st : graph.data().streams)
+    s.exe.streams.push_back(
+        {st.handle, st.type, st.numElements, st.hostToDevice});
+  for (const auto &rb : graph.data().remoteBuffers)
+    s.exe.remoteBuffers.push_back(
+        {rb.handle, rb.type, rb.numElements, rb.repeats});
+  s.exe.registry = graph.data().registry;
+  logging::info("compiled {} steps, {} vertices, {} copy ops, {} bytes per "
+                "replica",
+                s.exe.steps.size(), s.exe.vertices.size(),
+                s.exe.copyOps.size(), s.exe.replicaBytes());
+  report("done", 1.0);
+  return std::move(s.exe);
+}
+
+} // namespace tessera

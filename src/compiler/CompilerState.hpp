@@ -1,0 +1,84 @@
+// Private to the compiler: the state shared by its phases (flatten, layout,
+// lowering, cost model).
+#pragma once
+
+#include "tessera/compiler/Executable.hpp"
+#include "tessera/compiler/Options.hpp"
+#include "tessera/device/Target.hpp"
+#include "tessera/graph/Graph.hpp"
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+namespace tessera::compiler {
+
+/// A step before addresses are known: its operands are tensors.
+struct Draft {
+  Step step;
+  /// Exchange: (src, dst) pairs; streams, prints: one tensor; predicated
+  /// steps: the predicate last.
+  std::vector<Tensor> tensors;
+  std::vector<std::pair<Tensor, Tensor>> copies;
+  int computeSet = -1;
+  int program = -1;       ///< -1 inside a function body
+  bool conditional = false; ///< may not run every time its program runs
+};
+
+/// A loop's step range [begin, end] (end: the backward jump).
+struct LoopRange {
+  std::uint32_t begin = 0, end = 0;
+};
+
+/// Vertex fields whose tensors are replaced by compiler temporaries.
+struct ComputeSetPlan {
+  bool planned = false;
+  std::vector<std::pair<Tensor, Tensor>> gathers;  ///< before compute
+  std::vector<std::pair<Tensor, Tensor>> scatters; ///< after compute
+  std::uint32_t firstVertex = 0;                   ///< in Executable order
+};
+
+/// Everything the phases share.
+struct State {
+  State(const Graph &g, const EngineOptions &o);
+
+  const Graph &graph;
+  const GraphData &data;
+  const Target &target;
+  EngineOptions options;
+  /// The graph's variables followed by compiler temporaries.
+  std::vector<VariableData> vars;
+  std::size_t numGraphVars = 0;
+  std::vector<Draft> drafts;
+  std::vector<LoopRange> loops;
+  std::vector<ComputeSetPlan> csPlans;
+  /// (vertex << 32 | field << 20 | list index) -> replacing temporary.
+  std::unordered_map<std::uint64_t, Tensor> substitutions;
+  /// Byte address of each mapping interval of each variable.
+  std::vector<std::vector<std::uint64_t>> intervalAddr;
+  Executable exe;
+
+  /// The tensor a vertex field element reads or writes, after temporaries.
+  const Tensor &fieldTensor(unsigned vertex, unsigned field,
+                            unsigned index) const;
+  static std::uint64_t substitutionKey(unsigned vertex, unsigned field,
+                                       unsigned index) {
+    return (std::uint64_t(vertex) << 32) | (std::uint64_t(field) << 20) |
+           index;
+  }
+  std::uint32_t intern(const std::string &s);
+};
+
+/// Flattens programs and functions into drafts (Flatten.cpp).
+void flattenPrograms(State &s, const std::vector<program::Program> &programs);
+/// Lays out every tile's memory and checks it fits (Layout.cpp).
+void layoutMemory(State &s);
+/// Resolves drafts into steps with addresses and copy ops (Lower.cpp).
+void lowerSteps(State &s);
+/// Fills the estimates of every step (CostModel.cpp).
+void estimateSteps(State &s);
+
+/// The tile of element \p e of variable \p v, and the interval index.
+std::pair<unsigned, std::size_t> locate(const VariableData &v, std::size_t e);
+
+} // namespace tessera::compiler

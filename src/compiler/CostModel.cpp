@@ -1,0 +1,196 @@
+// The cost model (DESIGN.md section 6): compute = 6 x the busiest worker on
+// the busiest tile plus supervisor overhead; exchange = the busiest tile's
+// bytes over the exchange bandwidth; IPU-link and host traffic by their
+// bandwidths; a sync after each superstep.
+#include "CostModel.hpp"
+
+#include "tessera/support/Logging.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace tessera::compiler {
+namespace {
+
+std::uint64_t cyclesFor(std::uint64_t bytes, double bytesPerCycle) {
+  return bytes ? static_cast<std::uint64_t>(std::ceil(bytes / bytesPerCycle))
+               : 0;
+}
+
+// Workers of a tile take vertices longest first, each to the least loaded
+// worker; a MultiVertex occupies every worker.
+std::uint64_t tileCycles(std::vector<std::pair<std::uint64_t, bool>> &work,
+                         unsigned workers, std::uint64_t supervisor) {
+  std::sort(work.begin(), work.end(), std::greater<>());
+  std::vector<std::uint64_t> load(workers, 0);
+  for (const auto &[cycles, multi] : work) {
+    if (multi) {
+      const std::uint64_t top = *std::max_element(load.begin(), load.end());
+      std::fill(load.begin(), load.end(), top + cycles);
+    } else {
+      *std::min_element(load.begin(), load.end()) += cycles;
+    }
+  }
+  return workers * *std::max_element(load.begin(), load.end()) +
+         supervisor * work.size();
+}
+
+class ComputeEstimator {
+public:
+  explicit ComputeEstimator(State &s) : s_(s) {}
+
+  // Estimates every vertex, then every compute set once.
+  void run() {
+    estimateVertices();
+    for (std::size_t i = 0; i < s_.drafts.size(); ++i) {
+      const Draft &d = s_.drafts[i];
+      StepEstimate &e = s_.exe.estimates[i];
+      const auto &c = s_.target.costs();
+      const unsigned ipus = s_.target.getNumIPUs();
+      switch (d.step.kind) {
+      case StepKind::Compute:
+        e = computeSet(d.computeSet);
+        break;
+      case StepKind::Sync:
+        e.ipuCycles.assign(ipus, ipus > 1 || d.step.c != 0
+                                     ? c.syncCyclesAcrossIpus
+                                     : c.syncCyclesOnChip);
+        break;
+      case StepKind::Exchange:
+      case StepKind::StreamIn:
+      case StepKind::StreamOut:
+      case StepKind::RemoteIn:
+      case StepKind::RemoteOut:
+      case StepKind::Print:
+        break; // estimated from their traffic while lowering
+      default:
+        e.ipuCycles.assign(ipus, c.controlFlowCycles);
+      }
+    }
+  }
+
+private:
+  void estimateVertices() {
+    const VertexRegistry &reg = *s_.data.registry;
+    std::set<std::string> warned;
+    std::size_t k = 0;
+    for (unsigned cs = 0; cs < s_.csPlans.size(); ++cs) {
+      if (!s_.csPlans[cs].planned)
+        continue;
+      for (unsigned v : s_.data.computeSets[cs].vertices) {
+        VertexInstance &inst = s_.exe.vertices[k++];
+        const VertexData &vd = s_.data.vertices[v];
+        if (vd.perfEstimate) {
+          inst.cycles = *vd.perfEstimate;
+          continue;
+        }
+        VertexInstanceShape shape;
+        shape.vertexClass = &vd.vertexClass->info;
+        const auto &fields = vd.vertexClass->info.fields;
+        for (unsigned f = 0; f < fields.size(); ++f) {
+          std::vector<std::uint32_t> sizes;
+          const FieldBinding &b = vd.fields[f];
+          if (fields[f].direction == codelet::Direction::State)
+            sizes.push_back(static_cast<std::uint32_t>(b.stateCount));
+          else
+            for (const Tensor &t : b.tensors)
+              sizes.push_back(static_cast<std::uint32_t>(t.numElements()));
+          shape.fieldSizes.push_back(std::move(sizes));
+        }
+        bool usedDefault = false;
+        inst.cycles = reg.estimateCycles(*vd.vertexClass, shape, &usedDefault);
+        if (usedDefault && warned.insert(vd.vertexClass->info.name).second)
+          logging::warn("vertex class {} has no cycle estimator; using the "
+                        "default estimate (set one with "
+                        "graph.setPerfEstimate)",
+                        vd.vertexClass->info.name);
+      }
+    }
+  }
+
+  StepEstimate computeSet(int cs) {
+    auto [it, added] = cache_.try_emplace(cs);
+    if (!added)
+      return it->second;
+    StepEstimate &e = it->second;
+    const auto &c = s_.target.costs();
+    const unsigned perIpu = s_.target.getTilesPerIPU();
+    const unsigned workers = s_.target.getNumWorkerContexts();
+    e.ipuCycles.assign(s_.target.getNumIPUs(), 0);
+    const ComputeSetPlan &plan = s_.csPlans[cs];
+    const std::size_t n = s_.data.computeSets[cs].vertices.size();
+    std::map<unsigned, std::vector<std::pair<std::uint64_t, bool>>> perTile;
+    for (std::size_t i = 0; i < n; ++i) {
+      const VertexInstance &inst = s_.exe.vertices[plan.firstVertex + i];
+      const bool multi =
+          s_.data.vertices[s_.data.computeSets[cs].vertices[i]]
+              .vertexClass->info.multiVertex;
+      perTile[inst.tile].emplace_back(inst.cycles, multi);
+    }
+    e.firstTileCycle = static_cast<std::uint32_t>(s_.exe.tileCycles.size());
+    for (auto &[tile, work] : perTile) {
+      const std::uint64_t cycles =
+          tileCycles(work, workers, c.supervisorCyclesPerVertex);
+      s_.exe.tileCycleTiles.push_back(tile);
+      s_.exe.tileCycles.push_back(cycles);
+      auto &ipu = e.ipuCycles[tile / perIpu];
+      ipu = std::max(ipu, cycles);
+    }
+    e.numTileCycles =
+        static_cast<std::uint32_t>(s_.exe.tileCycles.size()) - e.firstTileCycle;
+    for (auto &ipu : e.ipuCycles)
+      ipu += c.syncCyclesOnChip;
+    return e;
+  }
+
+  State &s_;
+  std::map<int, StepEstimate> cache_;
+};
+
+} // namespace
+
+StepEstimate estimateTraffic(const State &s, const Traffic &t) {
+  const Target &tg = s.target;
+  const auto &c = tg.costs();
+  const unsigned perIpu = tg.getTilesPerIPU();
+  StepEstimate e;
+  e.ipuCycles.assign(tg.getNumIPUs(), 0);
+  std::vector<bool> touched(tg.getNumIPUs(), false);
+  const double exchange = tg.getExchangeBytesPerCycle();
+  for (unsigned tile : t.touched) {
+    const std::uint64_t cycles =
+        cyclesFor(std::max(t.in[tile], t.out[tile]), exchange) +
+        cyclesFor(t.onTile[tile], c.copyBytesPerWorkerCycle);
+    auto &ipu = e.ipuCycles[tile / perIpu];
+    ipu = std::max(ipu, cycles);
+    touched[tile / perIpu] = true;
+    e.bytesExchanged += std::max(t.in[tile], t.out[tile]) + t.onTile[tile];
+  }
+  const double clock = tg.getTileClockFrequency();
+  const double linkPerCycle = tg.getIpuLinkBandwidth() / clock;
+  const double hostPerCycle = tg.getHostLinkBandwidth() / clock;
+  bool crossIpu = false;
+  for (unsigned i = 0; i < tg.getNumIPUs(); ++i) {
+    const std::uint64_t link = std::max(t.ipuIn[i], t.ipuOut[i]);
+    if (link) {
+      e.ipuCycles[i] += cyclesFor(link, linkPerCycle) + c.ipuLinkFixedCycles;
+      crossIpu = true;
+    }
+  }
+  const std::uint64_t host =
+      t.hostBytes ? cyclesFor(t.hostBytes, hostPerCycle) + c.hostTransferFixedCycles
+                  : 0;
+  for (unsigned i = 0; i < tg.getNumIPUs(); ++i) {
+    if (!touched[i])
+      continue;
+    e.ipuCycles[i] += host + c.exchangeFixedCycles +
+                      (crossIpu ? c.syncCyclesAcrossIpus : c.syncCyclesOnChip);
+  }
+  return e;
+}
+
+void estimateSteps(State &s) { ComputeEstimator(s).run(); }
+
+} // namespace tessera::compiler

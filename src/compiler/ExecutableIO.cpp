@@ -1,0 +1,873 @@
+// Executable files: a checksummed header, a zstd-compressed little-endian
+// payload, and a validation pass that lets the engine trust what it loads.
+// The layout is documented in tessera/compiler/ExecutableFormat.hpp.
+
+#include "tessera/compiler/ExecutableFormat.hpp"
+
+#include "tessera/support/Error.hpp"
+
+#include <xxhash.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <istream>
+#include <iterator>
+#include <memory>
+#include <ostream>
+#include <string_view>
+#include <type_traits>
+#include <unistd.h>
+#include <utility>
+
+namespace tessera {
+namespace {
+
+constexpr std::string_view kMagic = "TESSERAX";
+constexpr int kCompressionLevel = 3;
+constexpr std::string_view kRedo = "; recompile and save it again";
+
+// Each struct's fields in declaration order; the sizes trip when a field is
+// added so that the lists below (and kExecutableFormatVersion) get updated.
+#if defined(__x86_64__) && defined(__GLIBCXX__) && !defined(_GLIBCXX_DEBUG)
+static_assert(sizeof(Step) == 40 && sizeof(CopyOp) == 40 &&
+                  sizeof(FieldValue) == 16 && sizeof(VertexInstance) == 24 &&
+                  sizeof(VertexClassRef) == 40 &&
+                  sizeof(CodeletSourceRef) == 96 && sizeof(StreamInfo) == 56 &&
+                  sizeof(HostAccessInfo) == 64 &&
+                  sizeof(RemoteBufferInfo) == 56 && sizeof(PrintInfo) == 72 &&
+                  sizeof(InitRegion) == 24 && sizeof(TileMemory) == 48 &&
+                  sizeof(VariableInfo) == 88 && sizeof(StepEstimate) == 40,
+              "a serialised struct changed: update field() in "
+              "ExecutableIO.cpp and bump kExecutableFormatVersion");
+static_assert(sizeof(Executable) == 664,
+              "Executable changed: update field() in ExecutableIO.cpp and "
+              "bump kExecutableFormatVersion");
+#endif
+
+template <class T> struct IsVector : std::false_type {};
+template <class T> struct IsVector<std::vector<T>> : std::true_type {};
+template <class T> struct IsPair : std::false_type {};
+template <class A, class B> struct IsPair<std::pair<A, B>> : std::true_type {};
+template <class> inline constexpr bool kNoEncoding = false;
+
+template <class IO, class T> void field(IO &io, T &x);
+
+template <class IO, class... F> void each(IO &io, F &...f) {
+  (field(io, f), ...);
+}
+
+// The one description of the payload, shared by Writer (T const) and Reader
+// (T mutable), so that encoding and decoding cannot disagree.
+template <class IO, class T> void field(IO &io, T &x) {
+  using U = std::remove_const_t<T>;
+  if constexpr (std::is_same_v<U, std::string> ||
+                std::is_same_v<U, std::vector<std::byte>>) {
+    io.scalar(x);
+  } else if constexpr (IsVector<U>::value) {
+    io.sequence(x);
+  } else if constexpr (IsPair<U>::value) {
+    each(io, x.first, x.second);
+  } else if constexpr (std::is_same_v<U, Step>) {
+    each(io, x.kind, x.type, x.hasAddr, x.a, x.b, x.c, x.addr, x.count, x.name);
+  } else if constexpr (std::is_same_v<U, CopyOp>) {
+    each(io, x.src, x.dst, x.srcStride, x.dstStride, x.count, x.elemBytes);
+  } else if constexpr (std::is_same_v<U, FieldValue>) {
+    each(io, x.addr, x.size);
+  } else if constexpr (std::is_same_v<U, VertexInstance>) {
+    each(io, x.vertexClass, x.tile, x.firstField, x.cycles);
+  } else if constexpr (std::is_same_v<U, VertexClassRef>) {
+    each(io, x.name, x.codelet);
+  } else if constexpr (std::is_same_v<U, CodeletSourceRef>) {
+    each(io, x.name, x.source, x.flags);
+  } else if constexpr (std::is_same_v<U, StreamInfo>) {
+    each(io, x.handle, x.type, x.numElements, x.hostToDevice);
+  } else if constexpr (std::is_same_v<U, HostAccessInfo>) {
+    each(io, x.handle, x.type, x.numElements, x.write, x.firstOp, x.numOps);
+  } else if constexpr (std::is_same_v<U, RemoteBufferInfo>) {
+    each(io, x.handle, x.type, x.numElements, x.repeats);
+  } else if constexpr (std::is_same_v<U, PrintInfo>) {
+    each(io, x.title, x.type, x.shape, x.firstOp, x.numOps);
+  } else if constexpr (std::is_same_v<U, InitRegion>) {
+    each(io, x.addr, x.dataOffset, x.size);
+  } else if constexpr (std::is_same_v<U, TileMemory>) {
+    each(io, x.alwaysLive, x.notAlwaysLive, x.constants, x.temporaries,
+         x.vertexState, x.code);
+  } else if constexpr (std::is_same_v<U, VariableInfo>) {
+    each(io, x.name, x.type, x.shape, x.bytes, x.tiles, x.alwaysLive,
+         x.liveBegin, x.liveEnd);
+  } else if constexpr (std::is_same_v<U, StepEstimate>) {
+    each(io, x.ipuCycles, x.firstTileCycle, x.numTileCycles, x.bytesExchanged);
+  } else if constexpr (std::is_same_v<U, Executable>) {
+    each(io, x.arch, x.numIPUs, x.tilesPerIPU, x.replicationFactor,
+         x.bytesPerTile, x.clockHz);
+    each(io, x.tileBase, x.initRegions, x.initData);
+    each(io, x.steps, x.programEntry, x.numCounters, x.switchTable, x.copyOps,
+         x.vertexClasses, x.codelets, x.vertices, x.fields, x.spans,
+         x.stateBytes, x.strings, x.prints);
+    each(io, x.streams, x.hostAccesses, x.remoteBuffers);
+    each(io, x.estimates, x.tileCycleTiles, x.tileCycles, x.tileMemory,
+         x.variables, x.computeSetNames);
+  } else if constexpr (std::is_enum_v<U> || std::is_arithmetic_v<U>) {
+    io.scalar(x);
+  } else {
+    static_assert(kNoEncoding<U>, "no payload encoding for this type");
+  }
+}
+
+void putLE(std::byte *p, std::uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i)
+    p[i] = static_cast<std::byte>(v >> (8 * i));
+}
+
+std::uint64_t getLE(const std::byte *p, int bytes) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i)
+    v |= std::to_integer<std::uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+
+class Writer {
+public:
+  template <class T>
+  requires std::is_integral_v<T> || std::is_enum_v<T>
+  void scalar(T v) {
+    std::byte buf[sizeof(T)];
+    if constexpr (std::is_same_v<T, bool>)
+      buf[0] = std::byte{v ? std::uint8_t{1} : std::uint8_t{0}};
+    else
+      putLE(buf, static_cast<std::uint64_t>(v), sizeof(T));
+    out_.insert(out_.end(), buf, buf + sizeof(T));
+  }
+  void scalar(double v) { scalar(std::bit_cast<std::uint64_t>(v)); }
+  void scalar(const std::string &s) {
+    scalar(std::uint64_t{s.size()});
+    const auto *p = reinterpret_cast<const std::byte *>(s.data());
+    out_.insert(out_.end(), p, p + s.size());
+  }
+  void scalar(const std::vector<std::byte> &v) {
+    scalar(std::uint64_t{v.size()});
+    out_.insert(out_.end(), v.begin(), v.end());
+  }
+  template <class T> void sequence(const std::vector<T> &v) {
+    scalar(std::uint64_t{v.size()});
+    for (const T &e : v)
+      field(*this, e);
+  }
+  std::size_t size() const { return out_.size(); }
+  std::vector<std::byte> take() { return std::move(out_); }
+
+private:
+  std::vector<std::byte> out_;
+};
+
+// Bytes the smallest element of T encodes to (empty strings and vectors):
+// a count can be checked against the bytes left before anything is
+// allocated.
+template <class T> std::size_t minEncodedBytes() {
+  static const std::size_t bytes = [] {
+    Writer w;
+    const T empty{};
+    field(w, empty);
+    return w.size();
+  }();
+  return bytes;
+}
+
+std::string corruptMessage(const std::string &what,
+                           const std::string &problem) {
+  return what + " is corrupt: " + problem + std::string(kRedo);
+}
+
+class Reader {
+public:
+  Reader(std::span<const std::byte> data, const std::string &what)
+      : data_(data), what_(what) {}
+
+  template <class T>
+  requires std::is_integral_v<T> || std::is_enum_v<T>
+  void scalar(T &v) {
+    need(sizeof(T));
+    const std::uint64_t raw = getLE(data_.data() + pos_, sizeof(T));
+    if constexpr (std::is_same_v<T, bool>) {
+      if (raw > 1)
+        fail("byte " + std::to_string(pos_) + " should be a bool but is " +
+             std::to_string(raw));
+      v = raw == 1;
+    } else if constexpr (std::is_same_v<T, Type>) {
+      if (raw >= numTypes)
+        fail("byte " + std::to_string(pos_) + " holds element type code " +
+             std::to_string(raw) + " but there are only " +
+             std::to_string(numTypes) + " types");
+      v = static_cast<Type>(raw);
+    } else if constexpr (std::is_same_v<T, StepKind>) {
+      if (raw > static_cast<std::uint64_t>(StepKind::End))
+        fail("byte " + std::to_string(pos_) + " holds step kind code " +
+             std::to_string(raw) + ", which no Tessera step has");
+      v = static_cast<StepKind>(raw);
+    } else {
+      v = static_cast<T>(raw);
+    }
+    pos_ += sizeof(T);
+  }
+  void scalar(double &v) {
+    std::uint64_t bits = 0;
+    scalar(bits);
+    v = std::bit_cast<double>(bits);
+  }
+  void scalar(std::string &s) {
+    const std::uint64_t n = count(1);
+    s.assign(reinterpret_cast<const char *>(data_.data() + pos_), n);
+    pos_ += n;
+  }
+  void scalar(std::vector<std::byte> &v) {
+    const std::uint64_t n = count(1);
+    v.assign(data_.begin() + pos_, data_.begin() + pos_ + n);
+    pos_ += n;
+  }
+  template <class T> void sequence(std::vector<T> &v) {
+    v.clear();
+    v.resize(count(minEncodedBytes<T>()));
+    for (T &e : v)
+      field(*this, e);
+  }
+
+  void expectEnd() const {
+    if (pos_ != data_.size())
+      fail(std::to_string(data_.size() - pos_) +
+           " unexpected bytes follow the last field of the payload");
+  }
+
+private:
+  // A count of elements, each at least minBytes long, that must fit in the
+  // bytes left: a corrupt count fails here instead of allocating.
+  std::uint64_t count(std::size_t minBytes) {
+    std::uint64_t n = 0;
+    const std::size_t at = pos_;
+    scalar(n);
+    const std::size_t left = data_.size() - pos_;
+    if (n > left / minBytes)
+      fail("the count at payload byte " + std::to_string(at) + " says " +
+           std::to_string(n) + " elements of at least " +
+           std::to_string(minBytes) + " bytes, but only " +
+           std::to_string(left) + " bytes are left");
+    return n;
+  }
+  void need(std::size_t n) const {
+    if (n > data_.size() - pos_)
+      fail("the payload ends inside a field at byte " + std::to_string(pos_) +
+           " of " + std::to_string(data_.size()));
+  }
+  [[noreturn]] void fail(const std::string &problem) const {
+    throw SerializationError(corruptMessage(what_, problem));
+  }
+
+  std::span<const std::byte> data_;
+  std::size_t pos_ = 0;
+  const std::string &what_;
+};
+
+} // namespace
+
+// ---------------------------------------------------------------------------
+// Validation
+// ---------------------------------------------------------------------------
+
+namespace {
+
+std::string_view stepKindName(StepKind k) {
+  static constexpr std::string_view names[] = {
+      "Compute",       "Exchange",    "StreamIn",  "StreamOut",
+      "RemoteIn",      "RemoteOut",   "Jump",      "JumpIfZero",
+      "JumpIfNonZero", "RepeatStart", "RepeatEnd", "Switch",
+      "Call",          "Return",      "Print",     "Abort",
+      "AbortIf",       "Sync",        "End"};
+  static_assert(std::size(names) == std::size_t(StepKind::End) + 1);
+  return names[static_cast<std::size_t>(k)];
+}
+
+// [offset, offset + size) lies inside [0, limit), without overflow.
+bool fits(std::uint64_t offset, std::uint64_t size, std::uint64_t limit) {
+  return offset <= limit && size <= limit - offset;
+}
+
+// Whether every byte a strided copy touches on one side lies in [0, limit).
+bool stridedFits(std::uint64_t base, std::int64_t stride, std::uint32_t count,
+                 std::uint32_t elemBytes, std::uint64_t limit) {
+  if (count == 0 || elemBytes == 0)
+    return true;
+  const std::uint64_t step = stride < 0 ? 0 - static_cast<std::uint64_t>(stride)
+                                        : static_cast<std::uint64_t>(stride);
+  const std::uint64_t steps = count - 1;
+  if (steps != 0 && step > limit / steps)
+    return false;
+  const std::uint64_t span = step * steps;
+  if (stride >= 0)
+    return fits(base, span, limit) && fits(base + span, elemBytes, limit);
+  return base >= span && fits(base, elemBytes, limit);
+}
+
+class Validator {
+public:
+  Validator(const Executable &exe, const std::string &what)
+      : e_(exe), what_(what) {}
+
+  void run() {
+    checkTarget();
+    checkMemory();
+    for (std::size_t i = 0; i < e_.steps.size(); ++i)
+      checkStep(i, e_.steps[i]);
+    checkCodeTables();
+    checkHostInterface();
+    checkCopyOps();
+    checkEstimates();
+  }
+
+private:
+  [[noreturn]] void fail(const std::string &problem) const {
+    throw SerializationError(corruptMessage(what_, problem));
+  }
+  static std::string str(std::uint64_t v) { return std::to_string(v); }
+  std::string stepName(std::size_t i) const {
+    return "step " + str(i) + " (" +
+           std::string(stepKindName(e_.steps[i].kind)) + ")";
+  }
+
+  // `who` makes the user's description only when a check fails: building
+  // strings for every step of a large executable would cost more than the
+  // checks.
+  template <class Who>
+  void checkIndex(std::uint64_t index, std::size_t size, Who &&who,
+                  std::string_view table) const {
+    if (index >= size)
+      fail(std::string(who()) + " refers to " + std::string(table) + " " +
+           str(index) + " but there are only " + str(size));
+  }
+  template <class Who>
+  void checkRange(std::uint64_t first, std::uint64_t count, std::size_t size,
+                  Who &&who, std::string_view table) const {
+    if (!fits(first, count, size))
+      fail(std::string(who()) + " uses " + std::string(table) + " " +
+           str(first) + " to " + str(first + count) +
+           " (exclusive) but there are only " + str(size));
+  }
+  void checkScalarAddr(std::size_t i, const Step &s) const {
+    if (!fits(s.addr, typeSize(s.type), memBytes_))
+      fail(stepName(i) + " reads a " + std::string(typeName(s.type)) +
+           " at address " + str(s.addr) + " but a replica has " +
+           str(memBytes_) + " bytes of memory");
+  }
+
+  void checkTarget() {
+    if (e_.numIPUs == 0 || e_.replicationFactor == 0)
+      fail("it targets " + str(e_.numIPUs) + " IPUs with replication factor " +
+           str(e_.replicationFactor) + "; both must be at least 1");
+    if (!std::isfinite(e_.clockHz) || e_.clockHz < 0)
+      fail("its clock frequency " + std::to_string(e_.clockHz) +
+           " Hz is not a finite non-negative number");
+    const std::uint64_t tiles =
+        std::uint64_t{e_.numIPUs} * std::uint64_t{e_.tilesPerIPU};
+    const bool noMemory = tiles == 0 && e_.tileBase.empty();
+    if (!noMemory && e_.tileBase.size() - 1 != tiles)
+      fail("it has " + str(e_.tileBase.size()) + " tile base offsets but its " +
+           str(e_.numIPUs) + " IPUs of " + str(e_.tilesPerIPU) +
+           " tiles need " + str(tiles + 1));
+    if (!e_.tileBase.empty() && e_.tileBase[0] != 0)
+      fail("its first tile starts at byte " + str(e_.tileBase[0]) +
+           " instead of 0");
+    for (std::size_t t = 0; t + 1 < e_.tileBase.size(); ++t)
+      if (e_.tileBase[t + 1] < e_.tileBase[t])
+        fail("tile " + str(t + 1) + " starts at byte " +
+             str(e_.tileBase[t + 1]) + ", before tile " + str(t) + " at byte " +
+             str(e_.tileBase[t]));
+    numTiles_ = tiles;
+    memBytes_ = e_.replicaBytes();
+  }
+
+  void checkMemory() const {
+    for (std::size_t i = 0; i < e_.initRegions.size(); ++i) {
+      const InitRegion &r = e_.initRegions[i];
+      if (!fits(r.addr, r.size, memBytes_))
+        fail("initial region " + str(i) + " covers bytes " + str(r.addr) +
+             " + " + str(r.size) + " but a replica has " + str(memBytes_) +
+             " bytes");
+      if (!fits(r.dataOffset, r.size, e_.initData.size()))
+        fail("initial region " + str(i) + " takes bytes " + str(r.dataOffset) +
+             " + " + str(r.size) + " of the initial data, which has " +
+             str(e_.initData.size()));
+    }
+  }
+
+  // Marks copy ops [first, first + count) as having device addresses on the
+  // given sides; checkCopyOps checks each op once, however often it is used.
+  template <class Who>
+  void useOps(std::uint64_t first, std::uint64_t count, bool srcDevice,
+              bool dstDevice, Who &&who) {
+    checkRange(first, count, e_.copyOps.size(), who, "copy ops");
+    if (count == 0)
+      return;
+    if (srcUses_.empty()) {
+      srcUses_.assign(e_.copyOps.size() + 1, 0);
+      dstUses_.assign(e_.copyOps.size() + 1, 0);
+    }
+    if (srcDevice) {
+      ++srcUses_[first];
+      --srcUses_[first + count];
+    }
+    if (dstDevice) {
+      ++dstUses_[first];
+      --dstUses_[first + count];
+    }
+  }
+
+  void checkStep(std::size_t i, const Step &s) {
+    const std::size_t numSteps = e_.steps.size();
+    const auto who = [&] { return stepName(i); };
+    if (s.name >= e_.strings.size() && !(s.name == 0 && e_.strings.empty()))
+      checkIndex(
+          s.name, e_.strings.size(), [&] { return who() + "'s name"; },
+          "string");
+    if (s.hasAddr)
+      checkScalarAddr(i, s);
+    switch (s.kind) {
+    case StepKind::Compute:
+      checkRange(s.a, s.b, e_.vertices.size(), who, "vertices");
+      if (!e_.computeSetNames.empty())
+        checkIndex(s.c, e_.computeSetNames.size(), who, "compute set");
+      break;
+    case StepKind::Exchange:
+      useOps(s.a, s.b, true, true, who);
+      break;
+    case StepKind::StreamIn:
+    case StepKind::StreamOut:
+      checkIndex(s.a, e_.streams.size(), who, "stream");
+      useOps(s.b, s.c, s.kind == StepKind::StreamOut,
+             s.kind == StepKind::StreamIn, who);
+      break;
+    case StepKind::RemoteIn:
+    case StepKind::RemoteOut:
+      checkIndex(s.a, e_.remoteBuffers.size(), who, "remote buffer");
+      useOps(s.b, s.c, s.kind == StepKind::RemoteOut,
+             s.kind == StepKind::RemoteIn, who);
+      break;
+    case StepKind::JumpIfZero:
+    case StepKind::JumpIfNonZero:
+      checkScalarAddr(i, s);
+      [[fallthrough]];
+    case StepKind::Jump:
+    case StepKind::Call:
+      checkIndex(s.a, numSteps, who, "target step");
+      break;
+    case StepKind::RepeatStart:
+    case StepKind::RepeatEnd:
+      checkIndex(s.a, e_.numCounters, who, "counter");
+      checkIndex(s.b, numSteps, who, "target step");
+      break;
+    case StepKind::Switch:
+      checkScalarAddr(i, s);
+      checkRange(s.a, s.b, e_.switchTable.size(), who, "switch entries");
+      checkIndex(s.c, numSteps, who, "target step");
+      break;
+    case StepKind::Print:
+      checkIndex(s.a, e_.prints.size(), who, "print");
+      break;
+    case StepKind::AbortIf:
+      checkScalarAddr(i, s);
+      [[fallthrough]];
+    case StepKind::Abort:
+      checkIndex(s.a, e_.strings.size(), who, "string");
+      break;
+    case StepKind::Return:
+    case StepKind::Sync:
+    case StepKind::End:
+      break;
+    }
+  }
+
+  void checkCodeTables() const {
+    const std::size_t numSteps = e_.steps.size();
+    for (std::size_t p = 0; p < e_.programEntry.size(); ++p)
+      checkIndex(
+          e_.programEntry[p], numSteps, [&] { return "program " + str(p); },
+          "first step");
+    for (std::size_t k = 0; k < e_.switchTable.size(); ++k)
+      checkIndex(
+          e_.switchTable[k].second, numSteps,
+          [&] { return "switch entry " + str(k); }, "target step");
+    for (std::size_t c = 0; c < e_.vertexClasses.size(); ++c) {
+      const std::int32_t codelet = e_.vertexClasses[c].codelet;
+      if (codelet < -1 || (codelet >= 0 && static_cast<std::size_t>(codelet) >=
+                                               e_.codelets.size()))
+        fail("vertex class " + str(c) + " (" + e_.vertexClasses[c].name +
+             ") refers to codelet " + std::to_string(codelet) +
+             " but there are only " + str(e_.codelets.size()));
+    }
+    for (std::size_t v = 0; v < e_.vertices.size(); ++v) {
+      const VertexInstance &vi = e_.vertices[v];
+      const auto who = [&] { return "vertex " + str(v); };
+      checkIndex(vi.vertexClass, e_.vertexClasses.size(), who, "vertex class");
+      checkIndex(vi.tile, numTiles_, who, "tile");
+      if (vi.firstField > e_.fields.size())
+        fail(who() + "'s fields start at " + str(vi.firstField) +
+             " but there are only " + str(e_.fields.size()));
+    }
+  }
+
+  void checkHostInterface() {
+    for (std::size_t h = 0; h < e_.hostAccesses.size(); ++h) {
+      const HostAccessInfo &a = e_.hostAccesses[h];
+      useOps(a.firstOp, a.numOps, !a.write, a.write,
+             [&] { return "host access " + str(h) + " (" + a.handle + ")"; });
+    }
+    for (std::size_t p = 0; p < e_.prints.size(); ++p) {
+      const PrintInfo &pi = e_.prints[p];
+      useOps(pi.firstOp, pi.numOps, true, false,
+             [&] { return "print " + str(p) + " (" + pi.title + ")"; });
+    }
+  }
+
+  void checkCopyOps() const {
+    std::int64_t srcUses = 0, dstUses = 0;
+    for (std::size_t k = 0; k < e_.copyOps.size() && !srcUses_.empty(); ++k) {
+      srcUses += srcUses_[k];
+      dstUses += dstUses_[k];
+      const CopyOp &op = e_.copyOps[k];
+      if (srcUses > 0 &&
+          !stridedFits(op.src, op.srcStride, op.count, op.elemBytes, memBytes_))
+        failOp(k, "reads", op.src, op.srcStride);
+      if (dstUses > 0 &&
+          !stridedFits(op.dst, op.dstStride, op.count, op.elemBytes, memBytes_))
+        failOp(k, "writes", op.dst, op.dstStride);
+    }
+  }
+  [[noreturn]] void failOp(std::size_t k, const std::string &verb,
+                           std::uint64_t addr, std::int64_t stride) const {
+    const CopyOp &op = e_.copyOps[k];
+    fail("copy op " + str(k) + " " + verb + " " + str(op.count) +
+         " elements of " + str(op.elemBytes) + " bytes from address " +
+         str(addr) + " with stride " + std::to_string(stride) +
+         ", outside the replica's " + str(memBytes_) + " bytes");
+  }
+
+  void checkEstimates() const {
+    if (!e_.estimates.empty() && e_.estimates.size() != e_.steps.size())
+      fail("it has " + str(e_.estimates.size()) + " step estimates for " +
+           str(e_.steps.size()) + " steps");
+    const std::size_t tileCycles =
+        std::min(e_.tileCycles.size(), e_.tileCycleTiles.size());
+    for (std::size_t i = 0; i < e_.estimates.size(); ++i)
+      checkRange(
+          e_.estimates[i].firstTileCycle, e_.estimates[i].numTileCycles,
+          tileCycles, [&] { return "the estimate of step " + str(i); },
+          "tile cycle entries");
+    for (std::size_t i = 0; i < e_.tileCycleTiles.size(); ++i)
+      checkIndex(
+          e_.tileCycleTiles[i], numTiles_,
+          [&] { return "tile cycle entry " + str(i); }, "tile");
+    if (!e_.tileMemory.empty() && e_.tileMemory.size() != numTiles_)
+      fail("it has memory facts for " + str(e_.tileMemory.size()) +
+           " tiles but targets " + str(numTiles_));
+  }
+
+  const Executable &e_;
+  const std::string &what_;
+  std::uint64_t numTiles_ = 0, memBytes_ = 0;
+  std::vector<std::int64_t> srcUses_, dstUses_;
+};
+
+} // namespace
+
+// ---------------------------------------------------------------------------
+// Header, compression and files
+// ---------------------------------------------------------------------------
+
+namespace {
+
+struct ZstdDCtxFree {
+  void operator()(ZSTD_DCtx *c) const { ZSTD_freeDCtx(c); }
+};
+
+// Decompresses into a buffer that grows with the output actually produced,
+// never past the size the header claims, so a lying header cannot make the
+// reader allocate more than the data really holds.
+std::vector<std::byte> decompress(std::span<const std::byte> src,
+                                  std::uint64_t claimed,
+                                  const std::string &what) {
+  std::unique_ptr<ZSTD_DCtx, ZstdDCtxFree> ctx(ZSTD_createDCtx());
+  TESSERA_INTERNAL_ASSERT(ctx != nullptr, "ZSTD_createDCtx failed");
+  std::vector<std::byte> out;
+  std::size_t produced = 0;
+  ZSTD_inBuffer in{src.data(), src.size(), 0};
+  for (;;) {
+    if (produced == out.size() && out.size() < claimed)
+      out.resize(static_cast<std::size_t>(std::min<std::uint64_t>(
+          claimed, std::max<std::size_t>(out.size() * 2, 1 << 20))));
+    const bool full = produced == out.size();
+    std::byte spill{};
+    ZSTD_outBuffer ob = full ? ZSTD_outBuffer{&spill, 1, 0}
+                             : ZSTD_outBuffer{out.data(), out.size(), produced};
+    const std::size_t inBefore = in.pos, outBefore = ob.pos;
+    const std::size_t r = ZSTD_decompressStream(ctx.get(), &ob, &in);
+    if (ZSTD_isError(r))
+      throw SerializationError(corruptMessage(
+          what, std::string("the payload does not decompress (") +
+                    ZSTD_getErrorName(r) + ")"));
+    if (full && ob.pos > 0)
+      throw SerializationError(corruptMessage(
+          what, "the payload decompresses to more than the " +
+                    std::to_string(claimed) + " bytes the header says"));
+    if (!full)
+      produced = ob.pos;
+    if (r == 0)
+      break;
+    if (in.pos == inBefore && ob.pos == outBefore)
+      throw SerializationError(
+          corruptMessage(what, "the compressed payload ends mid-frame"));
+  }
+  if (in.pos != in.size)
+    throw SerializationError(corruptMessage(
+        what, std::to_string(in.size - in.pos) +
+                  " bytes follow the compressed payload's frame"));
+  if (produced != claimed)
+    throw SerializationError(corruptMessage(
+        what, "the payload decompresses to " + std::to_string(produced) +
+                  " bytes but the header says " + std::to_string(claimed)));
+  return out;
+}
+
+std::uint64_t hashBytes(const void *data, std::size_t size) {
+  return XXH64(data, size, 0);
+}
+
+// Reads up to `size` bytes in bounded chunks, so a header that claims more
+// than the stream holds costs no more memory than the stream has.
+std::vector<std::byte> readUpTo(std::istream &in, std::uint64_t size) {
+  constexpr std::size_t kChunk = std::size_t{1} << 20;
+  std::vector<std::byte> data;
+  while (data.size() < size && in) {
+    const std::size_t chunk = static_cast<std::size_t>(
+        std::min<std::uint64_t>(kChunk, size - data.size()));
+    const std::size_t old = data.size();
+    data.resize(old + chunk);
+    in.read(reinterpret_cast<char *>(data.data() + old),
+            static_cast<std::streamsize>(chunk));
+    data.resize(old + static_cast<std::size_t>(in.gcount()));
+  }
+  return data;
+}
+
+detail::ExecutableFileHeader
+parseHeader(const std::array<std::byte, kExecutableHeaderBytes> &h,
+            std::size_t got, const std::string &what) {
+  const std::string_view magic(reinterpret_cast<const char *>(h.data()),
+                               std::min(got, kMagic.size()));
+  if (got == 0)
+    throw SerializationError(what + " is empty; recompile and save it again");
+  if (magic != kMagic.substr(0, magic.size()))
+    throw SerializationError(
+        what + " is not a Tessera executable (bad magic: it does not start "
+               "with \"TESSERAX\"); check the path, or compile and save it");
+  if (got < kExecutableHeaderBytes)
+    throw SerializationError(
+        what + " is truncated: it holds " + std::to_string(got) +
+        " bytes but the header alone takes " +
+        std::to_string(kExecutableHeaderBytes) + std::string(kRedo));
+  detail::ExecutableFileHeader header;
+  header.version = static_cast<std::uint32_t>(getLE(h.data() + 8, 4));
+  if (header.version != kExecutableFormatVersion)
+    throw SerializationError(what + " was written by format version " +
+                             std::to_string(header.version) +
+                             " but this Tessera reads version " +
+                             std::to_string(kExecutableFormatVersion) +
+                             "; recompile it with this version");
+  if (getLE(h.data() + 40, 8) != hashBytes(h.data(), 40))
+    throw SerializationError(corruptMessage(what, "header checksum mismatch"));
+  header.flags = static_cast<std::uint32_t>(getLE(h.data() + 12, 4));
+  header.payloadBytes = getLE(h.data() + 16, 8);
+  header.compressedBytes = getLE(h.data() + 24, 8);
+  header.compressedHash = getLE(h.data() + 32, 8);
+  if (header.flags != 0)
+    throw SerializationError(what + " uses format flags " +
+                             std::to_string(header.flags) +
+                             " that this Tessera does not know; recompile it "
+                             "with this version");
+  return header;
+}
+
+std::string fileWhat(const std::string &path) {
+  return "executable file \"" + path + "\"";
+}
+
+} // namespace
+
+namespace detail {
+
+std::array<std::byte, kExecutableHeaderBytes>
+encodeExecutableHeader(const ExecutableFileHeader &header) {
+  std::array<std::byte, kExecutableHeaderBytes> h{};
+  std::memcpy(h.data(), kMagic.data(), kMagic.size());
+  putLE(h.data() + 8, header.version, 4);
+  putLE(h.data() + 12, header.flags, 4);
+  putLE(h.data() + 16, header.payloadBytes, 8);
+  putLE(h.data() + 24, header.compressedBytes, 8);
+  putLE(h.data() + 32, header.compressedHash, 8);
+  putLE(h.data() + 40, hashBytes(h.data(), 40), 8);
+  return h;
+}
+
+std::vector<std::byte> encodeExecutablePayload(const Executable &exe) {
+  Writer w;
+  field(w, exe);
+  return w.take();
+}
+
+Executable decodeExecutablePayload(std::span<const std::byte> payload,
+                                   const std::string &what) {
+  Executable exe;
+  Reader r(payload, what);
+  field(r, exe);
+  r.expectEnd();
+  validateExecutable(exe, what);
+  return exe;
+}
+
+void validateExecutable(const Executable &exe, const std::string &what) {
+  Validator(exe, what).run();
+}
+
+void writeExecutableFile(std::ostream &out, std::span<const std::byte> payload,
+                         std::uint32_t version) {
+  std::vector<std::byte> compressed(ZSTD_compressBound(payload.size()));
+  const std::size_t n =
+      ZSTD_compress(compressed.data(), compressed.size(), payload.data(),
+                    payload.size(), kCompressionLevel);
+  TESSERA_INTERNAL_ASSERT(!ZSTD_isError(n), std::string("ZSTD_compress: ") +
+                                                ZSTD_getErrorName(n));
+  compressed.resize(n);
+  ExecutableFileHeader header;
+  header.version = version;
+  header.payloadBytes = payload.size();
+  header.compressedBytes = n;
+  header.compressedHash = hashBytes(compressed.data(), n);
+  const auto h = encodeExecutableHeader(header);
+  out.write(reinterpret_cast<const char *>(h.data()), h.size());
+  out.write(reinterpret_cast<const char *>(compressed.data()),
+            static_cast<std::streamsize>(n));
+  if (!out)
+    throw SerializationError(
+        "could not write an executable of " + std::to_string(h.size() + n) +
+        " bytes: the output stream failed; check the disk space and that "
+        "the destination is writable");
+}
+
+Executable readExecutableFile(std::istream &in, const std::string &what) {
+  std::array<std::byte, kExecutableHeaderBytes> h{};
+  std::vector<std::byte> compressed;
+  ExecutableFileHeader header;
+  // A stream with exceptions enabled reports a short read by throwing; it is
+  // the same truncation, and gets the same error type.
+  try {
+    in.read(reinterpret_cast<char *>(h.data()), h.size());
+    header = parseHeader(h, static_cast<std::size_t>(in.gcount()), what);
+    compressed = readUpTo(in, header.compressedBytes);
+  } catch (const std::ios_base::failure &e) {
+    throw SerializationError(what + " cannot be read (" + e.what() +
+                             "); check the file, or recompile and save it "
+                             "again");
+  }
+  if (compressed.size() < header.compressedBytes)
+    throw SerializationError(
+        what + " is truncated: the header says " +
+        std::to_string(header.compressedBytes) + " compressed bytes but only " +
+        std::to_string(compressed.size()) + " follow" + std::string(kRedo));
+  if (hashBytes(compressed.data(), compressed.size()) != header.compressedHash)
+    throw SerializationError(corruptMessage(what, "checksum mismatch"));
+  const std::vector<std::byte> payload =
+      decompress(compressed, header.payloadBytes, what);
+  return decodeExecutablePayload(payload, what);
+}
+
+} // namespace detail
+
+// ---------------------------------------------------------------------------
+// Executable's entry points
+// ---------------------------------------------------------------------------
+
+void Executable::serialize(std::ostream &out) const {
+  detail::writeExecutableFile(out, detail::encodeExecutablePayload(*this));
+}
+
+Executable Executable::deserialize(std::istream &in) {
+  return detail::readExecutableFile(in, "executable stream");
+}
+
+// Writes beside the destination and renames, so a reader (another process
+// sharing a cache, say) sees either the old file or the whole new one.
+void Executable::save(const std::string &path) const {
+  namespace fs = std::filesystem;
+  static std::atomic<std::uint64_t> counter{0};
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
+                          std::to_string(counter++);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out)
+      throw SerializationError("cannot write " + fileWhat(path) +
+                               ": creating \"" + tmp + "\" failed (" +
+                               std::strerror(errno) +
+                               "); check that the folder exists and is "
+                               "writable");
+    std::error_code ignored;
+    try {
+      serialize(out);
+      out.close();
+      if (!out)
+        throw SerializationError("closing \"" + tmp + "\" failed");
+    } catch (const SerializationError &e) {
+      fs::remove(tmp, ignored);
+      throw SerializationError("cannot write " + fileWhat(path) + ": " +
+                               e.what());
+    } catch (...) {
+      fs::remove(tmp, ignored);
+      throw;
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw SerializationError("cannot write " + fileWhat(path) +
+                             ": renaming \"" + tmp + "\" to it failed (" +
+                             ec.message() + ")");
+  }
+}
+
+Executable Executable::load(const std::string &path) {
+  namespace fs = std::filesystem;
+  const std::string what = fileWhat(path);
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st))
+    throw SerializationError(what +
+                             " does not exist; check the path, or compile "
+                             "the program and save it there");
+  if (!fs::is_regular_file(st))
+    throw SerializationError(what + " is not a regular file; check the path");
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw SerializationError(what + " cannot be opened (" +
+                             std::strerror(errno) + "); check its permissions");
+  Executable exe = detail::readExecutableFile(in, what);
+  if (in.peek() != std::ifstream::traits_type::eof())
+    throw SerializationError(
+        corruptMessage(what, "bytes follow the end of the executable"));
+  return exe;
+}
+
+} // namespace tessera

@@ -1,0 +1,362 @@
+// Flattens the program trees into a list of draft steps with jumps, and plans
+// the temporaries that bring vertex operands to their tile.
+#include "CompilerState.hpp"
+
+#include "tessera/support/Error.hpp"
+
+#include <string>
+
+namespace tessera::compiler {
+namespace {
+
+using program::ProgramKind;
+
+std::string str(std::size_t v) { return std::to_string(v); }
+
+bool isList(codelet::Shape s) {
+  return s == codelet::Shape::VectorList || s == codelet::Shape::ScalarList;
+}
+
+std::string vertexName(const GraphData &d, unsigned v) {
+  const VertexData &vd = d.vertices[v];
+  return "vertex " + str(v) + " (class " + vd.vertexClass->info.name +
+         ", compute set \"" + d.computeSets[vd.computeSet].name + "\")";
+}
+
+// A field operand can be used in place when it is one contiguous run inside
+// a single mapping interval on the vertex's own tile.
+bool usableInPlace(const State &s, const Tensor &t, unsigned tile) {
+  if (t.numElements() == 0)
+    return true;
+  const auto &runs = t.runs();
+  if (runs.size() != 1 || (runs[0].stride != 1 && runs[0].count != 1))
+    return false;
+  const Run &r = runs[0];
+  const VariableData &v = s.vars[r.var];
+  auto [t0, idx] = locate(v, static_cast<std::size_t>(r.start));
+  return t0 == tile &&
+         v.mapping[idx].end >= static_cast<std::size_t>(r.start + r.count);
+}
+
+class Flattener {
+public:
+  explicit Flattener(State &s) : s_(s) {}
+
+  void flatten(const std::vector<program::Program> &programs) {
+    for (std::size_t i = 0; i < programs.size(); ++i) {
+      program_ = static_cast<int>(i);
+      s_.exe.programEntry.push_back(pc());
+      visit(programs[i]);
+      emit(StepKind::End);
+    }
+    // Function bodies follow the programs; each exists once.
+    program_ = -1;
+    std::vector<std::uint32_t> entry;
+    for (const auto &f : s_.data.functions) {
+      entry.push_back(pc());
+      visit(f);
+      emit(StepKind::Return);
+    }
+    for (std::uint32_t d : calls_)
+      s_.drafts[d].step.a = entry[s_.drafts[d].step.a];
+  }
+
+private:
+  std::uint32_t pc() const {
+    return static_cast<std::uint32_t>(s_.drafts.size());
+  }
+
+  std::uint32_t emit(StepKind kind, Draft d = {}) {
+    d.step.kind = kind;
+    d.program = program_;
+    d.conditional = conditional_ > 0;
+    s_.drafts.push_back(std::move(d));
+    return pc() - 1;
+  }
+
+  Draft named(const program::ProgramNode &n) {
+    Draft d;
+    d.step.name = s_.intern(n.debugName);
+    return d;
+  }
+
+  void visitConditional(const program::Program &p) {
+    ++conditional_;
+    visit(p);
+    --conditional_;
+  }
+
+  void visit(const program::Program &p) {
+    const program::ProgramNode &n = p.node();
+    switch (n.kind) {
+    case ProgramKind::Sequence:
+      for (const auto &c : n.children)
+        visit(c);
+      return;
+    case ProgramKind::Execute:
+      return visitExecute(n);
+    case ProgramKind::Copy: {
+      Draft d = named(n);
+      d.copies.emplace_back(n.tensors[0], n.tensors[1]);
+      emit(StepKind::Exchange, std::move(d));
+      return;
+    }
+    case ProgramKind::StreamToTensor:
+    case ProgramKind::TensorToStream:
+      return visitStream(n);
+    case ProgramKind::RemoteToTensor:
+    case ProgramKind::TensorToRemote:
+      return visitRemote(n);
+    case ProgramKind::Repeat:
+      return visitRepeat(n);
+    case ProgramKind::RepeatWhileTrue:
+    case ProgramKind::RepeatWhileFalse:
+      return visitWhile(n);
+    case ProgramKind::If:
+      return visitIf(n);
+    case ProgramKind::Switch:
+      return visitSwitch(n);
+    case ProgramKind::Call: {
+      if (n.id >= s_.data.functions.size())
+        throw GraphError("Call: function " + str(n.id) +
+                         " does not belong to this graph");
+      Draft d = named(n);
+      d.step.a = n.id;
+      calls_.push_back(emit(StepKind::Call, std::move(d)));
+      return;
+    }
+    case ProgramKind::Sync: {
+      Draft d = named(n);
+      d.step.c = static_cast<std::uint32_t>(n.syncType);
+      emit(StepKind::Sync, std::move(d));
+      return;
+    }
+    case ProgramKind::PrintTensor: {
+      Draft d = named(n);
+      d.tensors = {n.tensors[0]};
+      d.step.a = s_.intern(n.message);
+      emit(StepKind::Print, std::move(d));
+      return;
+    }
+    case ProgramKind::WriteUndef: {
+      // A no-op jump to the next step that liveness reads as a fresh start
+      // of the tensor's lifetime.
+      Draft d = named(n);
+      d.tensors = {n.tensors[0]};
+      d.step.a = pc() + 1;
+      d.step.c = 1;
+      emit(StepKind::Jump, std::move(d));
+      return;
+    }
+    case ProgramKind::Abort: {
+      Draft d = named(n);
+      d.step.a = s_.intern(n.message);
+      emit(StepKind::Abort, std::move(d));
+      return;
+    }
+    case ProgramKind::AbortOnCondition: {
+      Draft d = named(n);
+      d.step.a = s_.intern(n.message);
+      d.tensors = {n.tensors[0]};
+      emit(StepKind::AbortIf, std::move(d));
+      return;
+    }
+    }
+    TESSERA_INTERNAL_ASSERT(false, "unknown program kind");
+  }
+
+  void visitExecute(const program::ProgramNode &n) {
+    if (n.id >= s_.data.computeSets.size())
+      throw GraphError("Execute: compute set " + str(n.id) +
+                       " does not belong to this graph");
+    ComputeSetPlan &plan = s_.csPlans[n.id];
+    if (!plan.planned)
+      planComputeSet(n.id);
+    if (!plan.gathers.empty()) {
+      Draft d = named(n);
+      d.copies = plan.gathers;
+      emit(StepKind::Exchange, std::move(d));
+    }
+    Draft d = named(n);
+    d.computeSet = static_cast<int>(n.id);
+    emit(StepKind::Compute, std::move(d));
+    if (!plan.scatters.empty()) {
+      Draft d2 = named(n);
+      d2.copies = plan.scatters;
+      emit(StepKind::Exchange, std::move(d2));
+    }
+  }
+
+  void visitStream(const program::ProgramNode &n) {
+    const StreamData &sd = s_.data.streams.at(n.id);
+    const bool in = n.kind == ProgramKind::StreamToTensor;
+    if (sd.hostToDevice != in)
+      throw GraphError("Copy: stream \"" + sd.handle + "\" is a " +
+                       (sd.hostToDevice ? "host-to-device" : "device-to-host") +
+                       " FIFO; it cannot be copied " +
+                       (in ? "to a tensor" : "from a tensor"));
+    Draft d = named(n);
+    d.tensors = {n.tensors[0]};
+    d.step.a = n.id;
+    emit(in ? StepKind::StreamIn : StepKind::StreamOut, std::move(d));
+  }
+
+  void visitRemote(const program::ProgramNode &n) {
+    Draft d = named(n);
+    d.tensors = n.tensors;
+    d.step.a = n.id;
+    d.step.hasAddr = n.hasOffset;
+    emit(n.kind == ProgramKind::RemoteToTensor ? StepKind::RemoteIn
+                                               : StepKind::RemoteOut,
+         std::move(d));
+  }
+
+  void visitRepeat(const program::ProgramNode &n) {
+    if (n.count == 0)
+      return;
+    Draft d = named(n);
+    d.step.a = s_.exe.numCounters++;
+    d.step.count = n.count;
+    const std::uint32_t start = emit(StepKind::RepeatStart, d);
+    visit(n.children[0]);
+    Draft e = named(n);
+    e.step.a = d.step.a;
+    e.step.b = start + 1;
+    const std::uint32_t end = emit(StepKind::RepeatEnd, std::move(e));
+    s_.drafts[start].step.b = end + 1;
+    s_.loops.push_back({start, end});
+  }
+
+  void visitWhile(const program::ProgramNode &n) {
+    const std::uint32_t top = pc();
+    visit(n.children[0]);
+    Draft d = named(n);
+    d.tensors = {n.tensors[0]};
+    const std::uint32_t test =
+        emit(n.kind == ProgramKind::RepeatWhileTrue ? StepKind::JumpIfZero
+                                                    : StepKind::JumpIfNonZero,
+             std::move(d));
+    visitConditional(n.children[1]);
+    Draft back = named(n);
+    back.step.a = top;
+    const std::uint32_t end = emit(StepKind::Jump, std::move(back));
+    s_.drafts[test].step.a = end + 1;
+    s_.loops.push_back({top, end});
+  }
+
+  void visitIf(const program::ProgramNode &n) {
+    Draft d = named(n);
+    d.tensors = {n.tensors[0]};
+    const std::uint32_t test = emit(StepKind::JumpIfZero, std::move(d));
+    visitConditional(n.children[0]);
+    if (n.children[1].isEmpty()) {
+      s_.drafts[test].step.a = pc();
+      return;
+    }
+    const std::uint32_t skip = emit(StepKind::Jump, named(n));
+    s_.drafts[test].step.a = pc();
+    visitConditional(n.children[1]);
+    s_.drafts[skip].step.a = pc();
+  }
+
+  void visitSwitch(const program::ProgramNode &n) {
+    Draft d = named(n);
+    d.tensors = {n.tensors[0]};
+    const std::uint32_t sw = emit(StepKind::Switch, std::move(d));
+    const auto first = static_cast<std::uint32_t>(s_.exe.switchTable.size());
+    std::vector<std::uint32_t> exits;
+    for (std::size_t i = 0; i < n.caseValues.size(); ++i) {
+      s_.exe.switchTable.emplace_back(n.caseValues[i], pc());
+      visitConditional(n.children[i]);
+      exits.push_back(emit(StepKind::Jump, named(n)));
+    }
+    s_.drafts[sw].step.c = pc();
+    visitConditional(n.children.back());
+    for (std::uint32_t j : exits)
+      s_.drafts[j].step.a = pc();
+    s_.drafts[sw].step.a = first;
+    s_.drafts[sw].step.b =
+        static_cast<std::uint32_t>(s_.exe.switchTable.size()) - first;
+  }
+
+  void planComputeSet(unsigned cs) {
+    ComputeSetPlan &plan = s_.csPlans[cs];
+    plan.planned = true;
+    for (unsigned v : s_.data.computeSets[cs].vertices)
+      planVertex(plan, v);
+  }
+
+  void planVertex(ComputeSetPlan &plan, unsigned v) {
+    const VertexData &vd = s_.data.vertices[v];
+    if (!vd.tile)
+      throw GraphError(vertexName(s_.data, v) +
+                       " is not mapped to a tile; call "
+                       "graph.setTileMapping(vertex, tile)");
+    const auto &fields = vd.vertexClass->info.fields;
+    for (unsigned f = 0; f < fields.size(); ++f) {
+      const codelet::FieldInfo &fi = fields[f];
+      const FieldBinding &b = vd.fields[f];
+      const std::string where =
+          vertexName(s_.data, v) + " field \"" + fi.name + "\"";
+      if (fi.direction == codelet::Direction::State) {
+        if (!b.connected && fi.shape == codelet::Shape::Scalar)
+          throw GraphError(where + " has no value; set it with "
+                                   "graph.setInitialValue(v[\"" +
+                           fi.name + "\"], value)");
+        continue;
+      }
+      const bool list = isList(fi.shape);
+      if (!b.connected && !(list && b.size && *b.size == 0))
+        throw GraphError(where + " is not connected; connect a tensor with "
+                                 "graph.connect(v[\"" +
+                         fi.name + "\"], tensor)");
+      if (list && b.size && b.tensors.size() != *b.size)
+        throw GraphError(where + " has size " + str(*b.size) + " but " +
+                         str(b.tensors.size()) +
+                         " elements are connected; connect every element");
+      for (unsigned i = 0; i < b.tensors.size(); ++i) {
+        const Tensor &t = b.tensors[i];
+        if (!t.valid())
+          throw GraphError(where + " element " + str(i) +
+                           " is not connected");
+        if (!usableInPlace(s_, t, *vd.tile))
+          addTemporary(plan, v, f, i, t, fi);
+      }
+    }
+  }
+
+  void addTemporary(ComputeSetPlan &plan, unsigned v, unsigned f, unsigned i,
+                    const Tensor &t, const codelet::FieldInfo &fi) {
+    const VertexData &vd = s_.data.vertices[v];
+    VariableData tmp;
+    tmp.name = vd.vertexClass->info.name + "." + fi.name + "/operand";
+    tmp.type = t.elementType();
+    tmp.numElements = t.numElements();
+    tmp.shape = {tmp.numElements};
+    tmp.mapping.push_back({0, tmp.numElements, *vd.tile});
+    const auto id = static_cast<std::uint32_t>(s_.vars.size());
+    s_.vars.push_back(std::move(tmp));
+    s_.intervalAddr.emplace_back();
+    Tensor temp(t.elementType(), {t.numElements()},
+                {Run{id, 0, 1, static_cast<std::int64_t>(t.numElements())}});
+    s_.substitutions[State::substitutionKey(v, f, i)] = temp;
+    if (fi.direction != codelet::Direction::Output)
+      plan.gathers.emplace_back(t.flatten(), temp);
+    if (fi.direction != codelet::Direction::Input)
+      plan.scatters.emplace_back(temp, t.flatten());
+  }
+
+  State &s_;
+  int program_ = -1;
+  int conditional_ = 0;
+  std::vector<std::uint32_t> calls_;
+};
+
+} // namespace
+
+void flattenPrograms(State &s, const std::vector<program::Program> &programs) {
+  s.csPlans.resize(s.data.computeSets.size());
+  Flattener(s).flatten(programs);
+}
+
+} // namespace tessera::compiler

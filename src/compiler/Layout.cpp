@@ -1,0 +1,302 @@
+// Liveness of every variable over the flat steps, then a per-tile layout that
+// lets values whose lifetimes do not overlap share bytes, then the
+// out-of-memory check.
+#include "CompilerState.hpp"
+
+#include "tessera/support/Error.hpp"
+#include "tessera/support/Logging.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace tessera::compiler {
+namespace {
+
+std::string str(std::uint64_t v) { return std::to_string(v); }
+
+constexpr std::uint64_t kAlign = 8;
+std::uint64_t alignUp(std::uint64_t v) { return (v + kAlign - 1) & ~(kAlign - 1); }
+
+struct Live {
+  std::int64_t first = -1, def = -1, last = -1;
+  std::size_t written = 0;
+  int program = -2;
+  bool always = false;
+};
+
+// Calls fn(var, read, write, elements) for every tensor a draft touches.
+template <typename F> void forEachTouch(const State &s, const Draft &d, F &&fn) {
+  auto tensor = [&](const Tensor &t, bool read, bool write) {
+    for (const Run &r : t.runs())
+      fn(r.var, read, write, static_cast<std::size_t>(r.count));
+  };
+  switch (d.step.kind) {
+  case StepKind::Compute: {
+    for (unsigned v : s.data.computeSets[d.computeSet].vertices) {
+      const VertexData &vd = s.data.vertices[v];
+      const auto &fields = vd.vertexClass->info.fields;
+      for (unsigned f = 0; f < fields.size(); ++f) {
+        const auto dir = fields[f].direction;
+        if (dir == codelet::Direction::State)
+          continue;
+        for (unsigned i = 0; i < vd.fields[f].tensors.size(); ++i)
+          tensor(s.fieldTensor(v, f, i), dir != codelet::Direction::Output,
+                 dir != codelet::Direction::Input);
+      }
+    }
+    return;
+  }
+  case StepKind::Exchange:
+    for (const auto &[src, dst] : d.copies) {
+      tensor(src, true, false);
+      tensor(dst, false, true);
+    }
+    return;
+  case StepKind::StreamIn:
+    tensor(d.tensors[0], false, true);
+    return;
+  case StepKind::RemoteIn:
+    tensor(d.tensors[0], false, true);
+    for (std::size_t i = 1; i < d.tensors.size(); ++i)
+      tensor(d.tensors[i], true, false);
+    return;
+  case StepKind::Jump:
+    if (d.step.c == 1) // WriteUndef: the contents start afresh
+      for (const Run &r : d.tensors[0].runs())
+        fn(r.var, false, true, s.vars[r.var].numElements);
+    return;
+  default:
+    for (const Tensor &t : d.tensors)
+      tensor(t, true, false);
+    return;
+  }
+}
+
+std::vector<Live> computeLiveness(const State &s) {
+  std::vector<Live> live(s.vars.size());
+  for (std::size_t i = 0; i < s.drafts.size(); ++i) {
+    const Draft &d = s.drafts[i];
+    forEachTouch(s, d, [&](std::uint32_t var, bool read, bool write,
+                           std::size_t elems) {
+      Live &l = live[var];
+      if (d.program == -1 || (l.program != -2 && l.program != d.program))
+        l.always = true;
+      l.program = d.program;
+      if (read && l.def < 0)
+        l.always = true;
+      if (write && l.def < 0 && !d.conditional) {
+        l.written += elems;
+        if (l.written >= s.vars[var].numElements)
+          l.def = static_cast<std::int64_t>(i);
+      }
+      if (l.first < 0)
+        l.first = static_cast<std::int64_t>(i);
+      l.last = static_cast<std::int64_t>(i);
+    });
+  }
+  for (const auto &h : s.data.hostAccesses)
+    for (const Run &r : h.tensor.runs())
+      live[r.var].always = true;
+  for (std::size_t v = 0; v < s.vars.size(); ++v) {
+    Live &l = live[v];
+    if (l.def < 0 || s.vars[v].isConstant || !s.vars[v].initialValue.empty())
+      l.always = true;
+  }
+  // A value defined before a loop and used inside it must survive every
+  // iteration; repeat until nested loops agree.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const LoopRange &loop : s.loops)
+      for (Live &l : live)
+        if (!l.always && l.def < loop.begin && l.last >= loop.begin &&
+            l.last < loop.end) {
+          l.last = loop.end;
+          changed = true;
+        }
+  }
+  return live;
+}
+
+struct Block {
+  std::uint32_t var = 0;
+  std::size_t interval = 0;
+  std::uint64_t bytes = 0, offset = 0;
+  std::int64_t begin = 0, end = 0; // live step range; always: whole run
+  bool always = false;
+};
+
+// First fit: the lowest offset that collides with no placed block whose
+// lifetime overlaps.
+std::uint64_t placeTile(std::vector<Block> &blocks) {
+  std::sort(blocks.begin(), blocks.end(), [](const Block &a, const Block &b) {
+    if (a.always != b.always)
+      return a.always;
+    return a.bytes > b.bytes;
+  });
+  std::uint64_t top = 0, alwaysTop = 0;
+  std::vector<const Block *> placed;
+  for (Block &b : blocks) {
+    if (b.always) {
+      b.offset = alwaysTop;
+      alwaysTop += b.bytes;
+      top = alwaysTop;
+      continue;
+    }
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> busy;
+    for (const Block *p : placed)
+      if (p->begin <= b.end && b.begin <= p->end)
+        busy.emplace_back(p->offset, p->offset + p->bytes);
+    std::sort(busy.begin(), busy.end());
+    std::uint64_t off = alwaysTop;
+    for (const auto &[lo, hi] : busy) {
+      if (off + b.bytes <= lo)
+        break;
+      off = std::max(off, hi);
+    }
+    b.offset = off;
+    top = std::max(top, off + b.bytes);
+    placed.push_back(&b);
+  }
+  return top;
+}
+
+std::uint64_t vertexStateBytes(const State &s, unsigned v) {
+  const VertexData &vd = s.data.vertices[v];
+  const auto &fields = vd.vertexClass->info.fields;
+  std::uint64_t bytes = 4; // the vertex's entry in its compute set's list
+  for (unsigned f = 0; f < fields.size(); ++f) {
+    const FieldBinding &b = vd.fields[f];
+    switch (fields[f].shape) {
+    case codelet::Shape::Scalar:
+      bytes += fields[f].direction == codelet::Direction::State
+                   ? b.state.size()
+                   : 4;
+      break;
+    case codelet::Shape::Vector:
+      bytes += fields[f].direction == codelet::Direction::State
+                   ? 8 + b.state.size()
+                   : 8;
+      break;
+    default:
+      bytes += 8 + 8 * b.tensors.size();
+    }
+  }
+  return alignUp(bytes);
+}
+
+[[noreturn]] void reportOutOfMemory(const State &s, unsigned tile,
+                                    const TileMemory &m, unsigned numOver,
+                                    const std::vector<Block> &blocks) {
+  std::vector<std::pair<std::uint64_t, std::string>> big;
+  for (const Block &b : blocks)
+    big.emplace_back(b.bytes, s.vars[b.var].name);
+  std::sort(big.rbegin(), big.rend());
+  std::string list;
+  for (std::size_t i = 0; i < big.size() && i < 5; ++i)
+    list += (i ? ", " : "") + std::string("\"") + big[i].second + "\" " +
+            str(big[i].first) + " B";
+  const unsigned perIpu = s.target.getTilesPerIPU();
+  throw MemoryError(
+      "out of memory on tile " + str(tile) + " (IPU " + str(tile / perIpu) +
+      "): it needs " + str(m.total()) + " bytes but a tile has " +
+      str(s.target.getBytesPerTile()) + " (variables always live " +
+      str(m.alwaysLive) + ", constants " + str(m.constants) +
+      ", not always live " + str(m.notAlwaysLive) + ", vertex state " +
+      str(m.vertexState) + ", code " + str(m.code) +
+      "). Largest variables on the tile: " + (list.empty() ? "none" : list) +
+      "." + (numOver > 1 ? " " + str(numOver - 1) + " other tiles are over too." : "") +
+      " Spread large tensors over more tiles (mapTensorLinearly), or set the "
+      "engine option debug.allowOutOfMemory to \"true\" to compile anyway "
+      "and read the memory report.");
+}
+
+} // namespace
+
+void layoutMemory(State &s) {
+  const std::vector<Live> live = computeLiveness(s);
+  const unsigned numTiles = s.target.getNumTiles();
+  const auto lastStep = static_cast<std::int64_t>(s.drafts.size());
+  std::vector<std::vector<Block>> tiles(numTiles);
+  s.exe.variables.resize(s.vars.size());
+  for (std::uint32_t v = 0; v < s.vars.size(); ++v) {
+    const VariableData &var = s.vars[v];
+    const Live &l = live[v];
+    VariableInfo &info = s.exe.variables[v];
+    info.name = var.name;
+    info.type = var.type;
+    info.shape.assign(var.shape.begin(), var.shape.end());
+    info.bytes = var.numElements * typeSize(var.type);
+    info.alwaysLive = l.always;
+    info.liveBegin = static_cast<std::uint32_t>(l.always ? 0 : l.def);
+    info.liveEnd = static_cast<std::uint32_t>(l.always ? lastStep : l.last);
+    std::vector<unsigned> used;
+    for (std::size_t i = 0; i < var.mapping.size(); ++i) {
+      const TileInterval &iv = var.mapping[i];
+      Block b;
+      b.var = v;
+      b.interval = i;
+      b.bytes = alignUp((iv.end - iv.begin) * typeSize(var.type));
+      b.always = l.always;
+      b.begin = l.always ? 0 : l.def;
+      b.end = l.always ? lastStep : l.last;
+      tiles[iv.tile].push_back(b);
+      used.push_back(iv.tile);
+    }
+    std::sort(used.begin(), used.end());
+    info.tiles = static_cast<std::uint32_t>(
+        std::unique(used.begin(), used.end()) - used.begin());
+    s.intervalAddr[v].assign(var.mapping.size(), 0);
+  }
+
+  s.exe.tileMemory.assign(numTiles, TileMemory{});
+  std::vector<std::vector<const RegisteredVertex *>> classesOnTile(numTiles);
+  for (unsigned v = 0; v < s.data.vertices.size(); ++v) {
+    const VertexData &vd = s.data.vertices[v];
+    if (!vd.tile)
+      continue;
+    s.exe.tileMemory[*vd.tile].vertexState += vertexStateBytes(s, v);
+    classesOnTile[*vd.tile].push_back(vd.vertexClass);
+  }
+
+  s.exe.tileBase.assign(numTiles + 1, 0);
+  unsigned numOver = 0, worst = 0;
+  std::uint64_t worstOver = 0;
+  for (unsigned t = 0; t < numTiles; ++t) {
+    TileMemory &m = s.exe.tileMemory[t];
+    auto &cls = classesOnTile[t];
+    std::sort(cls.begin(), cls.end());
+    const auto distinct = std::unique(cls.begin(), cls.end()) - cls.begin();
+    m.code = distinct * s.target.costs().codeBytesPerVertexClass;
+    const std::uint64_t arena = placeTile(tiles[t]);
+    for (const Block &b : tiles[t]) {
+      s.intervalAddr[b.var][b.interval] = b.offset; // tile-relative for now
+      if (b.always && s.vars[b.var].isConstant)
+        m.constants += b.bytes;
+      else if (b.always)
+        m.alwaysLive += b.bytes;
+    }
+    m.notAlwaysLive = arena - m.alwaysLive - m.constants;
+    s.exe.tileBase[t + 1] = s.exe.tileBase[t] + alignUp(arena);
+    if (m.total() > s.target.getBytesPerTile()) {
+      ++numOver;
+      if (m.total() - s.target.getBytesPerTile() > worstOver) {
+        worstOver = m.total() - s.target.getBytesPerTile();
+        worst = t;
+      }
+    }
+  }
+  if (numOver > 0) {
+    if (!s.options.allowOutOfMemory)
+      reportOutOfMemory(s, worst, s.exe.tileMemory[worst], numOver,
+                        tiles[worst]);
+    logging::warn("{} tiles are out of memory (worst: tile {}, {} bytes "
+                  "over); compiling anyway because debug.allowOutOfMemory "
+                  "is set",
+                  numOver, worst, worstOver);
+  }
+  for (std::uint32_t v = 0; v < s.vars.size(); ++v)
+    for (std::size_t i = 0; i < s.vars[v].mapping.size(); ++i)
+      s.intervalAddr[v][i] += s.exe.tileBase[s.vars[v].mapping[i].tile];
+}
+
+} // namespace tessera::compiler

@@ -1,0 +1,392 @@
+// Turns draft steps into steps whose operands are byte addresses: copy ops
+// for exchanges and host transfers, resolved vertex fields, initial values.
+#include "CompilerState.hpp"
+#include "CostModel.hpp"
+
+#include "tessera/support/Error.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <map>
+
+namespace tessera::compiler {
+namespace {
+
+constexpr std::uint32_t kHost = std::numeric_limits<std::uint32_t>::max();
+constexpr std::int64_t kUnbounded = std::numeric_limits<std::int64_t>::max();
+
+// Where a run of elements starts and how many of them (along the stride) stay
+// inside one mapping interval.
+struct Span {
+  std::uint64_t addr = 0;
+  std::int64_t cap = 0;
+  unsigned tile = 0;
+  bool host = false;
+};
+
+class OpBuilder {
+public:
+  OpBuilder(State &s, Traffic &traffic) : s_(s), traffic_(traffic) {}
+
+  // Copies src to dst element by element; either may be the host (a run with
+  // var kHost whose start is the element position in the host buffer).
+  void copy(const std::vector<Run> &src, const std::vector<Run> &dst,
+            std::uint32_t elemBytes) {
+    size_ = elemBytes;
+    std::size_t i = 0, j = 0;
+    std::int64_t ki = 0, kj = 0;
+    while (i < src.size() && j < dst.size()) {
+      const Run &a = src[i], &b = dst[j];
+      const std::int64_t n = std::min(a.count - ki, b.count - kj);
+      piece(a.var, a.start + ki * a.stride, a.stride, b.var,
+            b.start + kj * b.stride, b.stride, n);
+      ki += n;
+      kj += n;
+      if (ki == a.count) {
+        ++i;
+        ki = 0;
+      }
+      if (kj == b.count) {
+        ++j;
+        kj = 0;
+      }
+    }
+  }
+
+private:
+  Span span(std::uint32_t var, std::int64_t e, std::int64_t stride) const {
+    if (var == kHost)
+      return {static_cast<std::uint64_t>(e) * size_, kUnbounded, 0, true};
+    const VariableData &v = s_.vars[var];
+    auto [tile, idx] = locate(v, static_cast<std::size_t>(e));
+    const TileInterval &iv = v.mapping[idx];
+    Span sp;
+    sp.addr = s_.intervalAddr[var][idx] + (e - iv.begin) * size_;
+    sp.tile = tile;
+    if (stride > 0)
+      sp.cap = (static_cast<std::int64_t>(iv.end) - 1 - e) / stride + 1;
+    else if (stride < 0)
+      sp.cap = (e - static_cast<std::int64_t>(iv.begin)) / (-stride) + 1;
+    else
+      sp.cap = kUnbounded;
+    return sp;
+  }
+
+  void piece(std::uint32_t sv, std::int64_t se, std::int64_t ss,
+             std::uint32_t dv, std::int64_t de, std::int64_t ds,
+             std::int64_t n) {
+    while (n > 0) {
+      const Span a = span(sv, se, ss), b = span(dv, de, ds);
+      const std::int64_t k = std::min({n, a.cap, b.cap});
+      emit(a, b, ss, ds, k);
+      se += k * ss;
+      de += k * ds;
+      n -= k;
+    }
+  }
+
+  void emit(const Span &a, const Span &b, std::int64_t ss, std::int64_t ds,
+            std::int64_t k) {
+    const std::uint64_t bytes = static_cast<std::uint64_t>(k) * size_;
+    account(a, b, bytes);
+    const auto sz = static_cast<std::int64_t>(size_);
+    auto &ops = s_.exe.copyOps;
+    const bool contiguous = k == 1 || (ss * sz == sz && ds * sz == sz) ||
+                            (a.host && ds == 1) || (b.host && ss == 1);
+    if (contiguous) {
+      const bool sameTiles = a.tile == lastSrcTile_ && b.tile == lastDstTile_;
+      if (sameTiles && mergeable_ && !ops.empty() &&
+          ops.back().count == 1 &&
+          ops.back().src + ops.back().elemBytes == a.addr &&
+          ops.back().dst + ops.back().elemBytes == b.addr &&
+          ops.back().elemBytes + bytes < (1ull << 31)) {
+        ops.back().elemBytes += static_cast<std::uint32_t>(bytes);
+        return;
+      }
+      ops.push_back({a.addr, b.addr, 0, 0, 1, static_cast<std::uint32_t>(bytes)});
+    } else {
+      const std::int64_t hs = a.host ? 1 : ss, hd = b.host ? 1 : ds;
+      ops.push_back({a.addr, b.addr, hs * sz, hd * sz,
+                     static_cast<std::uint32_t>(k), size_});
+    }
+    mergeable_ = true;
+    lastSrcTile_ = a.tile;
+    lastDstTile_ = b.tile;
+  }
+
+  void account(const Span &a, const Span &b, std::uint64_t bytes) {
+    const unsigned perIpu = s_.target.getTilesPerIPU();
+    if (a.host || b.host) {
+      traffic_.hostBytes += bytes;
+      const unsigned tile = a.host ? b.tile : a.tile;
+      traffic_.touch(tile);
+      (a.host ? traffic_.in : traffic_.out)[tile] += bytes;
+      return;
+    }
+    traffic_.touch(a.tile);
+    traffic_.touch(b.tile);
+    if (a.tile == b.tile) {
+      traffic_.onTile[a.tile] += bytes;
+      return;
+    }
+    traffic_.out[a.tile] += bytes;
+    traffic_.in[b.tile] += bytes;
+    if (a.tile / perIpu != b.tile / perIpu) {
+      traffic_.ipuOut[a.tile / perIpu] += bytes;
+      traffic_.ipuIn[b.tile / perIpu] += bytes;
+    }
+  }
+
+public:
+  void startStep() { mergeable_ = false; }
+
+private:
+  State &s_;
+  Traffic &traffic_;
+  std::uint32_t size_ = 4;
+  bool mergeable_ = false;
+  unsigned lastSrcTile_ = 0, lastDstTile_ = 0;
+};
+
+std::vector<Run> hostRuns(std::size_t n) {
+  return {Run{kHost, 0, 1, static_cast<std::int64_t>(n)}};
+}
+
+std::uint64_t scalarAddr(const State &s, const Tensor &t) {
+  const Run &r = t.runs().at(0);
+  const VariableData &v = s.vars[r.var];
+  auto [tile, idx] = locate(v, static_cast<std::size_t>(r.start));
+  (void)tile;
+  return s.intervalAddr[r.var][idx] +
+         (r.start - v.mapping[idx].begin) * typeSize(v.type);
+}
+
+class Lowerer {
+public:
+  explicit Lowerer(State &s)
+      : s_(s), traffic_(s.target.getNumTiles(), s.target.getNumIPUs()),
+        ops_(s, traffic_) {}
+
+  void run() {
+    lowerVertices();
+    s_.exe.steps.resize(s_.drafts.size());
+    s_.exe.estimates.resize(s_.drafts.size());
+    for (std::size_t i = 0; i < s_.drafts.size(); ++i)
+      lowerStep(i);
+    lowerHostAccesses();
+    lowerInitialValues();
+  }
+
+private:
+  // Copy ops of a step go in one range; the traffic they cause is costed.
+  template <typename F> void opsFor(std::size_t i, F &&build) {
+    Step &st = s_.exe.steps[i];
+    const auto first = static_cast<std::uint32_t>(s_.exe.copyOps.size());
+    ops_.startStep();
+    traffic_.reset();
+    build();
+    const auto n = static_cast<std::uint32_t>(s_.exe.copyOps.size()) - first;
+    if (st.kind == StepKind::Exchange) {
+      st.a = first;
+      st.b = n;
+    } else {
+      st.b = first;
+      st.c = n;
+    }
+    s_.exe.estimates[i] = estimateTraffic(s_, traffic_);
+  }
+
+  void lowerStep(std::size_t i) {
+    const Draft &d = s_.drafts[i];
+    Step &st = s_.exe.steps[i];
+    st = d.step;
+    const bool predicated =
+        st.kind == StepKind::JumpIfZero || st.kind == StepKind::JumpIfNonZero ||
+        st.kind == StepKind::Switch || st.kind == StepKind::AbortIf;
+    if (predicated) {
+      st.hasAddr = true;
+      st.addr = scalarAddr(s_, d.tensors[0]);
+      st.type = d.tensors[0].elementType();
+    }
+    switch (st.kind) {
+    case StepKind::Compute:
+      st.a = s_.csPlans[d.computeSet].firstVertex;
+      st.b = static_cast<std::uint32_t>(
+          s_.data.computeSets[d.computeSet].vertices.size());
+      st.c = static_cast<std::uint32_t>(d.computeSet);
+      return;
+    case StepKind::Exchange:
+      opsFor(i, [&] {
+        for (const auto &[src, dst] : d.copies)
+          ops_.copy(src.runs(), dst.runs(),
+                    static_cast<std::uint32_t>(typeSize(src.elementType())));
+      });
+      return;
+    case StepKind::StreamIn:
+    case StepKind::RemoteIn:
+    case StepKind::StreamOut:
+    case StepKind::RemoteOut: {
+      const Tensor &t = d.tensors[0];
+      const bool in = st.kind == StepKind::StreamIn ||
+                      st.kind == StepKind::RemoteIn;
+      const auto size = static_cast<std::uint32_t>(typeSize(t.elementType()));
+      opsFor(i, [&] {
+        if (in)
+          ops_.copy(hostRuns(t.numElements()), t.runs(), size);
+        else
+          ops_.copy(t.runs(), hostRuns(t.numElements()), size);
+      });
+      if (d.step.hasAddr) {
+        st.addr = scalarAddr(s_, d.tensors[1]);
+        st.type = d.tensors[1].elementType();
+      }
+      return;
+    }
+    case StepKind::Print: {
+      const Tensor &t = d.tensors[0];
+      PrintInfo p;
+      p.title = s_.exe.strings[d.step.a];
+      p.type = t.elementType();
+      p.shape.assign(t.shape().begin(), t.shape().end());
+      p.firstOp = static_cast<std::uint32_t>(s_.exe.copyOps.size());
+      opsFor(i, [&] {
+        ops_.copy(t.runs(), hostRuns(t.numElements()),
+                  static_cast<std::uint32_t>(typeSize(t.elementType())));
+      });
+      p.numOps = static_cast<std::uint32_t>(s_.exe.copyOps.size()) - p.firstOp;
+      st.a = static_cast<std::uint32_t>(s_.exe.prints.size());
+      st.b = st.c = 0;
+      s_.exe.prints.push_back(std::move(p));
+      return;
+    }
+    default:
+      return;
+    }
+  }
+
+  std::uint32_t classIndex(const RegisteredVertex *cls) {
+    auto [it, added] = classes_.try_emplace(
+        cls, static_cast<std::uint32_t>(s_.exe.vertexClasses.size()));
+    if (added) {
+      VertexClassRef ref;
+      ref.name = cls->info.name;
+      if (!cls->builtin) {
+        auto [c, newCodelet] = codelets_.try_emplace(
+            cls->codeletSource,
+            static_cast<std::int32_t>(s_.exe.codelets.size()));
+        if (newCodelet)
+          s_.exe.codelets.push_back(
+              {cls->codeletName, cls->codeletSource, cls->compileFlags});
+        ref.codelet = c->second;
+      }
+      s_.exe.vertexClasses.push_back(std::move(ref));
+    }
+    return it->second;
+  }
+
+  FieldValue edge(const Tensor &t) {
+    if (t.numElements() == 0)
+      return {};
+    return {scalarAddr(s_, t), static_cast<std::uint32_t>(t.numElements())};
+  }
+
+  void lowerVertices() {
+    for (unsigned cs = 0; cs < s_.csPlans.size(); ++cs) {
+      ComputeSetPlan &plan = s_.csPlans[cs];
+      if (!plan.planned)
+        continue;
+      plan.firstVertex = static_cast<std::uint32_t>(s_.exe.vertices.size());
+      for (unsigned v : s_.data.computeSets[cs].vertices)
+        lowerVertex(v);
+    }
+  }
+
+  void lowerVertex(unsigned v) {
+    const VertexData &vd = s_.data.vertices[v];
+    VertexInstance inst;
+    inst.vertexClass = classIndex(vd.vertexClass);
+    inst.tile = *vd.tile;
+    inst.firstField = static_cast<std::uint32_t>(s_.exe.fields.size());
+    const auto &fields = vd.vertexClass->info.fields;
+    for (unsigned f = 0; f < fields.size(); ++f) {
+      const FieldBinding &b = vd.fields[f];
+      if (fields[f].direction == codelet::Direction::State) {
+        FieldValue fv;
+        fv.addr = s_.exe.stateBytes.size();
+        fv.size = static_cast<std::uint32_t>(b.stateCount);
+        s_.exe.stateBytes.insert(s_.exe.stateBytes.end(), b.state.begin(),
+                                 b.state.end());
+        // Keep every state value aligned for its type.
+        while (s_.exe.stateBytes.size() % 8)
+          s_.exe.stateBytes.push_back(std::byte{0});
+        s_.exe.fields.push_back(fv);
+        continue;
+      }
+      if (fields[f].shape == codelet::Shape::Scalar ||
+          fields[f].shape == codelet::Shape::Vector) {
+        s_.exe.fields.push_back(edge(s_.fieldTensor(v, f, 0)));
+        continue;
+      }
+      FieldValue list;
+      list.addr = s_.exe.spans.size();
+      list.size = static_cast<std::uint32_t>(b.tensors.size());
+      for (unsigned i = 0; i < b.tensors.size(); ++i)
+        s_.exe.spans.push_back(edge(s_.fieldTensor(v, f, i)));
+      s_.exe.fields.push_back(list);
+    }
+    s_.exe.vertices.push_back(inst);
+  }
+
+  void lowerHostAccesses() {
+    for (const HostAccessData &h : s_.data.hostAccesses) {
+      HostAccessInfo info;
+      info.handle = h.handle;
+      info.type = h.tensor.elementType();
+      info.numElements = h.tensor.numElements();
+      info.write = h.write;
+      info.firstOp = static_cast<std::uint32_t>(s_.exe.copyOps.size());
+      const auto size = static_cast<std::uint32_t>(typeSize(info.type));
+      ops_.startStep();
+      if (h.write)
+        ops_.copy(hostRuns(info.numElements), h.tensor.runs(), size);
+      else
+        ops_.copy(h.tensor.runs(), hostRuns(info.numElements), size);
+      info.numOps =
+          static_cast<std::uint32_t>(s_.exe.copyOps.size()) - info.firstOp;
+      s_.exe.hostAccesses.push_back(std::move(info));
+    }
+    traffic_.reset();
+  }
+
+  void lowerInitialValues() {
+    for (std::uint32_t v = 0; v < s_.vars.size(); ++v) {
+      const VariableData &var = s_.vars[v];
+      if (var.initialValue.empty())
+        continue;
+      const std::size_t size = typeSize(var.type);
+      for (std::size_t i = 0; i < var.mapping.size(); ++i) {
+        const TileInterval &iv = var.mapping[i];
+        InitRegion r;
+        r.addr = s_.intervalAddr[v][i];
+        r.dataOffset = s_.exe.initData.size();
+        r.size = (iv.end - iv.begin) * size;
+        const std::byte *src = var.initialValue.data() + iv.begin * size;
+        s_.exe.initData.insert(s_.exe.initData.end(), src, src + r.size);
+        s_.exe.initRegions.push_back(r);
+      }
+    }
+  }
+
+  State &s_;
+  Traffic traffic_;
+  OpBuilder ops_;
+  std::map<const RegisteredVertex *, std::uint32_t> classes_;
+  std::map<std::string, std::int32_t> codelets_;
+};
+
+} // namespace
+
+void lowerSteps(State &s) { Lowerer(s).run(); }
+
+} // namespace tessera::compiler

@@ -1,0 +1,21 @@
+#include "tessera/compiler/Options.hpp"
+
+#include "tessera/support/OptionParser.hpp"
+
+namespace tessera {
+
+EngineOptions EngineOptions::parse(const OptionFlags &flags) {
+  EngineOptions o;
+  OptionParser p("engine");
+  p.add("autoReport.all", o.autoReportAll);
+  p.add("autoReport.outputGraphProfile", o.autoReportGraph);
+  p.add("autoReport.outputExecutionProfile", o.autoReportExecution);
+  p.add("autoReport.directory", o.autoReportDirectory);
+  p.add("debug.allowOutOfMemory", o.allowOutOfMemory);
+  p.add("debug.instrument", o.instrument);
+  p.add("engine.hostThreads", o.hostThreads);
+  p.parse(merged(flags, optionsFromEnvironment("TESSERA_ENGINE_OPTIONS")));
+  return o;
+}
+
+} // namespace tessera

@@ -1,0 +1,312 @@
+#include "tessera/engine/Engine.hpp"
+
+#include "Runtime.hpp"
+
+#include "tessera/compiler/Compiler.hpp"
+#include "tessera/device/Device.hpp"
+#include "tessera/device/Target.hpp"
+#include "tessera/engine/Profile.hpp"
+#include "tessera/support/Error.hpp"
+#include "tessera/support/Logging.hpp"
+
+#include <cstring>
+#include <string>
+
+namespace tessera {
+namespace {
+std::string str(std::uint64_t v) { return std::to_string(v); }
+} // namespace
+
+struct Engine::Impl {
+  Impl(Executable e, const OptionFlags &flags)
+      : exe(std::move(e)), options(EngineOptions::parse(flags)),
+        runtime(exe, options) {}
+  Executable exe;
+  EngineOptions options;
+  engine::Runtime runtime;
+
+  const HostAccessInfo &access(const std::string &handle, bool write) const {
+    for (const HostAccessInfo &h : exe.hostAccesses)
+      if (h.handle == handle) {
+        if (h.write != write)
+          throw StreamError("\"" + handle + "\" is a host " +
+                            (h.write ? "write" : "read") + " handle; use " +
+                            (h.write ? "writeTensor" : "readTensor") +
+                            " with it");
+        return h;
+      }
+    throw StreamError("no tensor has the host " +
+                      std::string(write ? "write" : "read") + " handle \"" +
+                      handle + "\"; create it with graph.createHost" +
+                      (write ? "Write" : "Read") + "(\"" + handle +
+                      "\", tensor) before compiling");
+  }
+
+  std::uint32_t stream(const std::string &handle) const {
+    for (std::uint32_t i = 0; i < exe.streams.size(); ++i)
+      if (exe.streams[i].handle == handle)
+        return i;
+    std::string known;
+    for (const auto &s : exe.streams)
+      known += (known.empty() ? "" : ", ") + s.handle;
+    throw StreamError("no stream has the handle \"" + handle +
+                      "\" (streams: " + (known.empty() ? "none" : known) +
+                      ")");
+  }
+
+  std::uint32_t remote(const std::string &handle) const {
+    for (std::uint32_t i = 0; i < exe.remoteBuffers.size(); ++i)
+      if (exe.remoteBuffers[i].handle == handle)
+        return i;
+    throw StreamError("no remote buffer has the handle \"" + handle + "\"");
+  }
+
+  void checkReplica(unsigned r) const {
+    if (r >= exe.replicationFactor)
+      throw StreamError("replica " + str(r) + " does not exist: the graph has " +
+                        str(exe.replicationFactor) + " replicas");
+  }
+
+  void checkLoaded(const char *what) const {
+    if (!runtime.loaded())
+      throw DeviceError(std::string(what) +
+                        ": the engine is not loaded; call engine.load(device) "
+                        "first");
+  }
+
+  void connect(const std::string &handle, unsigned replica,
+               engine::StreamConnection c) {
+    const std::uint32_t id = stream(handle);
+    checkReplica(replica);
+    runtime.streams()[id][replica] = std::move(c);
+  }
+
+  engine::StreamConnection buffer(const std::string &handle, void *begin,
+                                  void *end) const {
+    const StreamInfo &s = exe.streams[stream(handle)];
+    const std::size_t transfer = s.numElements * typeSize(s.type);
+    const auto size = static_cast<std::size_t>(static_cast<std::byte *>(end) -
+                                               static_cast<std::byte *>(begin));
+    if (!begin || end < begin || size == 0 || size % transfer != 0)
+      throw StreamError("connectStream \"" + handle + "\": the buffer holds " +
+                        str(size) + " bytes but one transfer is " +
+                        str(transfer) + " bytes (" + str(s.numElements) +
+                        " x " + std::string(typeName(s.type)) +
+                        "); give a buffer of a whole number of transfers");
+    engine::StreamConnection c;
+    c.kind = engine::StreamConnection::Kind::Buffer;
+    c.begin = static_cast<std::byte *>(begin);
+    c.end = static_cast<std::byte *>(end);
+    return c;
+  }
+
+  void autoReport() const {
+    if (!options.profileGraph() && !options.profileExecution())
+      return;
+    tessera::writeProfile(options.autoReportDirectory, exe,
+                 options.profileExecution() ? &runtime.counts() : nullptr);
+  }
+};
+
+Engine::Engine(const Graph &graph, const program::Program &prog,
+               const OptionFlags &options)
+    : Engine(graph, std::vector<program::Program>{prog}, options) {}
+
+Engine::Engine(const Graph &graph, const std::vector<program::Program> &progs,
+               const OptionFlags &options)
+    : Engine(compileGraph(graph, progs, options), options) {}
+
+Engine::Engine(Executable exe, const OptionFlags &options)
+    : impl_(std::make_unique<Impl>(std::move(exe), options)) {}
+
+Engine::~Engine() = default;
+Engine::Engine(Engine &&) noexcept = default;
+Engine &Engine::operator=(Engine &&) noexcept = default;
+
+void Engine::load(Device &device) {
+  const Target &t = device.getTarget();
+  const Executable &e = impl_->exe;
+  if (t.getNumIPUs() != e.numIPUs * e.replicationFactor ||
+      t.getTilesPerIPU() != e.tilesPerIPU)
+    throw DeviceError("engine.load: the executable needs " +
+                      str(e.numIPUs * e.replicationFactor) + " IPUs (" +
+                      str(e.replicationFactor) + " replicas of " +
+                      str(e.numIPUs) + ") of " + str(e.tilesPerIPU) +
+                      " tiles, but the device has " + str(t.getNumIPUs()) +
+                      " IPUs of " + str(t.getTilesPerIPU()) +
+                      " tiles; load it on a matching device");
+  if (!device.isModel() && !device.isAttached())
+    throw DeviceError("engine.load: device " + str(device.getId()) +
+                      " is not attached; call device.attach() first");
+  impl_->runtime.load();
+  if (impl_->options.profileGraph())
+    impl_->autoReport();
+}
+
+void Engine::run(unsigned prog, const std::string &debugName) {
+  impl_->checkLoaded("engine.run");
+  if (prog >= impl_->exe.programEntry.size())
+    throw GraphError("engine.run: program " + str(prog) +
+                     " does not exist; the engine has " +
+                     str(impl_->exe.programEntry.size()) + " programs");
+  logging::debug("running program {} {}", prog, debugName);
+  impl_->runtime.run(prog);
+  impl_->autoReport();
+}
+
+void Engine::connectStream(const std::string &handle, void *begin, void *end) {
+  const engine::StreamConnection c = impl_->buffer(handle, begin, end);
+  for (unsigned r = 0; r < impl_->exe.replicationFactor; ++r)
+    impl_->connect(handle, r, c);
+}
+
+void Engine::connectStream(const std::string &handle, void *p) {
+  const StreamInfo &s = impl_->exe.streams[impl_->stream(handle)];
+  std::byte *b = static_cast<std::byte *>(p);
+  connectStream(handle, b, b + s.numElements * typeSize(s.type));
+}
+
+void Engine::connectStream(const std::string &handle, unsigned replica,
+                           void *begin, void *end) {
+  impl_->connect(handle, replica, impl_->buffer(handle, begin, end));
+}
+
+void Engine::connectStreamToCallback(const std::string &handle,
+                                     std::function<void(void *)> callback) {
+  for (unsigned r = 0; r < impl_->exe.replicationFactor; ++r)
+    connectStreamToCallback(handle, r, callback);
+}
+
+void Engine::connectStreamToCallback(const std::string &handle,
+                                     unsigned replica,
+                                     std::function<void(void *)> callback) {
+  engine::StreamConnection c;
+  c.kind = engine::StreamConnection::Kind::Function;
+  c.function = std::move(callback);
+  impl_->connect(handle, replica, std::move(c));
+}
+
+void Engine::connectStream(const std::string &handle,
+                           std::unique_ptr<StreamCallback> callback) {
+  engine::StreamConnection c;
+  c.kind = engine::StreamConnection::Kind::Callback;
+  c.callback = std::shared_ptr<StreamCallback>(std::move(callback));
+  for (unsigned r = 0; r < impl_->exe.replicationFactor; ++r)
+    impl_->connect(handle, r, c);
+}
+
+namespace {
+void checkSize(const char *what, const std::string &handle,
+               const HostAccessInfo &h, const void *buf, const void *end) {
+  const std::size_t need = h.numElements * typeSize(h.type);
+  const auto have = static_cast<std::size_t>(
+      static_cast<const std::byte *>(end) - static_cast<const std::byte *>(buf));
+  if (!buf || end < buf || have != need)
+    throw StreamError(std::string(what) + " \"" + handle + "\": the host " +
+                      "buffer holds " + str(have) + " bytes but the tensor is " +
+                      str(need) + " bytes (" + str(h.numElements) + " x " +
+                      std::string(typeName(h.type)) + ")");
+}
+} // namespace
+
+void Engine::writeTensor(const std::string &handle, const void *buf,
+                         const void *bufEnd) {
+  for (unsigned r = 0; r < impl_->exe.replicationFactor; ++r)
+    writeTensor(handle, r, buf, bufEnd);
+}
+
+void Engine::writeTensor(const std::string &handle, unsigned replica,
+                         const void *buf, const void *bufEnd) {
+  impl_->checkLoaded("engine.writeTensor");
+  impl_->checkReplica(replica);
+  const HostAccessInfo &h = impl_->access(handle, true);
+  checkSize("writeTensor", handle, h, buf, bufEnd);
+  engine::Runtime::applyOps(impl_->exe.copyOps.data() + h.firstOp, h.numOps,
+                            static_cast<const std::byte *>(buf),
+                            impl_->runtime.replicaMemory(replica));
+}
+
+void Engine::readTensor(const std::string &handle, void *buf, void *bufEnd) {
+  readTensor(handle, 0, buf, bufEnd);
+}
+
+void Engine::readTensor(const std::string &handle, unsigned replica, void *buf,
+                        void *bufEnd) {
+  impl_->checkLoaded("engine.readTensor");
+  impl_->checkReplica(replica);
+  const HostAccessInfo &h = impl_->access(handle, false);
+  checkSize("readTensor", handle, h, buf, bufEnd);
+  engine::Runtime::applyOps(impl_->exe.copyOps.data() + h.firstOp, h.numOps,
+                            impl_->runtime.replicaMemory(replica),
+                            static_cast<std::byte *>(buf));
+}
+
+void Engine::copyToRemoteBuffer(const void *data, const std::string &handle,
+                                std::uint64_t repeatIndex, unsigned replica) {
+  impl_->checkLoaded("engine.copyToRemoteBuffer");
+  impl_->checkReplica(replica);
+  const std::uint32_t id = impl_->remote(handle);
+  const RemoteBufferInfo &rb = impl_->exe.remoteBuffers[id];
+  if (repeatIndex >= rb.repeats)
+    throw StreamError("copyToRemoteBuffer \"" + handle + "\": repeat " +
+                      str(repeatIndex) + " is beyond its " + str(rb.repeats) +
+                      " repeats");
+  const std::size_t slot = rb.numElements * typeSize(rb.type);
+  std::memcpy(impl_->runtime.remote(id, replica).data() + repeatIndex * slot,
+              data, slot);
+}
+
+void Engine::copyFromRemoteBuffer(const std::string &handle, void *data,
+                                  std::uint64_t repeatIndex, unsigned replica) {
+  impl_->checkLoaded("engine.copyFromRemoteBuffer");
+  impl_->checkReplica(replica);
+  const std::uint32_t id = impl_->remote(handle);
+  const RemoteBufferInfo &rb = impl_->exe.remoteBuffers[id];
+  if (repeatIndex >= rb.repeats)
+    throw StreamError("copyFromRemoteBuffer \"" + handle + "\": repeat " +
+                      str(repeatIndex) + " is beyond its " + str(rb.repeats) +
+                      " repeats");
+  const std::size_t slot = rb.numElements * typeSize(rb.type);
+  std::memcpy(data,
+              impl_->runtime.remote(id, replica).data() + repeatIndex * slot,
+              slot);
+}
+
+void Engine::setPrintStream(std::ostream &os) {
+  impl_->runtime.setPrintStream(os);
+}
+
+void Engine::printProfileSummary(std::ostream &os,
+                                 const OptionFlags &options) const {
+  tessera::printProfileSummary(os, impl_->exe, impl_->runtime.counts(),
+                               options);
+}
+
+void Engine::writeProfile(const std::string &directory) const {
+  tessera::writeProfile(directory, impl_->exe, &impl_->runtime.counts());
+}
+
+const Executable &Engine::getExecutable() const { return impl_->exe; }
+
+const ExecutionCounts &Engine::getExecutionCounts() const {
+  return impl_->runtime.counts();
+}
+
+std::vector<std::uint64_t> Engine::getCycleCounts() const {
+  std::vector<std::uint64_t> total(impl_->exe.numIPUs, 0);
+  const auto &counts = impl_->runtime.counts().stepCounts;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (!counts[i])
+      continue;
+    const auto &c = impl_->exe.estimates[i].ipuCycles;
+    for (std::size_t ipu = 0; ipu < c.size() && ipu < total.size(); ++ipu)
+      total[ipu] += counts[i] * c[ipu];
+  }
+  return total;
+}
+
+std::size_t Engine::getHostMemoryBytes() const {
+  return impl_->runtime.hostMemoryBytes();
+}
+
+} // namespace tessera

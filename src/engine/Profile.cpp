@@ -1,0 +1,647 @@
+// Profiles are built from the compiler's per-step estimates and the engine's
+// step counts: nothing here re-derives costs, so the JSON, the text summary
+// and Engine::getCycleCounts always agree.
+#include "tessera/engine/Profile.hpp"
+
+#include "tessera/support/Error.hpp"
+#include "tessera/support/File.hpp"
+#include "tessera/support/OptionParser.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <numeric>
+#include <ostream>
+#include <string_view>
+#include <system_error>
+
+namespace tessera {
+namespace {
+
+using nlohmann::json;
+
+// The five groups that cycles are reported by; every StepKind is in one.
+enum class Group : std::uint8_t { Compute, Exchange, Sync, Host, Control };
+constexpr std::size_t kNumGroups = 5;
+constexpr std::array<std::string_view, kNumGroups> kGroupNames = {
+    "compute", "exchange", "sync", "host", "control"};
+
+Group groupOf(StepKind kind) {
+  switch (kind) {
+  case StepKind::Compute:
+    return Group::Compute;
+  case StepKind::Exchange:
+    return Group::Exchange;
+  case StepKind::Sync:
+    return Group::Sync;
+  // Print moves data to the host, so it costs what a stream does.
+  case StepKind::StreamIn:
+  case StepKind::StreamOut:
+  case StepKind::RemoteIn:
+  case StepKind::RemoteOut:
+  case StepKind::Print:
+    return Group::Host;
+  default:
+    return Group::Control;
+  }
+}
+
+std::string_view kindName(StepKind kind) {
+  switch (kind) {
+  case StepKind::Compute:
+    return "compute";
+  case StepKind::Exchange:
+    return "exchange";
+  case StepKind::StreamIn:
+    return "streamIn";
+  case StepKind::StreamOut:
+    return "streamOut";
+  case StepKind::RemoteIn:
+    return "remoteIn";
+  case StepKind::RemoteOut:
+    return "remoteOut";
+  case StepKind::Jump:
+    return "jump";
+  case StepKind::JumpIfZero:
+    return "jumpIfZero";
+  case StepKind::JumpIfNonZero:
+    return "jumpIfNonZero";
+  case StepKind::RepeatStart:
+    return "repeatStart";
+  case StepKind::RepeatEnd:
+    return "repeatEnd";
+  case StepKind::Switch:
+    return "switch";
+  case StepKind::Call:
+    return "call";
+  case StepKind::Return:
+    return "return";
+  case StepKind::Print:
+    return "print";
+  case StepKind::Abort:
+    return "abort";
+  case StepKind::AbortIf:
+    return "abortIf";
+  case StepKind::Sync:
+    return "sync";
+  case StepKind::End:
+    return "end";
+  }
+  return "unknown";
+}
+
+struct Category {
+  std::string_view key, label;
+  std::uint64_t TileMemory::*field;
+};
+constexpr std::array<Category, 6> kCategories = {{
+    {"alwaysLive", "Always-live variables", &TileMemory::alwaysLive},
+    {"notAlwaysLive", "Not-always-live variables", &TileMemory::notAlwaysLive},
+    {"constants", "Constants", &TileMemory::constants},
+    {"temporaries", "Temporaries", &TileMemory::temporaries},
+    {"vertexState", "Vertex state", &TileMemory::vertexState},
+    {"code", "Code", &TileMemory::code},
+}};
+
+std::string stepName(const Executable &exe, std::size_t step) {
+  const std::uint32_t n = exe.steps[step].name;
+  return n < exe.strings.size() ? exe.strings[n] : std::string();
+}
+
+// One execution of \p step on each IPU; a step without an estimate (or with
+// fewer IPUs than the target) costs nothing on the missing IPUs.
+std::vector<std::uint64_t> stepCycles(const Executable &exe, std::size_t step) {
+  std::vector<std::uint64_t> out(exe.numIPUs, 0);
+  if (step < exe.estimates.size()) {
+    const auto &c = exe.estimates[step].ipuCycles;
+    std::copy_n(c.begin(), std::min(c.size(), out.size()), out.begin());
+  }
+  return out;
+}
+
+std::uint64_t countOf(const ExecutionCounts &counts, std::size_t step) {
+  return step < counts.stepCounts.size() ? counts.stepCounts[step] : 0;
+}
+
+// IPUs run a step in lockstep between syncs, so a step's wall time is its
+// slowest IPU's.
+std::uint64_t stepTotal(const Executable &exe, const ExecutionCounts &counts,
+                        std::size_t step) {
+  const auto c = stepCycles(exe, step);
+  return countOf(counts, step) *
+         (c.empty() ? 0 : *std::max_element(c.begin(), c.end()));
+}
+
+void checkCounts(const Executable &exe, const ExecutionCounts &counts) {
+  TESSERA_INTERNAL_ASSERT(counts.stepCounts.size() <= exe.steps.size(),
+                          "execution counts are for another executable");
+  for (std::uint32_t s : counts.trace)
+    TESSERA_INTERNAL_ASSERT(s < exe.steps.size(),
+                            "traced step " + std::to_string(s) +
+                                " is not in the executable");
+}
+
+struct ExecutionTotals {
+  std::vector<std::uint64_t> total;                           ///< per IPU
+  std::array<std::vector<std::uint64_t>, kNumGroups> byGroup; ///< per IPU
+  std::uint64_t stepsExecuted = 0;
+  std::size_t distinctSteps = 0;
+};
+
+ExecutionTotals executionTotals(const Executable &exe,
+                                const ExecutionCounts &counts) {
+  ExecutionTotals t;
+  t.total.assign(exe.numIPUs, 0);
+  for (auto &g : t.byGroup)
+    g.assign(exe.numIPUs, 0);
+  for (std::size_t s = 0; s < counts.stepCounts.size(); ++s) {
+    const std::uint64_t n = counts.stepCounts[s];
+    if (!n)
+      continue;
+    t.stepsExecuted += n;
+    ++t.distinctSteps;
+    const auto c = stepCycles(exe, s);
+    auto &group =
+        t.byGroup[static_cast<std::size_t>(groupOf(exe.steps[s].kind))];
+    for (std::size_t ipu = 0; ipu < c.size(); ++ipu) {
+      t.total[ipu] += n * c[ipu];
+      group[ipu] += n * c[ipu];
+    }
+  }
+  return t;
+}
+
+// The executed steps by decreasing total (ties by step index), at most
+// \p limit of them, only compute steps when \p computeOnly.
+std::vector<std::uint32_t> costliestSteps(const Executable &exe,
+                                          const ExecutionCounts &counts,
+                                          std::size_t limit, bool computeOnly) {
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> ranked;
+  for (std::uint32_t s = 0; s < counts.stepCounts.size(); ++s) {
+    if (!counts.stepCounts[s] ||
+        (computeOnly && exe.steps[s].kind != StepKind::Compute))
+      continue;
+    ranked.emplace_back(stepTotal(exe, counts, s), s);
+  }
+  const std::size_t n = std::min(limit, ranked.size());
+  std::partial_sort(ranked.begin(), ranked.begin() + n, ranked.end(),
+                    [](const auto &x, const auto &y) {
+                      return x.first != y.first ? x.first > y.first
+                                                : x.second < y.second;
+                    });
+  std::vector<std::uint32_t> out;
+  for (std::size_t i = 0; i < n; ++i)
+    out.push_back(ranked[i].second);
+  return out;
+}
+
+// Extremes over the tiles that use any memory.
+struct TileExtremes {
+  TileMemory sum;
+  std::size_t used = 0;
+  std::size_t maxTile = 0, minTile = 0;
+  std::uint64_t maxBytes = 0, minBytes = 0;
+};
+
+TileExtremes tileExtremes(const Executable &exe) {
+  TileExtremes e;
+  for (std::size_t t = 0; t < exe.tileMemory.size(); ++t) {
+    const TileMemory &m = exe.tileMemory[t];
+    for (const Category &c : kCategories)
+      e.sum.*c.field += m.*c.field;
+    const std::uint64_t bytes = m.total();
+    if (!bytes)
+      continue;
+    if (!e.used || bytes > e.maxBytes) {
+      e.maxBytes = bytes;
+      e.maxTile = t;
+    }
+    if (!e.used || bytes < e.minBytes) {
+      e.minBytes = bytes;
+      e.minTile = t;
+    }
+    ++e.used;
+  }
+  return e;
+}
+
+// ---------------------------------------------------------------------------
+// JSON
+// ---------------------------------------------------------------------------
+
+json targetJson(const Executable &exe) {
+  return {{"arch", exe.arch},
+          {"numIPUs", exe.numIPUs},
+          {"tilesPerIPU", exe.tilesPerIPU},
+          {"bytesPerTile", exe.bytesPerTile},
+          {"clockHz", exe.clockHz},
+          {"replicationFactor", exe.replicationFactor}};
+}
+
+json memoryJson(const Executable &exe) {
+  const TileExtremes e = tileExtremes(exe);
+  json byCategory = json::object(), perTile = json::object();
+  for (const Category &c : kCategories) {
+    byCategory[std::string(c.key)] = e.sum.*c.field;
+    json column = json::array();
+    for (const TileMemory &m : exe.tileMemory)
+      column.push_back(m.*c.field);
+    perTile[std::string(c.key)] = std::move(column);
+  }
+  json totals = json::array();
+  for (const TileMemory &m : exe.tileMemory)
+    totals.push_back(m.total());
+  perTile["total"] = std::move(totals);
+  return {{"total", e.sum.total()},
+          {"byCategory", std::move(byCategory)},
+          {"perTile", std::move(perTile)},
+          {"maxTile", e.used ? json(e.maxTile) : json(nullptr)},
+          {"maxTileBytes", e.maxBytes}};
+}
+
+json variablesJson(const Executable &exe) {
+  json out = json::array();
+  for (const VariableInfo &v : exe.variables)
+    out.push_back({{"name", v.name},
+                   {"type", std::string(typeName(v.type))},
+                   {"shape", v.shape},
+                   {"bytes", v.bytes},
+                   {"tiles", v.tiles},
+                   {"alwaysLive", v.alwaysLive},
+                   {"liveBegin", v.liveBegin},
+                   {"liveEnd", v.liveEnd}});
+  return out;
+}
+
+std::vector<std::uint64_t> verticesPerTile(const Executable &exe) {
+  std::vector<std::uint64_t> out(exe.numTiles(), 0);
+  for (const VertexInstance &v : exe.vertices) {
+    if (v.tile >= out.size())
+      out.resize(v.tile + 1, 0);
+    ++out[v.tile];
+  }
+  return out;
+}
+
+// A compute set's vertices are laid out once and shared by every step that
+// runs it, so any of its steps gives the count.
+json computeSetsJson(const Executable &exe) {
+  std::vector<std::uint64_t> vertices(exe.computeSetNames.size(), 0);
+  for (const Step &s : exe.steps)
+    if (s.kind == StepKind::Compute && s.c < vertices.size())
+      vertices[s.c] = s.b;
+  json out = json::array();
+  for (std::size_t i = 0; i < vertices.size(); ++i)
+    out.push_back(
+        {{"name", exe.computeSetNames[i]}, {"vertices", vertices[i]}});
+  return out;
+}
+
+json stepsJson(const Executable &exe) {
+  json out = json::array();
+  for (std::size_t i = 0; i < exe.steps.size(); ++i) {
+    const Step &s = exe.steps[i];
+    json step = {
+        {"kind", std::string(kindName(s.kind))},
+        {"group",
+         std::string(kGroupNames[static_cast<std::size_t>(groupOf(s.kind))])},
+        {"name", stepName(exe, i)},
+        {"ipuCycles", stepCycles(exe, i)},
+        {"bytes",
+         i < exe.estimates.size() ? exe.estimates[i].bytesExchanged : 0}};
+    if (s.kind == StepKind::Compute) {
+      step["computeSet"] = s.c;
+      step["vertices"] = s.b;
+    }
+    out.push_back(std::move(step));
+  }
+  return out;
+}
+
+json traceJson(const Executable &exe, const ExecutionCounts &counts) {
+  json out = json::array();
+  std::vector<std::uint64_t> clock(exe.numIPUs, 0);
+  for (std::uint32_t s : counts.trace) {
+    const auto c = stepCycles(exe, s);
+    out.push_back({{"step", s},
+                   {"kind", std::string(kindName(exe.steps[s].kind))},
+                   {"name", stepName(exe, s)},
+                   {"start", clock},
+                   {"cycles", c}});
+    for (std::size_t ipu = 0; ipu < c.size(); ++ipu)
+      clock[ipu] += c[ipu];
+  }
+  return out;
+}
+
+constexpr std::size_t kTileProfileSteps = 20;
+
+json computeTileCyclesJson(const Executable &exe,
+                           const ExecutionCounts &counts) {
+  json out = json::array();
+  for (std::uint32_t s :
+       costliestSteps(exe, counts, kTileProfileSteps, /*computeOnly=*/true)) {
+    std::vector<std::uint32_t> tiles;
+    std::vector<std::uint64_t> cycles;
+    if (s < exe.estimates.size()) {
+      const StepEstimate &e = exe.estimates[s];
+      const std::size_t end = std::min<std::size_t>(
+          std::size_t(e.firstTileCycle) + e.numTileCycles,
+          std::min(exe.tileCycles.size(), exe.tileCycleTiles.size()));
+      for (std::size_t i = e.firstTileCycle; i < end; ++i) {
+        tiles.push_back(exe.tileCycleTiles[i]);
+        cycles.push_back(exe.tileCycles[i]);
+      }
+    }
+    out.push_back({{"step", s},
+                   {"name", stepName(exe, s)},
+                   {"count", countOf(counts, s)},
+                   {"tiles", std::move(tiles)},
+                   {"cycles", std::move(cycles)}});
+  }
+  return out;
+}
+
+json executionJson(const Executable &exe, const ExecutionCounts &counts) {
+  checkCounts(exe, counts);
+  const ExecutionTotals t = executionTotals(exe, counts);
+  json byKind = json::object();
+  for (std::size_t g = 0; g < kNumGroups; ++g)
+    byKind[std::string(kGroupNames[g])] = t.byGroup[g];
+  json steps = json::array();
+  for (std::size_t s = 0; s < counts.stepCounts.size(); ++s) {
+    const std::uint64_t n = counts.stepCounts[s];
+    if (!n)
+      continue;
+    auto c = stepCycles(exe, s);
+    for (auto &x : c)
+      x *= n;
+    steps.push_back({{"step", s}, {"count", n}, {"cycles", std::move(c)}});
+  }
+  return {{"runs", counts.runs},
+          {"stepsExecuted", t.stepsExecuted},
+          {"totalCycles", t.total},
+          {"cyclesByKind", std::move(byKind)},
+          {"steps", std::move(steps)},
+          {"traceComplete", counts.trace.size() == t.stepsExecuted},
+          {"trace", traceJson(exe, counts)},
+          {"computeTileCycles", computeTileCyclesJson(exe, counts)}};
+}
+
+// ---------------------------------------------------------------------------
+// Text
+// ---------------------------------------------------------------------------
+
+std::string grouped(std::uint64_t v) {
+  const std::string digits = std::to_string(v);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0)
+      out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string bytesText(std::uint64_t bytes) {
+  std::string out = grouped(bytes) + " B";
+  if (bytes < 1024)
+    return out;
+  static constexpr std::array<std::string_view, 4> units = {"KB", "MB", "GB",
+                                                            "TB"};
+  double v = static_cast<double>(bytes) / 1024;
+  std::size_t u = 0;
+  while (v >= 1024 && u + 1 < units.size()) {
+    v /= 1024;
+    ++u;
+  }
+  return out + fmt::format(" ({:.1f} {})", v, units[u]);
+}
+
+std::string clockText(double clockHz) {
+  return clockHz >= 1e9 ? fmt::format("{:.3g} GHz", clockHz / 1e9)
+                        : fmt::format("{:.3g} MHz", clockHz / 1e6);
+}
+
+// "9.28 us at 1.33 GHz"; empty when the clock is unknown.
+std::string durationText(std::uint64_t cycles, double clockHz) {
+  if (!(clockHz > 0))
+    return {};
+  double t = static_cast<double>(cycles) / clockHz;
+  std::string_view unit = "s";
+  if (t < 1e-6) {
+    t *= 1e9;
+    unit = "ns";
+  } else if (t < 1e-3) {
+    t *= 1e6;
+    unit = "us";
+  } else if (t < 1) {
+    t *= 1e3;
+    unit = "ms";
+  }
+  return fmt::format("{:.2f} {} at {}", t, unit, clockText(clockHz));
+}
+
+double percent(std::uint64_t part, std::uint64_t whole) {
+  return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole)
+               : 0.0;
+}
+
+std::string shapeText(const std::vector<std::uint64_t> &shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      out += ',';
+    out += std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+struct SummaryOptions {
+  bool showVarStorage = false;
+  unsigned maxSteps = 10;
+  unsigned maxVariables = 20;
+};
+
+void printTarget(std::ostream &os, const Executable &exe) {
+  os << "Target:\n"
+     << fmt::format("  {:<30}{}\n", "Architecture:", exe.arch)
+     << fmt::format("  {:<30}{}\n", "Number of IPUs:", exe.numIPUs)
+     << fmt::format("  {:<30}{}\n", "Tiles per IPU:", grouped(exe.tilesPerIPU))
+     << fmt::format("  {:<30}{}\n", "Total tiles:", grouped(exe.numTiles()))
+     << fmt::format("  {:<30}{}\n",
+                    "Memory per tile:", bytesText(exe.bytesPerTile))
+     << fmt::format("  {:<30}{}\n", "Total memory:",
+                    bytesText(exe.bytesPerTile * exe.numTiles()))
+     << fmt::format("  {:<30}{}\n", "Clock:",
+                    exe.clockHz > 0 ? clockText(exe.clockHz) : "unknown")
+     << fmt::format("  {:<30}{}\n\n",
+                    "Replication factor:", exe.replicationFactor);
+  os << "Graph:\n"
+     << fmt::format("  {:<30}{}\n",
+                    "Number of variables:", grouped(exe.variables.size()))
+     << fmt::format("  {:<30}{}\n",
+                    "Number of vertices:", grouped(exe.vertices.size()))
+     << fmt::format("  {:<30}{}\n", "Number of compute sets:",
+                    grouped(exe.computeSetNames.size()))
+     << fmt::format("  {:<30}{}\n\n",
+                    "Number of steps:", grouped(exe.steps.size()));
+}
+
+void printMemory(std::ostream &os, const Executable &exe) {
+  const TileExtremes e = tileExtremes(exe);
+  const std::uint64_t capacity = exe.bytesPerTile * exe.numTiles();
+  os << "Memory Usage:\n"
+     << fmt::format("  {:<30}{}, {:.1f}% of {}\n",
+                    "Total:", bytesText(e.sum.total()),
+                    percent(e.sum.total(), capacity), bytesText(capacity));
+  for (const Category &c : kCategories)
+    os << fmt::format("    {:<28}{}\n", std::string(c.label) + ":",
+                      bytesText(e.sum.*c.field));
+  if (!e.used) {
+    os << "  No tile uses any memory.\n\n";
+    return;
+  }
+  const std::uint64_t mean = e.sum.total() / e.used;
+  os << fmt::format("  Per tile (over the {} of {} tiles used):\n", e.used,
+                    exe.tileMemory.size())
+     << fmt::format("    {:<28}{} (tile {}, {:.1f}% of the tile)\n",
+                    "Maximum:", bytesText(e.maxBytes), e.maxTile,
+                    percent(e.maxBytes, exe.bytesPerTile))
+     << fmt::format("    {:<28}{}\n", "Mean:", bytesText(mean))
+     << fmt::format("    {:<28}{} (tile {})\n\n",
+                    "Minimum:", bytesText(e.minBytes), e.minTile);
+}
+
+void printVariables(std::ostream &os, const Executable &exe,
+                    std::size_t limit) {
+  std::vector<std::size_t> order(exe.variables.size());
+  std::iota(order.begin(), order.end(), std::size_t(0));
+  const std::size_t n = std::min(limit, order.size());
+  std::partial_sort(order.begin(), order.begin() + n, order.end(),
+                    [&](std::size_t a, std::size_t b) {
+                      const auto &x = exe.variables[a], &y = exe.variables[b];
+                      return x.bytes != y.bytes ? x.bytes > y.bytes : a < b;
+                    });
+  os << fmt::format("Largest variables ({} of {}):\n", n, order.size())
+     << fmt::format("  {:>16} {:>6}  {:<14} {:<16} {:<18} {}\n", "bytes",
+                    "tiles", "type", "shape", "live", "name");
+  for (std::size_t i = 0; i < n; ++i) {
+    const VariableInfo &v = exe.variables[order[i]];
+    const std::string live =
+        v.alwaysLive ? "always"
+                     : fmt::format("steps {}-{}", v.liveBegin, v.liveEnd);
+    os << fmt::format("  {:>16} {:>6}  {:<14} {:<16} {:<18} {}\n",
+                      grouped(v.bytes), v.tiles, typeName(v.type),
+                      shapeText(v.shape), live, v.name);
+  }
+  os << "\n";
+}
+
+// Per-IPU values as "1,000 / 2,000" for the tables.
+std::string perIpuText(const std::vector<std::uint64_t> &values) {
+  std::string out;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i)
+      out += " / ";
+    out += grouped(values[i]);
+  }
+  return out;
+}
+
+void printExecution(std::ostream &os, const Executable &exe,
+                    const ExecutionCounts &counts,
+                    const SummaryOptions &options) {
+  const ExecutionTotals t = executionTotals(exe, counts);
+  os << "Execution:\n"
+     << fmt::format("  {:<30}{}\n", "Runs:", grouped(counts.runs))
+     << fmt::format("  {:<30}{}\n", "Steps executed:", grouped(t.stepsExecuted))
+     << "  Total cycles:\n";
+  for (std::size_t ipu = 0; ipu < t.total.size(); ++ipu) {
+    const std::string time = durationText(t.total[ipu], exe.clockHz);
+    os << fmt::format("    IPU {}: {} cycles{}\n", ipu, grouped(t.total[ipu]),
+                      time.empty() ? "" : " (" + time + ")");
+  }
+  os << "  Cycles by step kind:\n    " << fmt::format("{:<10}", "");
+  for (std::size_t ipu = 0; ipu < t.total.size(); ++ipu)
+    os << fmt::format("{:>26}", fmt::format("IPU {}", ipu));
+  os << "\n";
+  for (std::size_t g = 0; g < kNumGroups; ++g) {
+    os << fmt::format("    {:<10}", kGroupNames[g]);
+    for (std::size_t ipu = 0; ipu < t.total.size(); ++ipu)
+      os << fmt::format("{:>17} ({:5.1f}%)", grouped(t.byGroup[g][ipu]),
+                        percent(t.byGroup[g][ipu], t.total[ipu]));
+    os << "\n";
+  }
+  const auto top = costliestSteps(exe, counts, options.maxSteps, false);
+  if (top.empty()) {
+    os << "  No steps have run.\n";
+    return;
+  }
+  os << fmt::format("  Costliest steps ({} of {} executed; cycles {}):\n",
+                    top.size(), t.distinctSteps,
+                    exe.numIPUs > 1 ? "per IPU" : "in all runs")
+     << fmt::format("    {:>7}  {:<13} {:>12} {:>24}  {}\n", "step", "kind",
+                    "runs", "cycles", "name");
+  for (std::uint32_t s : top) {
+    auto c = stepCycles(exe, s);
+    for (auto &x : c)
+      x *= countOf(counts, s);
+    os << fmt::format("    {:>7}  {:<13} {:>12} {:>24}  {}\n", s,
+                      kindName(exe.steps[s].kind), grouped(countOf(counts, s)),
+                      perIpuText(c), stepName(exe, s));
+  }
+}
+
+} // namespace
+
+nlohmann::json makeProfile(const Executable &exe,
+                           const ExecutionCounts *counts) {
+  json graph = {{"memory", memoryJson(exe)},
+                {"variables", variablesJson(exe)},
+                {"verticesPerTile", verticesPerTile(exe)},
+                {"computeSets", computeSetsJson(exe)},
+                {"steps", stepsJson(exe)}};
+  json profile = {{"format", "tessera-profile"},
+                  {"version", 1},
+                  {"target", targetJson(exe)},
+                  {"graph", std::move(graph)}};
+  if (counts)
+    profile["execution"] = executionJson(exe, *counts);
+  return profile;
+}
+
+void writeProfile(const std::string &directory, const Executable &exe,
+                  const ExecutionCounts *counts) {
+  std::error_code ec;
+  std::filesystem::create_directories(directory, ec);
+  if (ec || !std::filesystem::is_directory(directory))
+    throw Error("cannot write the profile to folder \"" + directory + "\": " +
+                (ec ? ec.message() : std::string("it is not a folder")) +
+                "; set autoReport.directory to a folder you can write to");
+  const std::string text = makeProfile(exe, counts).dump();
+  writeFileAtomically(
+      (std::filesystem::path(directory) / "profile.json").string(), text);
+}
+
+void printProfileSummary(std::ostream &os, const Executable &exe,
+                         const ExecutionCounts &counts,
+                         const OptionFlags &options) {
+  SummaryOptions o;
+  OptionParser parser("profile summary");
+  parser.add("showVarStorage", o.showVarStorage);
+  parser.add("maxSteps", o.maxSteps);
+  parser.add("maxVariables", o.maxVariables);
+  parser.parse(options);
+  checkCounts(exe, counts);
+
+  printTarget(os, exe);
+  printMemory(os, exe);
+  if (o.showVarStorage)
+    printVariables(os, exe, o.maxVariables);
+  printExecution(os, exe, counts, o);
+}
+
+} // namespace tessera

@@ -1,0 +1,644 @@
+// The step interpreter. Compute steps run vertex chunks on the thread pool;
+// chunks are fixed at load from the estimated cycles, so results never depend
+// on the thread count. The inner loop allocates nothing and looks nothing up.
+#include "Runtime.hpp"
+
+#include "tessera/support/Convert.hpp"
+#include "tessera/support/Error.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <set>
+#include <string>
+
+namespace tessera::engine {
+
+void FreeDeleter::operator()(void *p) const { std::free(p); }
+
+namespace {
+
+std::string str(std::uint64_t v) { return std::to_string(v); }
+
+Bytes allocate(std::size_t bytes) {
+  void *p = std::calloc(std::max<std::size_t>(bytes, 1), 1);
+  if (!p)
+    throw MemoryError("the host cannot allocate " + str(bytes) +
+                      " bytes for the simulated device");
+  return Bytes(static_cast<std::byte *>(p));
+}
+
+std::size_t alignUp(std::size_t v, std::size_t a) {
+  return (v + a - 1) / a * a;
+}
+
+// Copies `count` elements of a fixed size with strides; the switch lets the
+// compiler turn small copies into single moves.
+template <std::size_t N>
+void stridedCopy(const std::byte *s, std::byte *d, std::int64_t ss,
+                 std::int64_t ds, std::uint32_t count) {
+  for (std::uint32_t k = 0; k < count; ++k, s += ss, d += ds)
+    std::memcpy(d, s, N);
+}
+
+} // namespace
+
+Runtime::Runtime(Executable &exe, const EngineOptions &options)
+    : exe_(exe), options_(options), print_(&std::cout) {
+  streams_.resize(exe_.streams.size(),
+                  std::vector<StreamConnection>(exe_.replicationFactor));
+  remote_.resize(exe_.remoteBuffers.size());
+  counters_.assign(exe_.numCounters, 0);
+  counts_.stepCounts.assign(exe_.steps.size(), 0);
+  // The streams each program can reach, to check connections before a run.
+  programStreams_.resize(exe_.programEntry.size());
+  for (std::size_t p = 0; p < exe_.programEntry.size(); ++p) {
+    std::set<std::uint32_t> seen, ids;
+    std::vector<std::uint32_t> todo{exe_.programEntry[p]};
+    while (!todo.empty()) {
+      std::uint32_t pc = todo.back();
+      todo.pop_back();
+      for (; pc < exe_.steps.size() && seen.insert(pc).second; ++pc) {
+        const Step &st = exe_.steps[pc];
+        if (st.kind == StepKind::StreamIn || st.kind == StepKind::StreamOut)
+          ids.insert(st.a);
+        if (st.kind == StepKind::Call || st.kind == StepKind::Jump ||
+            st.kind == StepKind::JumpIfZero ||
+            st.kind == StepKind::JumpIfNonZero)
+          todo.push_back(st.a);
+        if (st.kind == StepKind::RepeatStart)
+          todo.push_back(st.b);
+        if (st.kind == StepKind::Switch) {
+          todo.push_back(st.c);
+          for (std::uint32_t i = 0; i < st.b; ++i)
+            todo.push_back(exe_.switchTable[st.a + i].second);
+        }
+        if (st.kind == StepKind::End || st.kind == StepKind::Return ||
+            st.kind == StepKind::Jump)
+          break;
+      }
+    }
+    programStreams_[p].assign(ids.begin(), ids.end());
+  }
+}
+
+Runtime::~Runtime() {
+  if (!objects_)
+    return;
+  const std::size_t n = exe_.vertices.size();
+  for (std::size_t i = 0; i < vertices_.size(); ++i)
+    classes_[exe_.vertices[i % n].vertexClass]->info.destroy(
+        vertices_[i].object);
+}
+
+void Runtime::resolveClasses() {
+  registry_ = exe_.registry;
+  if (!registry_) {
+    // A deserialised executable: rebuild its codelets (a cache hit when this
+    // machine compiled them before).
+    registry_ = std::make_shared<VertexRegistry>();
+    for (const CodeletSourceRef &c : exe_.codelets)
+      registry_->addCodeletSource(c.source, c.name, c.flags);
+  }
+  for (const VertexClassRef &ref : exe_.vertexClasses) {
+    const RegisteredVertex *cls = registry_->find(ref.name);
+    if (!cls)
+      throw GraphError("the executable uses vertex class \"" + ref.name +
+                       "\", which no codelet of this process defines; add "
+                       "the library that provides it before loading");
+    classes_.push_back(cls);
+  }
+}
+
+void Runtime::load() {
+  resolveClasses();
+  const unsigned R = replicas();
+  memory_ = allocate(std::size_t(R) * exe_.replicaBytes());
+  for (unsigned r = 0; r < R; ++r)
+    for (const InitRegion &ir : exe_.initRegions)
+      std::memcpy(replicaMemory(r) + ir.addr,
+                  exe_.initData.data() + ir.dataOffset, ir.size);
+  for (std::size_t b = 0; b < exe_.remoteBuffers.size(); ++b) {
+    const RemoteBufferInfo &rb = exe_.remoteBuffers[b];
+    remote_[b].assign(R, std::vector<std::byte>(rb.numElements * rb.repeats *
+                                                typeSize(rb.type)));
+  }
+  buildVertices();
+  pool_ = std::make_unique<ThreadPool>(options_.hostThreads);
+  planChunks();
+  loaded_ = true;
+}
+
+void Runtime::buildVertices() {
+  const unsigned R = replicas();
+  const std::size_t n = exe_.vertices.size();
+  std::vector<std::size_t> objOffset(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto &info = classes_[exe_.vertices[i].vertexClass]->info;
+    objectBytes_ = alignUp(objectBytes_, std::max<std::size_t>(info.align, 8));
+    objOffset[i] = objectBytes_;
+    objectBytes_ += info.size;
+  }
+  objectBytes_ = alignUp(objectBytes_, 64);
+  listBytes_ = exe_.spans.size() * sizeof(codelet::Span);
+  stateBytes_ = exe_.stateBytes.size();
+  objects_ = allocate(objectBytes_ * R);
+  lists_ = allocate(listBytes_ * R);
+  state_ = allocate(stateBytes_ * R);
+  vertices_.resize(n * R);
+  for (unsigned r = 0; r < R; ++r) {
+    std::byte *mem = replicaMemory(r);
+    std::byte *lists = lists_.get() + listBytes_ * r;
+    std::byte *state = state_.get() + stateBytes_ * r;
+    std::memcpy(state, exe_.stateBytes.data(), stateBytes_);
+    for (std::size_t i = 0; i < n; ++i) {
+      const VertexInstance &inst = exe_.vertices[i];
+      const auto &info = classes_[inst.vertexClass]->info;
+      std::byte *obj = objects_.get() + objectBytes_ * r + objOffset[i];
+      info.construct(obj);
+      for (std::size_t f = 0; f < info.fields.size(); ++f) {
+        const codelet::FieldInfo &fi = info.fields[f];
+        const FieldValue &fv = exe_.fields[inst.firstField + f];
+        std::byte *at = obj + fi.offset;
+        if (fi.direction == codelet::Direction::State) {
+          if (fi.shape == codelet::Shape::Scalar) {
+            std::memcpy(at, state + fv.addr, typeSize(fi.elementType));
+          } else {
+            codelet::Span sp{state + fv.addr, fv.size};
+            std::memcpy(at, &sp, sizeof sp);
+          }
+          continue;
+        }
+        if (fi.shape == codelet::Shape::Scalar) {
+          void *p = mem + fv.addr;
+          std::memcpy(at, &p, sizeof p);
+        } else if (fi.shape == codelet::Shape::Vector) {
+          codelet::Span sp{mem + fv.addr, fv.size};
+          std::memcpy(at, &sp, sizeof sp);
+        } else {
+          // Lists: an array of spans (VectorList) or of pointers
+          // (Vector<Input<T>>), filled in the replica's list arena.
+          std::byte *arr = lists + fv.addr * sizeof(codelet::Span);
+          for (std::uint32_t k = 0; k < fv.size; ++k) {
+            const FieldValue &e = exe_.spans[fv.addr + k];
+            if (fi.shape == codelet::Shape::VectorList) {
+              codelet::Span sp{mem + e.addr, e.size};
+              std::memcpy(arr + k * sizeof sp, &sp, sizeof sp);
+            } else {
+              void *p = mem + e.addr;
+              std::memcpy(arr + k * sizeof p, &p, sizeof p);
+            }
+          }
+          codelet::Span list{arr, fv.size};
+          std::memcpy(at, &list, sizeof list);
+        }
+      }
+      vertices_[r * n + i] = {info.compute, obj, info.multiVertex};
+    }
+  }
+}
+
+void Runtime::planChunks() {
+  // Compute steps: ~4 chunks a thread of about equal estimated cycles.
+  // Exchange steps: chunks of about equal bytes, and whether their sources
+  // and destinations overlap (then they go through a scratch buffer).
+  const unsigned threads = pool_->size();
+  chunks_.assign(exe_.steps.size(), {});
+  staged_.assign(exe_.steps.size(), false);
+  std::size_t maxStaged = 0;
+  for (std::size_t pc = 0; pc < exe_.steps.size(); ++pc) {
+    const Step &st = exe_.steps[pc];
+    std::vector<std::uint32_t> &c = chunks_[pc];
+    if (st.kind == StepKind::Compute) {
+      std::uint64_t total = 0;
+      for (std::uint32_t i = 0; i < st.b; ++i)
+        total += exe_.vertices[st.a + i].cycles + 1;
+      const unsigned parts =
+          threads == 1 ? 1 : std::min<std::uint32_t>(threads * 4, st.b);
+      c.push_back(0);
+      std::uint64_t acc = 0;
+      for (std::uint32_t i = 0; i < st.b; ++i) {
+        acc += exe_.vertices[st.a + i].cycles + 1;
+        if (c.size() < parts && acc * parts >= total * c.size())
+          c.push_back(i + 1);
+      }
+      if (c.back() != st.b)
+        c.push_back(st.b);
+    } else if (st.kind == StepKind::Exchange) {
+      std::vector<std::pair<std::uint64_t, std::uint64_t>> src, dst;
+      std::uint64_t total = 0;
+      for (std::uint32_t i = 0; i < st.b; ++i) {
+        const CopyOp &op = exe_.copyOps[st.a + i];
+        const std::uint64_t bytes = std::uint64_t(op.count) * op.elemBytes;
+        total += bytes;
+        auto hull = [&](std::uint64_t base, std::int64_t stride) {
+          const std::int64_t last = (op.count - 1) * stride;
+          const std::uint64_t lo = base + std::min<std::int64_t>(0, last);
+          const std::uint64_t hi =
+              base + std::max<std::int64_t>(0, last) + op.elemBytes;
+          return std::make_pair(lo, hi);
+        };
+        src.push_back(hull(op.src, op.srcStride));
+        dst.push_back(hull(op.dst, op.dstStride));
+      }
+      // Overlap test: with sources sorted by start and a running maximum of
+      // their ends, a destination [lo, hi) overlaps iff some source starting
+      // before hi ends after lo.
+      std::sort(src.begin(), src.end());
+      std::vector<std::uint64_t> maxEnd(src.size());
+      for (std::size_t j = 0; j < src.size(); ++j)
+        maxEnd[j] = std::max(src[j].second, j ? maxEnd[j - 1] : 0);
+      bool overlap = false;
+      for (const auto &[lo, hi] : dst) {
+        const auto idx = std::lower_bound(src.begin(), src.end(),
+                                          std::make_pair(hi, std::uint64_t{0})) -
+                         src.begin();
+        if (idx > 0 && maxEnd[idx - 1] > lo) {
+          overlap = true;
+          break;
+        }
+      }
+      staged_[pc] = overlap;
+      if (overlap)
+        maxStaged = std::max<std::size_t>(maxStaged, total);
+      const std::uint64_t target =
+          threads == 1 ? total + 1 : std::max<std::uint64_t>(total / (threads * 2), 1 << 20);
+      c.push_back(0);
+      std::uint64_t acc = 0;
+      for (std::uint32_t i = 0; i < st.b; ++i) {
+        const CopyOp &op = exe_.copyOps[st.a + i];
+        acc += std::uint64_t(op.count) * op.elemBytes;
+        if (acc >= target && i + 1 < st.b) {
+          c.push_back(i + 1);
+          acc = 0;
+        }
+      }
+      c.push_back(st.b);
+    }
+  }
+  scratch_.resize(maxStaged);
+}
+
+void Runtime::applyOps(const CopyOp *ops, std::size_t n, const std::byte *src,
+                       std::byte *dst) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const CopyOp &op = ops[i];
+    const std::byte *s = src + op.src;
+    std::byte *d = dst + op.dst;
+    if (op.count == 1) {
+      std::memcpy(d, s, op.elemBytes);
+      continue;
+    }
+    switch (op.elemBytes) {
+    case 1:
+      stridedCopy<1>(s, d, op.srcStride, op.dstStride, op.count);
+      break;
+    case 2:
+      stridedCopy<2>(s, d, op.srcStride, op.dstStride, op.count);
+      break;
+    case 4:
+      stridedCopy<4>(s, d, op.srcStride, op.dstStride, op.count);
+      break;
+    default:
+      for (std::uint32_t k = 0; k < op.count; ++k)
+        std::memcpy(d + k * op.dstStride, s + k * op.srcStride, op.elemBytes);
+    }
+  }
+}
+
+void Runtime::checkStreamsConnected(unsigned prog) const {
+  for (std::uint32_t id : programStreams_[prog])
+    for (unsigned r = 0; r < replicas(); ++r)
+      if (streams_[id][r].kind == StreamConnection::Kind::None)
+        throw StreamError(
+            "stream \"" + exe_.streams[id].handle + "\"" +
+            (replicas() > 1 ? " of replica " + str(r) : std::string()) +
+            " is not connected, but program " + str(prog) +
+            " uses it; call engine.connectStream(\"" +
+            exe_.streams[id].handle + "\", ...) before engine.run()");
+}
+
+std::int64_t Runtime::scalar(const Step &st, const char *what) const {
+  const auto value = [&](unsigned r) {
+    return static_cast<std::int64_t>(
+        elementAsDouble(st.type, replicaMemory(r) + st.addr));
+  };
+  const std::int64_t v = value(0);
+  for (unsigned r = 1; r < replicas(); ++r)
+    if (value(r) != v)
+      throw RuntimeError(std::string(what) + ": replica " + str(r) +
+                         " has a different value (" + std::to_string(value(r)) +
+                         ") from replica 0 (" + std::to_string(v) +
+                         "); control flow must be the same on every replica");
+  return v;
+}
+
+void Runtime::run(unsigned prog) {
+  checkStreamsConnected(prog);
+  ++counts_.runs;
+  const bool tracing = options_.profileExecution();
+  std::uint32_t pc = exe_.programEntry[prog];
+  callStack_.clear();
+  for (;;) {
+    const Step &st = exe_.steps[pc];
+    ++counts_.stepCounts[pc];
+    if (tracing && counts_.trace.size() < counts_.traceLimit)
+      counts_.trace.push_back(pc);
+    std::uint32_t next = pc + 1;
+    switch (st.kind) {
+    case StepKind::Compute:
+      compute(st, pc);
+      break;
+    case StepKind::Exchange:
+      exchange(st, pc);
+      break;
+    case StepKind::StreamIn:
+      streamIn(st);
+      break;
+    case StepKind::StreamOut:
+      streamOut(st);
+      break;
+    case StepKind::RemoteIn:
+      remoteCopy(st, true);
+      break;
+    case StepKind::RemoteOut:
+      remoteCopy(st, false);
+      break;
+    case StepKind::Jump:
+      next = st.a;
+      break;
+    case StepKind::JumpIfZero:
+      if (scalar(st, "a branch predicate") == 0)
+        next = st.a;
+      break;
+    case StepKind::JumpIfNonZero:
+      if (scalar(st, "a branch predicate") != 0)
+        next = st.a;
+      break;
+    case StepKind::RepeatStart:
+      counters_[st.a] = st.count;
+      break;
+    case StepKind::RepeatEnd:
+      if (--counters_[st.a] > 0)
+        next = st.b;
+      break;
+    case StepKind::Switch: {
+      const std::int64_t v = scalar(st, "a Switch control value");
+      next = st.c;
+      for (std::uint32_t i = 0; i < st.b; ++i)
+        if (exe_.switchTable[st.a + i].first == v)
+          next = exe_.switchTable[st.a + i].second;
+      break;
+    }
+    case StepKind::Call:
+      callStack_.push_back(next);
+      next = st.a;
+      break;
+    case StepKind::Return:
+      TESSERA_INTERNAL_ASSERT(!callStack_.empty(), "return without call");
+      next = callStack_.back();
+      callStack_.pop_back();
+      break;
+    case StepKind::Print:
+      print(st);
+      break;
+    case StepKind::Abort:
+      throw RuntimeError("the program aborted" +
+                         (exe_.strings[st.a].empty()
+                              ? std::string()
+                              : ": " + exe_.strings[st.a]));
+    case StepKind::AbortIf:
+      if (scalar(st, "an AbortOnCondition predicate") != 0)
+        throw RuntimeError("the program aborted on its condition" +
+                           (exe_.strings[st.a].empty()
+                                ? std::string()
+                                : ": " + exe_.strings[st.a]));
+      break;
+    case StepKind::Sync:
+      break;
+    case StepKind::End:
+      return;
+    }
+    pc = next;
+  }
+}
+
+void Runtime::compute(const Step &st, std::size_t pc) {
+  const std::vector<std::uint32_t> &c = chunks_[pc];
+  const std::size_t perReplica = c.size() - 1;
+  const std::size_t n = exe_.vertices.size();
+  std::atomic<std::uint64_t> failed{~std::uint64_t(0)};
+  auto runChunk = [&](std::size_t task, unsigned) {
+    const std::size_t r = task / perReplica, k = task % perReplica;
+    const RtVertex *v = vertices_.data() + r * n + st.a;
+    for (std::uint32_t i = c[k]; i < c[k + 1]; ++i) {
+      const RtVertex &x = v[i];
+      bool ok = true;
+      if (!x.multi) {
+        ok = x.compute(x.object, 0);
+      } else {
+        for (unsigned w = 0; w < 6; ++w)
+          ok = x.compute(x.object, w) && ok;
+      }
+      if (!ok) {
+        std::uint64_t cur = failed.load();
+        while (i < cur && !failed.compare_exchange_weak(cur, i)) {
+        }
+      }
+    }
+  };
+  const std::size_t tasks = perReplica * replicas();
+  if (tasks == 1)
+    runChunk(0, 0);
+  else
+    pool_->parallelFor(tasks, runChunk);
+  if (failed.load() != ~std::uint64_t(0)) {
+    const VertexInstance &inst = exe_.vertices[st.a + failed.load()];
+    throw RuntimeError("vertex " + str(failed.load()) + " of compute set \"" +
+                       exe_.computeSetNames[st.c] + "\" (class " +
+                       exe_.vertexClasses[inst.vertexClass].name +
+                       ", tile " + str(inst.tile) +
+                       ") returned false from compute()");
+  }
+}
+
+void Runtime::exchange(const Step &st, std::size_t pc) {
+  const CopyOp *ops = exe_.copyOps.data() + st.a;
+  for (unsigned r = 0; r < replicas(); ++r) {
+    std::byte *mem = replicaMemory(r);
+    if (staged_[pc]) {
+      // Sources and destinations overlap: read everything, then write, as
+      // the exchange phase of a superstep does.
+      std::size_t off = 0;
+      for (std::uint32_t i = 0; i < st.b; ++i) {
+        CopyOp in = ops[i];
+        in.dst = off;
+        in.dstStride = in.count == 1 ? 0 : in.elemBytes;
+        applyOps(&in, 1, mem, scratch_.data());
+        off += std::size_t(in.count) * in.elemBytes;
+      }
+      off = 0;
+      for (std::uint32_t i = 0; i < st.b; ++i) {
+        CopyOp out = ops[i];
+        out.src = off;
+        out.srcStride = out.count == 1 ? 0 : out.elemBytes;
+        applyOps(&out, 1, scratch_.data(), mem);
+        off += std::size_t(out.count) * out.elemBytes;
+      }
+      continue;
+    }
+    const std::vector<std::uint32_t> &c = chunks_[pc];
+    if (c.size() <= 2) {
+      applyOps(ops, st.b, mem, mem);
+    } else {
+      pool_->parallelFor(c.size() - 1, [&](std::size_t k, unsigned) {
+        applyOps(ops + c[k], c[k + 1] - c[k], mem, mem);
+      });
+    }
+  }
+}
+
+void Runtime::streamIn(const Step &st) {
+  const StreamInfo &info = exe_.streams[st.a];
+  const std::size_t bytes = info.numElements * typeSize(info.type);
+  const CopyOp *ops = exe_.copyOps.data() + st.b;
+  for (unsigned r = 0; r < replicas(); ++r) {
+    StreamConnection &c = streams_[st.a][r];
+    const std::byte *src = nullptr;
+    switch (c.kind) {
+    case StreamConnection::Kind::Buffer:
+      src = c.begin + c.pos;
+      c.pos = (c.pos + bytes) % static_cast<std::size_t>(c.end - c.begin);
+      break;
+    case StreamConnection::Kind::Pointer:
+      src = c.begin;
+      break;
+    case StreamConnection::Kind::Function:
+      transfer_.resize(bytes);
+      c.function(transfer_.data());
+      src = transfer_.data();
+      break;
+    case StreamConnection::Kind::Callback:
+      transfer_.resize(bytes);
+      c.callback->fetch(transfer_.data());
+      src = transfer_.data();
+      break;
+    case StreamConnection::Kind::None:
+      TESSERA_INTERNAL_ASSERT(false, "unconnected stream reached a copy");
+    }
+    applyOps(ops, st.c, src, replicaMemory(r));
+    if (c.kind == StreamConnection::Kind::Callback)
+      c.callback->complete();
+  }
+}
+
+void Runtime::streamOut(const Step &st) {
+  const StreamInfo &info = exe_.streams[st.a];
+  const std::size_t bytes = info.numElements * typeSize(info.type);
+  const CopyOp *ops = exe_.copyOps.data() + st.b;
+  for (unsigned r = 0; r < replicas(); ++r) {
+    StreamConnection &c = streams_[st.a][r];
+    switch (c.kind) {
+    case StreamConnection::Kind::Buffer:
+      applyOps(ops, st.c, replicaMemory(r), c.begin + c.pos);
+      c.pos = (c.pos + bytes) % static_cast<std::size_t>(c.end - c.begin);
+      break;
+    case StreamConnection::Kind::Pointer:
+      applyOps(ops, st.c, replicaMemory(r), c.begin);
+      break;
+    case StreamConnection::Kind::Function:
+    case StreamConnection::Kind::Callback:
+      transfer_.resize(bytes);
+      applyOps(ops, st.c, replicaMemory(r), transfer_.data());
+      if (c.kind == StreamConnection::Kind::Function) {
+        c.function(transfer_.data());
+      } else {
+        c.callback->fetch(transfer_.data());
+        c.callback->complete();
+      }
+      break;
+    case StreamConnection::Kind::None:
+      TESSERA_INTERNAL_ASSERT(false, "unconnected stream reached a copy");
+    }
+  }
+}
+
+void Runtime::remoteCopy(const Step &st, bool in) {
+  const RemoteBufferInfo &info = exe_.remoteBuffers[st.a];
+  const std::size_t slotBytes = info.numElements * typeSize(info.type);
+  const CopyOp *ops = exe_.copyOps.data() + st.b;
+  for (unsigned r = 0; r < replicas(); ++r) {
+    std::int64_t slot = 0;
+    if (st.hasAddr)
+      slot = static_cast<std::int64_t>(
+          elementAsDouble(st.type, replicaMemory(r) + st.addr));
+    if (slot < 0 || static_cast<std::uint64_t>(slot) >= info.repeats)
+      throw RuntimeError("remote buffer \"" + info.handle + "\": offset " +
+                         std::to_string(slot) + " is outside its " +
+                         str(info.repeats) + " repeats (0.." +
+                         str(info.repeats - 1) + ")");
+    std::byte *base = remote_[st.a][r].data() + slot * slotBytes;
+    if (in)
+      applyOps(ops, st.c, base, replicaMemory(r));
+    else
+      applyOps(ops, st.c, replicaMemory(r), base);
+  }
+}
+
+namespace {
+
+void printNested(std::ostream &os, const std::byte *data, Type type,
+                 const std::vector<std::uint64_t> &shape, unsigned dim,
+                 std::size_t &index, unsigned indent) {
+  const std::size_t size = typeSize(type);
+  if (dim + 1 >= shape.size()) {
+    os << '[';
+    const std::uint64_t n = shape.empty() ? 1 : shape[dim];
+    for (std::uint64_t i = 0; i < n; ++i, ++index)
+      os << (i ? " " : "") << formatElement(type, data + index * size);
+    os << ']';
+    return;
+  }
+  os << "[\n";
+  for (std::uint64_t i = 0; i < shape[dim]; ++i) {
+    os << std::string(indent + 1, ' ');
+    printNested(os, data, type, shape, dim + 1, index, indent + 1);
+    os << '\n';
+  }
+  os << std::string(indent, ' ') << ']';
+}
+
+} // namespace
+
+void Runtime::print(const Step &st) {
+  const PrintInfo &p = exe_.prints[st.a];
+  std::size_t n = 1;
+  for (std::uint64_t d : p.shape)
+    n *= d;
+  std::vector<std::byte> buf(n * typeSize(p.type));
+  for (unsigned r = 0; r < replicas(); ++r) {
+    applyOps(exe_.copyOps.data() + p.firstOp, p.numOps, replicaMemory(r),
+             buf.data());
+    std::ostream &os = *print_;
+    if (!p.title.empty())
+      os << p.title;
+    if (replicas() > 1)
+      os << (p.title.empty() ? "" : " ") << "(replica " << r << ")";
+    if (!p.title.empty() || replicas() > 1)
+      os << ": ";
+    std::size_t index = 0;
+    printNested(os, buf.data(), p.type, p.shape, 0, index, 0);
+    os << '\n';
+  }
+}
+
+std::size_t Runtime::hostMemoryBytes() const {
+  return std::size_t(replicas()) * exe_.replicaBytes() +
+         objectBytes_ * replicas() + listBytes_ * replicas() +
+         stateBytes_ * replicas() + vertices_.size() * sizeof(RtVertex) +
+         scratch_.size();
+}
+
+} // namespace tessera::engine

@@ -1,0 +1,105 @@
+// Private to the engine: the loaded state of an executable and the step
+// interpreter. Everything the inner loop touches is resolved at load time.
+#pragma once
+
+#include "tessera/compiler/Executable.hpp"
+#include "tessera/compiler/Options.hpp"
+#include "tessera/engine/ExecutionCounts.hpp"
+#include "tessera/engine/StreamCallback.hpp"
+#include "tessera/graph/VertexRegistry.hpp"
+#include "tessera/support/ThreadPool.hpp"
+
+#include <cstddef>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <vector>
+
+namespace tessera::engine {
+
+/// A vertex ready to run: its compute function and its object.
+struct RtVertex {
+  bool (*compute)(void *, unsigned) = nullptr;
+  void *object = nullptr;
+  bool multi = false;
+};
+
+/// One replica's connection of one stream.
+struct StreamConnection {
+  enum class Kind { None, Buffer, Pointer, Function, Callback } kind = Kind::None;
+  std::byte *begin = nullptr, *end = nullptr;
+  std::size_t pos = 0;
+  std::function<void(void *)> function;
+  std::shared_ptr<StreamCallback> callback;
+};
+
+/// Memory released with free().
+struct FreeDeleter {
+  void operator()(void *p) const;
+};
+using Bytes = std::unique_ptr<std::byte, FreeDeleter>;
+
+class Runtime {
+public:
+  Runtime(Executable &exe, const EngineOptions &options);
+  ~Runtime();
+
+  /// Allocates memory, builds vertices, writes initial values.
+  void load();
+  bool loaded() const { return loaded_; }
+  /// Runs a program to its end.
+  void run(unsigned prog);
+
+  std::byte *replicaMemory(unsigned r) const {
+    return memory_.get() + std::size_t(r) * exe_.replicaBytes();
+  }
+  unsigned replicas() const { return exe_.replicationFactor; }
+  std::vector<std::vector<StreamConnection>> &streams() { return streams_; }
+  std::vector<std::byte> &remote(unsigned buffer, unsigned replica) {
+    return remote_[buffer][replica];
+  }
+  void setPrintStream(std::ostream &os) { print_ = &os; }
+  ExecutionCounts &counts() { return counts_; }
+  const ExecutionCounts &counts() const { return counts_; }
+  std::size_t hostMemoryBytes() const;
+
+  /// Applies copy ops [first, first+n) from src base to dst base.
+  static void applyOps(const CopyOp *ops, std::size_t n, const std::byte *src,
+                       std::byte *dst);
+
+private:
+  void resolveClasses();
+  void buildVertices();
+  void planChunks();
+  void checkStreamsConnected(unsigned prog) const;
+  void compute(const Step &st, std::size_t pc);
+  void exchange(const Step &st, std::size_t pc);
+  void streamIn(const Step &st);
+  void streamOut(const Step &st);
+  void remoteCopy(const Step &st, bool in);
+  void print(const Step &st);
+  std::int64_t scalar(const Step &st, const char *what) const;
+
+  Executable &exe_;
+  EngineOptions options_;
+  bool loaded_ = false;
+  std::shared_ptr<VertexRegistry> registry_;
+  std::vector<const RegisteredVertex *> classes_;
+  Bytes memory_, objects_, lists_, state_;
+  std::size_t objectBytes_ = 0, listBytes_ = 0, stateBytes_ = 0;
+  std::vector<RtVertex> vertices_; // replica-major
+  std::vector<std::vector<std::uint32_t>> chunks_; // per step: boundaries
+  std::vector<bool> staged_;                       // per exchange step
+  std::vector<std::byte> scratch_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::vector<std::vector<StreamConnection>> streams_;
+  std::vector<std::vector<std::vector<std::byte>>> remote_;
+  std::vector<std::vector<std::uint32_t>> programStreams_;
+  std::vector<std::uint64_t> counters_;
+  std::vector<std::uint32_t> callStack_;
+  std::vector<std::byte> transfer_;
+  ExecutionCounts counts_;
+  std::ostream *print_;
+};
+
+} // namespace tessera::engine

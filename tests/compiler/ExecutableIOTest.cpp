@@ -1,0 +1,695 @@
+#include "tessera/compiler/Executable.hpp"
+#include "tessera/compiler/ExecutableFormat.hpp"
+#include "tessera/support/Error.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <tuple>
+#include <unistd.h>
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+// ---------------------------------------------------------------------------
+// A small but complete executable: every field of Executable, and of each
+// struct in it, holds a non-default value somewhere, and every index and
+// address stays inside what it refers to.
+// ---------------------------------------------------------------------------
+
+Step makeStep(StepKind kind, std::uint32_t a, std::uint32_t b = 0,
+              std::uint32_t c = 0) {
+  Step s;
+  s.kind = kind;
+  s.a = a;
+  s.b = b;
+  s.c = c;
+  return s;
+}
+
+Step withAddr(Step s, std::uint64_t addr, Type type) {
+  s.hasAddr = true;
+  s.addr = addr;
+  s.type = type;
+  return s;
+}
+
+void addSteps(Executable &e) {
+  e.steps = {
+      makeStep(StepKind::Compute, 0, 2, 1),
+      makeStep(StepKind::Exchange, 0, 2),
+      makeStep(StepKind::StreamIn, 0, 2, 1),
+      makeStep(StepKind::StreamOut, 1, 3, 1),
+      makeStep(StepKind::RemoteIn, 0, 4, 1),
+      makeStep(StepKind::RemoteOut, 0, 5, 1),
+      withAddr(makeStep(StepKind::RepeatStart, 1, 9), 64, Type::HALF),
+      makeStep(StepKind::Sync, 0),
+      makeStep(StepKind::RepeatEnd, 1, 7),
+      withAddr(makeStep(StepKind::JumpIfZero, 11), 40, Type::INT),
+      makeStep(StepKind::Jump, 11),
+      withAddr(makeStep(StepKind::Switch, 0, 2, 13), 44, Type::UNSIGNED_INT),
+      makeStep(StepKind::Call, 15),
+      makeStep(StepKind::Print, 0),
+      withAddr(makeStep(StepKind::AbortIf, 1), 48, Type::BOOL),
+      makeStep(StepKind::Return, 0),
+      withAddr(makeStep(StepKind::JumpIfNonZero, 18), 1020, Type::FLOAT),
+      makeStep(StepKind::Abort, 2),
+      makeStep(StepKind::End, 0),
+  };
+  e.steps[6].count = 5;
+  for (std::size_t i = 0; i < e.steps.size(); ++i)
+    e.steps[i].name = static_cast<std::uint32_t>(i % 3 + 1);
+  e.programEntry = {0, 6, 18};
+  e.numCounters = 2;
+  e.switchTable = {{-1, 12}, {7, 13}};
+}
+
+void addCopyOps(Executable &e) {
+  e.copyOps = {
+      {0, 256, 0, 0, 1, 64},        // exchange, contiguous
+      {512, 768, 4, -4, 3, 4},      // exchange, strided both ways
+      {1000000, 100, 16, 0, 1, 16}, // stream in: src is a host offset
+      {200, 4, 8, 4, 2, 4},         // stream out: dst is a host offset
+      {99999, 600, 0, 0, 1, 8},     // remote in: src is a slot offset
+      {600, 7777, 0, 0, 1, 8},      // remote out: dst is a slot offset
+      {123456, 16, 0, 0, 1, 8},     // host write
+      {300, 1 << 30, 0, 0, 1, 4},   // print and host read: dst is host
+  };
+}
+
+void addVertices(Executable &e) {
+  e.vertexClasses = {{"popops::ScaledAdd<float>", -1}, {"MyVertex", 0}};
+  e.codelets = {{"my.cpp", "class MyVertex : public Vertex {};", "-O3"}};
+  e.vertices = {{1, 3, 2, 123}, {0, 1, 0, 45}};
+  e.fields = {{8, 2}, {32, 4}, {1, 0}};
+  e.spans = {{512, 6}, {0, 9}};
+  e.stateBytes = {std::byte{1}, std::byte{2}, std::byte{0xfe}};
+  e.strings = {"", "loop", "abort: x was negative", "main"};
+  e.prints = {{"x", Type::HALF, {2, 3}, 7, 1}};
+}
+
+void addHostInterface(Executable &e) {
+  e.streams = {{"in", Type::HALF, 8, true}, {"out", Type::INT, 2, false}};
+  e.hostAccesses = {{"w", Type::UNSIGNED_INT, 2, true, 6, 1},
+                    {"r", Type::FLOAT, 1, false, 7, 1}};
+  e.remoteBuffers = {{"rb", Type::SHORT, 8, 3}};
+}
+
+void addEstimates(Executable &e) {
+  e.tileCycleTiles = {0, 1, 2, 3};
+  e.tileCycles = {10, 20, 30, 40};
+  for (std::size_t i = 0; i < e.steps.size(); ++i) {
+    StepEstimate est;
+    est.ipuCycles = {i + 1, 2 * i + 1};
+    est.firstTileCycle = static_cast<std::uint32_t>(i % 3);
+    est.numTileCycles = 1;
+    est.bytesExchanged = 100 * i;
+    e.estimates.push_back(est);
+  }
+  for (std::uint64_t t = 0; t < 4; ++t)
+    e.tileMemory.push_back({t + 1, t + 2, t + 3, t + 4, t + 5, t + 6});
+  e.variables = {{"weights", Type::FLOAT, {16, 4}, 256, 4, true, 0, 0},
+                 {"tmp", Type::CHAR, {7}, 7, 1, false, 3, 9}};
+  e.computeSetNames = {"fwd/add", "fwd/mul"};
+}
+
+Executable richExecutable() {
+  Executable e;
+  e.arch = "ipu2";
+  e.numIPUs = 2;
+  e.tilesPerIPU = 2;
+  e.replicationFactor = 2;
+  e.bytesPerTile = 1024;
+  e.clockHz = 1.33e9;
+  e.tileBase = {0, 256, 512, 768, 1024};
+  e.initRegions = {{16, 0, 8}, {300, 8, 4}};
+  for (int i = 0; i < 12; ++i)
+    e.initData.push_back(static_cast<std::byte>(0xa0 + i));
+  addSteps(e);
+  addCopyOps(e);
+  addVertices(e);
+  addHostInterface(e);
+  addEstimates(e);
+  return e;
+}
+
+// ---------------------------------------------------------------------------
+// Field-by-field equality, written independently of the encoder.
+// ---------------------------------------------------------------------------
+
+auto tied(const Step &s) {
+  return std::tie(s.kind, s.type, s.hasAddr, s.a, s.b, s.c, s.addr, s.count,
+                  s.name);
+}
+auto tied(const CopyOp &o) {
+  return std::tie(o.src, o.dst, o.srcStride, o.dstStride, o.count, o.elemBytes);
+}
+auto tied(const FieldValue &f) { return std::tie(f.addr, f.size); }
+auto tied(const VertexInstance &v) {
+  return std::tie(v.vertexClass, v.tile, v.firstField, v.cycles);
+}
+auto tied(const VertexClassRef &c) { return std::tie(c.name, c.codelet); }
+auto tied(const CodeletSourceRef &c) {
+  return std::tie(c.name, c.source, c.flags);
+}
+auto tied(const StreamInfo &s) {
+  return std::tie(s.handle, s.type, s.numElements, s.hostToDevice);
+}
+auto tied(const HostAccessInfo &h) {
+  return std::tie(h.handle, h.type, h.numElements, h.write, h.firstOp,
+                  h.numOps);
+}
+auto tied(const RemoteBufferInfo &r) {
+  return std::tie(r.handle, r.type, r.numElements, r.repeats);
+}
+auto tied(const PrintInfo &p) {
+  return std::tie(p.title, p.type, p.shape, p.firstOp, p.numOps);
+}
+auto tied(const InitRegion &r) {
+  return std::tie(r.addr, r.dataOffset, r.size);
+}
+auto tied(const TileMemory &m) {
+  return std::tie(m.alwaysLive, m.notAlwaysLive, m.constants, m.temporaries,
+                  m.vertexState, m.code);
+}
+auto tied(const VariableInfo &v) {
+  return std::tie(v.name, v.type, v.shape, v.bytes, v.tiles, v.alwaysLive,
+                  v.liveBegin, v.liveEnd);
+}
+auto tied(const StepEstimate &s) {
+  return std::tie(s.ipuCycles, s.firstTileCycle, s.numTileCycles,
+                  s.bytesExchanged);
+}
+
+template <class T>
+void expectSameVector(const std::vector<T> &a, const std::vector<T> &b,
+                      const char *name) {
+  SCOPED_TRACE(name);
+  ASSERT_EQ(a.size(), b.size());
+  if constexpr (std::is_class_v<T> && !std::is_same_v<T, std::string> &&
+                !std::is_same_v<T, std::pair<std::int32_t, std::uint32_t>>) {
+    for (std::size_t i = 0; i < a.size(); ++i)
+      EXPECT_TRUE(tied(a[i]) == tied(b[i])) << "element " << i;
+  } else {
+    // Whole-vector comparison: initData can hold megabytes.
+    EXPECT_TRUE(a == b);
+  }
+}
+
+#define EXPECT_SAME_VECTOR(f) expectSameVector(a.f, b.f, #f)
+
+void expectSameExecutable(const Executable &a, const Executable &b) {
+  EXPECT_EQ(a.arch, b.arch);
+  EXPECT_EQ(a.numIPUs, b.numIPUs);
+  EXPECT_EQ(a.tilesPerIPU, b.tilesPerIPU);
+  EXPECT_EQ(a.replicationFactor, b.replicationFactor);
+  EXPECT_EQ(a.bytesPerTile, b.bytesPerTile);
+  EXPECT_EQ(a.clockHz, b.clockHz);
+  EXPECT_SAME_VECTOR(tileBase);
+  EXPECT_SAME_VECTOR(initRegions);
+  EXPECT_SAME_VECTOR(initData);
+  EXPECT_SAME_VECTOR(steps);
+  EXPECT_SAME_VECTOR(programEntry);
+  EXPECT_EQ(a.numCounters, b.numCounters);
+  EXPECT_SAME_VECTOR(switchTable);
+  EXPECT_SAME_VECTOR(copyOps);
+  EXPECT_SAME_VECTOR(vertexClasses);
+  EXPECT_SAME_VECTOR(codelets);
+  EXPECT_SAME_VECTOR(vertices);
+  EXPECT_SAME_VECTOR(fields);
+  EXPECT_SAME_VECTOR(spans);
+  EXPECT_SAME_VECTOR(stateBytes);
+  EXPECT_SAME_VECTOR(strings);
+  EXPECT_SAME_VECTOR(prints);
+  EXPECT_SAME_VECTOR(streams);
+  EXPECT_SAME_VECTOR(hostAccesses);
+  EXPECT_SAME_VECTOR(remoteBuffers);
+  EXPECT_SAME_VECTOR(estimates);
+  EXPECT_SAME_VECTOR(tileCycleTiles);
+  EXPECT_SAME_VECTOR(tileCycles);
+  EXPECT_SAME_VECTOR(tileMemory);
+  EXPECT_SAME_VECTOR(variables);
+  EXPECT_SAME_VECTOR(computeSetNames);
+}
+
+#undef EXPECT_SAME_VECTOR
+
+// ---------------------------------------------------------------------------
+// Helpers for crafting files.
+// ---------------------------------------------------------------------------
+
+std::string serialized(const Executable &e) {
+  std::ostringstream out;
+  e.serialize(out);
+  return out.str();
+}
+
+std::string fileAround(std::span<const std::byte> payload,
+                       std::uint32_t version = kExecutableFormatVersion) {
+  std::ostringstream out;
+  detail::writeExecutableFile(out, payload, version);
+  return out.str();
+}
+
+Executable fromBytes(const std::string &bytes) {
+  std::istringstream in(bytes);
+  return Executable::deserialize(in);
+}
+
+// The message of the SerializationError that reading `bytes` throws.
+std::string readError(const std::string &bytes) {
+  try {
+    fromBytes(bytes);
+  } catch (const SerializationError &e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "reading did not throw SerializationError";
+  return {};
+}
+
+std::string decodeError(const Executable &e) {
+  const auto payload = detail::encodeExecutablePayload(e);
+  try {
+    detail::decodeExecutablePayload(payload, "test executable");
+  } catch (const SerializationError &err) {
+    return err.what();
+  }
+  ADD_FAILURE() << "decoding did not throw SerializationError";
+  return {};
+}
+
+void putU64(std::vector<std::byte> &out, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i)
+    out.push_back(static_cast<std::byte>(v >> (8 * i)));
+}
+void putU32(std::vector<std::byte> &out, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i)
+    out.push_back(static_cast<std::byte>(v >> (8 * i)));
+}
+
+constexpr std::uint64_t kHuge = std::uint64_t{1} << 60;
+
+// ---------------------------------------------------------------------------
+// Round trips.
+// ---------------------------------------------------------------------------
+
+TEST(ExecutableIO, RichExecutableRoundTripsEveryField) {
+  const Executable original = richExecutable();
+  const Executable loaded = fromBytes(serialized(original));
+  expectSameExecutable(original, loaded);
+  EXPECT_EQ(loaded.registry, nullptr);
+}
+
+TEST(ExecutableIO, DefaultExecutableRoundTrips) {
+  const Executable original;
+  expectSameExecutable(original, fromBytes(serialized(original)));
+}
+
+TEST(ExecutableIO, SerialisingTwiceGivesTheSameBytes) {
+  EXPECT_EQ(serialized(richExecutable()), serialized(richExecutable()));
+}
+
+TEST(ExecutableIO, LargeIncompressibleInitialDataRoundTrips) {
+  Executable e = richExecutable();
+  constexpr std::size_t kBytes = 3 << 20; // more than one read chunk
+  std::mt19937_64 rng(7);
+  e.initData.resize(kBytes);
+  for (std::byte &b : e.initData)
+    b = static_cast<std::byte>(rng());
+  e.initRegions.push_back({0, 0, 1024});
+  expectSameExecutable(e, fromBytes(serialized(e)));
+}
+
+TEST(ExecutableIO, StreamCanHoldTwoExecutablesBackToBack) {
+  const Executable first = richExecutable();
+  Executable second = richExecutable();
+  second.arch = "ipu21";
+  std::stringstream io;
+  first.serialize(io);
+  second.serialize(io);
+  expectSameExecutable(first, Executable::deserialize(io));
+  expectSameExecutable(second, Executable::deserialize(io));
+}
+
+// ---------------------------------------------------------------------------
+// Damaged and foreign files.
+// ---------------------------------------------------------------------------
+
+TEST(ExecutableIO, TruncatedAtAnyPointThrows) {
+  const std::string bytes = serialized(richExecutable());
+  ASSERT_GT(bytes.size(), kExecutableHeaderBytes + 100);
+  for (std::size_t cut = 0; cut < bytes.size(); cut += 7) {
+    SCOPED_TRACE(cut);
+    const std::string message = readError(bytes.substr(0, cut));
+    EXPECT_THAT(message, HasSubstr(cut == 0 ? "is empty" : "is truncated"));
+  }
+  EXPECT_THAT(
+      readError(bytes.substr(0, bytes.size() - 1)),
+      HasSubstr("but only " +
+                std::to_string(bytes.size() - 1 - kExecutableHeaderBytes) +
+                " follow; recompile and save it again"));
+}
+
+TEST(ExecutableIO, TruncatedStreamThatThrowsOnEofGivesSerializationError) {
+  const std::string bytes = serialized(richExecutable());
+  for (std::size_t cut : {std::size_t{20}, bytes.size() - 3}) {
+    std::istringstream in(bytes.substr(0, cut));
+    in.exceptions(std::ios::failbit | std::ios::badbit);
+    EXPECT_THROW(Executable::deserialize(in), SerializationError);
+  }
+}
+
+TEST(ExecutableIO, FlippedByteAnywhereThrows) {
+  const std::string bytes = serialized(richExecutable());
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    for (unsigned char mask : {0x01, 0x80}) {
+      SCOPED_TRACE(i);
+      std::string damaged = bytes;
+      damaged[i] = static_cast<char>(damaged[i] ^ mask);
+      std::istringstream in(damaged);
+      EXPECT_THROW(Executable::deserialize(in), SerializationError);
+    }
+  }
+}
+
+TEST(ExecutableIO, FlippedPayloadByteIsReportedAsChecksumMismatch) {
+  std::string bytes = serialized(richExecutable());
+  bytes[kExecutableHeaderBytes + 10] ^= 0x10;
+  EXPECT_THAT(readError(bytes), HasSubstr("is corrupt: checksum mismatch"));
+}
+
+TEST(ExecutableIO, ForeignFileHasBadMagic) {
+  std::string bytes = serialized(richExecutable());
+  std::memcpy(bytes.data(), "PK\x03\x04", 4);
+  EXPECT_THAT(readError(bytes),
+              HasSubstr("executable stream is not a Tessera executable "
+                        "(bad magic"));
+  EXPECT_THAT(readError("hello"), HasSubstr("bad magic"));
+}
+
+TEST(ExecutableIO, FutureVersionSaysWhichVersions) {
+  const auto payload = detail::encodeExecutablePayload(richExecutable());
+  EXPECT_THAT(readError(fileAround(payload, 7)),
+              HasSubstr("was written by format version 7 but this Tessera "
+                        "reads version 1; recompile it with this version"));
+}
+
+TEST(ExecutableIO, UnknownFlagsAreRejected) {
+  const std::string good = serialized(richExecutable());
+  detail::ExecutableFileHeader header;
+  header.flags = 4;
+  header.payloadBytes =
+      detail::encodeExecutablePayload(richExecutable()).size();
+  header.compressedBytes = good.size() - kExecutableHeaderBytes;
+  std::memcpy(&header.compressedHash, good.data() + 32, 8);
+  const auto h = detail::encodeExecutableHeader(header);
+  std::string bytes = good;
+  std::memcpy(bytes.data(), h.data(), h.size());
+  EXPECT_THAT(readError(bytes), HasSubstr("uses format flags 4"));
+}
+
+TEST(ExecutableIO, HugeStringLengthInPayloadThrowsWithoutAllocating) {
+  std::vector<std::byte> payload;
+  putU64(payload, kHuge); // arch's length
+  payload.resize(payload.size() + 16, std::byte{'a'});
+  const std::string message = readError(fileAround(payload));
+  EXPECT_THAT(message, HasSubstr("is corrupt"));
+  EXPECT_THAT(message, HasSubstr(std::to_string(kHuge)));
+}
+
+TEST(ExecutableIO, HugeVectorCountInPayloadThrowsWithoutAllocating) {
+  std::vector<std::byte> payload;
+  putU64(payload, 4); // arch
+  for (char c : std::string("ipu2"))
+    payload.push_back(static_cast<std::byte>(c));
+  putU32(payload, 1);     // numIPUs
+  putU32(payload, 4);     // tilesPerIPU
+  putU32(payload, 1);     // replicationFactor
+  putU64(payload, 256);   // bytesPerTile
+  putU64(payload, 0);     // clockHz
+  putU64(payload, kHuge); // tileBase's count
+  payload.resize(payload.size() + 64);
+  EXPECT_THAT(readError(fileAround(payload)),
+              HasSubstr("says " + std::to_string(kHuge) + " elements"));
+}
+
+TEST(ExecutableIO, HugeValueAtAnyPayloadOffsetIsHandled) {
+  const auto good = detail::encodeExecutablePayload(richExecutable());
+  for (std::size_t at = 0; at + 8 <= good.size(); ++at) {
+    SCOPED_TRACE(at);
+    auto payload = good;
+    for (int i = 0; i < 8; ++i)
+      payload[at + i] = static_cast<std::byte>(kHuge >> (8 * i));
+    try {
+      detail::decodeExecutablePayload(payload, "test payload");
+    } catch (const SerializationError &) {
+    }
+  }
+}
+
+TEST(ExecutableIO, HeaderClaimingHugePayloadThrows) {
+  const auto payload = detail::encodeExecutablePayload(richExecutable());
+  std::string bytes = fileAround(payload);
+  detail::ExecutableFileHeader header;
+  header.payloadBytes = kHuge;
+  header.compressedBytes = bytes.size() - kExecutableHeaderBytes;
+  std::memcpy(&header.compressedHash, bytes.data() + 32, 8);
+  const auto h = detail::encodeExecutableHeader(header);
+  std::memcpy(bytes.data(), h.data(), h.size());
+  EXPECT_THAT(readError(bytes),
+              HasSubstr("decompresses to " + std::to_string(payload.size()) +
+                        " bytes but the header says " + std::to_string(kHuge)));
+}
+
+TEST(ExecutableIO, HeaderClaimingHugeCompressedSizeIsTruncated) {
+  std::string bytes = serialized(richExecutable());
+  detail::ExecutableFileHeader header;
+  header.payloadBytes = 100;
+  header.compressedBytes = kHuge;
+  const auto h = detail::encodeExecutableHeader(header);
+  std::memcpy(bytes.data(), h.data(), h.size());
+  EXPECT_THAT(readError(bytes),
+              HasSubstr("the header says " + std::to_string(kHuge) +
+                        " compressed bytes but only"));
+}
+
+TEST(ExecutableIO, TrailingPayloadBytesAreCorrupt) {
+  auto payload = detail::encodeExecutablePayload(richExecutable());
+  payload.push_back(std::byte{0});
+  EXPECT_THAT(readError(fileAround(payload)),
+              HasSubstr("1 unexpected bytes follow the last field"));
+}
+
+TEST(ExecutableIO, UnknownEnumCodesAreCorrupt) {
+  auto payload = detail::encodeExecutablePayload(richExecutable());
+  // Layout: arch (8 + 4), 3 x u32, u64, f64, tileBase (8 + 5 x 8), then
+  // initRegions (8 + 2 x 24), initData (8 + 12), steps' count: the first
+  // step's kind follows.
+  const std::size_t kindAt = 12 + 12 + 16 + 48 + 56 + 20 + 8;
+  ASSERT_EQ(payload[kindAt], std::byte{0}); // StepKind::Compute
+  payload[kindAt] = std::byte{200};
+  EXPECT_THAT(readError(fileAround(payload)), HasSubstr("step kind code 200"));
+  payload[kindAt] = std::byte{0};
+  payload[kindAt + 1] = std::byte{10};
+  EXPECT_THAT(readError(fileAround(payload)),
+              HasSubstr("element type code 10"));
+  payload[kindAt + 1] = std::byte{0};
+  payload[kindAt + 2] = std::byte{2};
+  EXPECT_THAT(readError(fileAround(payload)), HasSubstr("should be a bool"));
+}
+
+// ---------------------------------------------------------------------------
+// Structural validation: each broken invariant is caught at load.
+// ---------------------------------------------------------------------------
+
+struct Breakage {
+  const char *what;
+  std::function<void(Executable &)> breakIt;
+  const char *expected;
+};
+
+TEST(ExecutableIO, InconsistentExecutablesAreRejected) {
+  const std::vector<Breakage> cases = {
+      {"copy op range", [](Executable &e) { e.steps[1].b = 9; },
+       "step 1 (Exchange) uses copy ops 0 to 9 (exclusive) but there are "
+       "only 8"},
+      {"vertex range", [](Executable &e) { e.steps[0].a = 1; },
+       "step 0 (Compute) uses vertices 1 to 3"},
+      {"compute set", [](Executable &e) { e.steps[0].c = 2; },
+       "refers to compute set 2"},
+      {"first field", [](Executable &e) { e.vertices[0].firstField = 4; },
+       "vertex 0's fields start at 4 but there are only 3"},
+      {"vertex class", [](Executable &e) { e.vertices[1].vertexClass = 2; },
+       "vertex 1 refers to vertex class 2"},
+      {"vertex tile", [](Executable &e) { e.vertices[1].tile = 4; },
+       "vertex 1 refers to tile 4 but there are only 4"},
+      {"codelet", [](Executable &e) { e.vertexClasses[1].codelet = 1; },
+       "refers to codelet 1"},
+      {"program entry", [](Executable &e) { e.programEntry[2] = 19; },
+       "program 2 refers to first step 19 but there are only 19"},
+      {"jump target", [](Executable &e) { e.steps[10].a = 100; },
+       "step 10 (Jump) refers to target step 100"},
+      {"counter", [](Executable &e) { e.steps[8].a = 2; },
+       "step 8 (RepeatEnd) refers to counter 2 but there are only 2"},
+      {"switch table", [](Executable &e) { e.switchTable[1].second = 30; },
+       "switch entry 1 refers to target step 30"},
+      {"switch range", [](Executable &e) { e.steps[11].b = 3; },
+       "uses switch entries 0 to 3"},
+      {"abort string", [](Executable &e) { e.steps[17].a = 4; },
+       "step 17 (Abort) refers to string 4"},
+      {"step name", [](Executable &e) { e.steps[3].name = 4; },
+       "step 3 (StreamOut)'s name refers to string 4"},
+      {"stream", [](Executable &e) { e.steps[2].a = 2; }, "refers to stream 2"},
+      {"remote buffer", [](Executable &e) { e.steps[5].a = 1; },
+       "refers to remote buffer 1"},
+      {"print", [](Executable &e) { e.steps[13].a = 1; }, "refers to print 1"},
+      {"predicate", [](Executable &e) { e.steps[16].addr = 1021; },
+       "step 16 (JumpIfNonZero) reads a float at address 1021"},
+      {"tile base count", [](Executable &e) { e.tileBase.pop_back(); },
+       "it has 4 tile base offsets but its 2 IPUs of 2 tiles need 5"},
+      {"tile base order", [](Executable &e) { e.tileBase[2] = 100; },
+       "tile 2 starts at byte 100, before tile 1 at byte 256"},
+      {"tile base start", [](Executable &e) { e.tileBase[0] = 8; },
+       "its first tile starts at byte 8"},
+      {"init region memory",
+       [](Executable &e) { e.initRegions[1].addr = 1021; },
+       "initial region 1 covers bytes 1021 + 4"},
+      {"init region data",
+       [](Executable &e) { e.initRegions[0].dataOffset = 5; },
+       "initial region 0 takes bytes 5 + 8 of the initial data, which has "
+       "12"},
+      {"exchange dst", [](Executable &e) { e.copyOps[0].dst = 961; },
+       "copy op 0 writes 1 elements of 64 bytes from address 961"},
+      {"negative stride", [](Executable &e) { e.copyOps[1].dst = 7; },
+       "copy op 1 writes 3 elements of 4 bytes from address 7 with stride -4"},
+      {"huge stride", [](Executable &e) { e.copyOps[1].srcStride = INT64_MIN; },
+       "copy op 1 reads"},
+      {"stream in dst", [](Executable &e) { e.copyOps[2].dst = 1009; },
+       "copy op 2 writes"},
+      {"stream out src", [](Executable &e) { e.copyOps[3].src = 1017; },
+       "copy op 3 reads"},
+      {"host write", [](Executable &e) { e.copyOps[6].dst = 2000; },
+       "copy op 6 writes"},
+      {"host access range", [](Executable &e) { e.hostAccesses[0].numOps = 3; },
+       "host access 0 (w) uses copy ops 6 to 9"},
+      {"print op", [](Executable &e) { e.copyOps[7].src = 1 << 20; },
+       "copy op 7 reads"},
+      {"estimates", [](Executable &e) { e.estimates.pop_back(); },
+       "it has 18 step estimates for 19 steps"},
+      {"tile cycles", [](Executable &e) { e.estimates[2].numTileCycles = 3; },
+       "the estimate of step 2 uses tile cycle entries 2 to 5"},
+      {"tile cycle tile", [](Executable &e) { e.tileCycleTiles[0] = 9; },
+       "tile cycle entry 0 refers to tile 9"},
+      {"tile memory", [](Executable &e) { e.tileMemory.pop_back(); },
+       "it has memory facts for 3 tiles but targets 4"},
+      {"replication", [](Executable &e) { e.replicationFactor = 0; },
+       "replication factor 0"},
+      {"clock", [](Executable &e) { e.clockHz = -1; }, "clock frequency"},
+  };
+  for (const Breakage &c : cases) {
+    SCOPED_TRACE(c.what);
+    Executable e = richExecutable();
+    c.breakIt(e);
+    const std::string message = decodeError(e);
+    EXPECT_THAT(message, HasSubstr(c.expected));
+    EXPECT_THAT(message, HasSubstr("test executable is corrupt: "));
+  }
+}
+
+TEST(ExecutableIO, HostSideOffsetsAreNotMemoryAddresses) {
+  Executable e = richExecutable();
+  e.copyOps[2].src = std::uint64_t{1} << 40; // stream in: host offset
+  e.copyOps[5].dst = std::uint64_t{1} << 40; // remote out: slot offset
+  e.copyOps[6].src = std::uint64_t{1} << 40; // host write: host offset
+  expectSameExecutable(e, fromBytes(serialized(e)));
+}
+
+// ---------------------------------------------------------------------------
+// Files.
+// ---------------------------------------------------------------------------
+
+class ExecutableFiles : public ::testing::Test {
+protected:
+  void SetUp() override {
+    // The pid keeps concurrent runs (two build trees, say) apart.
+    dir_ = fs::temp_directory_path() /
+           ("tessera-exeio-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(ExecutableFiles, SaveThenLoadRoundTripsAndLeavesNoTempFile) {
+  const Executable original = richExecutable();
+  const std::string path = (dir_ / "model.tsx").string();
+  original.save(path);
+  original.save(path); // replacing an existing file works too
+  expectSameExecutable(original, Executable::load(path));
+  EXPECT_EQ(
+      std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
+}
+
+TEST_F(ExecutableFiles, LoadOfMissingFileNamesThePath) {
+  const std::string path = (dir_ / "absent.tsx").string();
+  try {
+    Executable::load(path);
+    FAIL() << "load did not throw";
+  } catch (const SerializationError &e) {
+    EXPECT_THAT(e.what(),
+                HasSubstr("executable file \"" + path + "\" does not exist"));
+  }
+}
+
+TEST_F(ExecutableFiles, LoadOfTruncatedFileNamesThePathAndSizes) {
+  const std::string path = (dir_ / "cut.tsx").string();
+  richExecutable().save(path);
+  const auto size = fs::file_size(path);
+  fs::resize_file(path, kExecutableHeaderBytes + 100);
+  try {
+    Executable::load(path);
+    FAIL() << "load did not throw";
+  } catch (const SerializationError &e) {
+    EXPECT_THAT(e.what(),
+                HasSubstr("executable file \"" + path +
+                          "\" is truncated: the header says " +
+                          std::to_string(size - kExecutableHeaderBytes) +
+                          " compressed bytes but only 100 follow; recompile "
+                          "and save it again"));
+  }
+}
+
+TEST_F(ExecutableFiles, LoadRejectsBytesAfterTheExecutable) {
+  const std::string path = (dir_ / "long.tsx").string();
+  richExecutable().save(path);
+  std::ofstream(path, std::ios::binary | std::ios::app) << "x";
+  EXPECT_THROW(Executable::load(path), SerializationError);
+}
+
+TEST_F(ExecutableFiles, LoadOfAFolderSaysItIsNotAFile) {
+  EXPECT_THROW(Executable::load(dir_.string()), SerializationError);
+}
+
+TEST_F(ExecutableFiles, SaveIntoMissingFolderThrows) {
+  const std::string path = (dir_ / "no" / "such" / "x.tsx").string();
+  try {
+    richExecutable().save(path);
+    FAIL() << "save did not throw";
+  } catch (const SerializationError &e) {
+    EXPECT_THAT(e.what(), HasSubstr("cannot write executable file \"" + path));
+  }
+}
+
+} // namespace
+} // namespace tessera

@@ -1,0 +1,154 @@
+#include "tessera/support/ThreadPool.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <numeric>
+#include <stdexcept>
+#include <thread>
+
+using namespace tessera;
+
+namespace {
+
+// A sum split into numTasks static chunks, each chunk's partial kept by
+// index: the result must not depend on the pool size.
+std::vector<double> chunkSums(ThreadPool &pool, const std::vector<double> &v,
+                              std::size_t numTasks) {
+  std::vector<double> partial(numTasks, 0.0);
+  pool.parallelFor(numTasks, [&](std::size_t task, unsigned) {
+    std::size_t begin = v.size() * task / numTasks;
+    std::size_t end = v.size() * (task + 1) / numTasks;
+    double s = 0;
+    for (std::size_t i = begin; i < end; ++i)
+      s += v[i];
+    partial[task] = s;
+  });
+  return partial;
+}
+
+} // namespace
+
+TEST(ThreadPool, SizeCountsTheCallerAndZeroMeansHardwareThreads) {
+  EXPECT_EQ(ThreadPool(1).size(), 1u);
+  EXPECT_EQ(ThreadPool(3).size(), 3u);
+  EXPECT_GE(ThreadPool(0).size(), 1u);
+}
+
+TEST(ThreadPool, RunsEveryTaskExactlyOnceWithValidWorkerIndices) {
+  for (unsigned threads : {1u, 2u, 3u, 5u}) {
+    ThreadPool pool(threads);
+    for (std::size_t numTasks : {0u, 1u, 2u, 7u, 1000u}) {
+      std::vector<std::atomic<int>> runs(numTasks);
+      std::atomic<bool> badWorker{false};
+      pool.parallelFor(numTasks, [&](std::size_t task, unsigned worker) {
+        runs[task].fetch_add(1);
+        if (worker >= pool.size())
+          badWorker = true;
+      });
+      for (std::size_t t = 0; t < numTasks; ++t)
+        EXPECT_EQ(runs[t].load(), 1) << threads << " threads, task " << t;
+      EXPECT_FALSE(badWorker);
+    }
+  }
+}
+
+TEST(ThreadPool, ResultsAreTheSameForAnyThreadCount) {
+  std::vector<double> v(100003);
+  for (std::size_t i = 0; i < v.size(); ++i)
+    v[i] = 1.0 / double(i + 1);
+  ThreadPool one(1);
+  const auto expected = chunkSums(one, v, 16);
+  for (unsigned threads : {2u, 3u, 4u, 8u}) {
+    ThreadPool pool(threads);
+    EXPECT_EQ(chunkSums(pool, v, 16), expected) << threads << " threads";
+  }
+  double total = std::accumulate(expected.begin(), expected.end(), 0.0);
+  EXPECT_NEAR(total, 12.0902, 0.001); // harmonic number H(100003)
+}
+
+TEST(ThreadPool, ManyQuickSuccessiveCallsStayCorrect) {
+  ThreadPool pool(3, std::chrono::microseconds(20));
+  std::vector<std::uint64_t> out(6);
+  std::uint64_t expected = 0;
+  for (int call = 0; call < 20000; ++call) {
+    pool.parallelFor(out.size(),
+                     [&](std::size_t task, unsigned) { out[task] += task; });
+    expected += 0 + 1 + 2 + 3 + 4 + 5;
+  }
+  EXPECT_EQ(std::accumulate(out.begin(), out.end(), std::uint64_t{0}),
+            expected);
+}
+
+TEST(ThreadPool, WorkersThatFellAsleepWakeForTheNextCall) {
+  ThreadPool pool(3, std::chrono::microseconds(1));
+  for (int round = 0; round < 5; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::atomic<int> sum{0};
+    pool.parallelFor(
+        64, [&](std::size_t task, unsigned) { sum += static_cast<int>(task); });
+    EXPECT_EQ(sum.load(), 64 * 63 / 2);
+  }
+}
+
+TEST(ThreadPool, RethrowsTheExceptionOfTheLowestFailingTask) {
+  for (unsigned threads : {1u, 2u, 4u}) {
+    ThreadPool pool(threads);
+    std::atomic<int> ran{0};
+    try {
+      pool.parallelFor(100, [&](std::size_t task, unsigned) {
+        ++ran;
+        if (task == 17 || task == 60)
+          throw std::runtime_error("task " + std::to_string(task));
+      });
+      FAIL() << "expected an exception";
+    } catch (const std::runtime_error &e) {
+      EXPECT_STREQ(e.what(), "task 17");
+    }
+    // Tasks that did not throw still ran; the pool stays usable.
+    std::atomic<int> after{0};
+    pool.parallelFor(10, [&](std::size_t, unsigned) { ++after; });
+    EXPECT_EQ(after.load(), 10);
+  }
+}
+
+TEST(ThreadPool, NestedCallsRunInlineOnTheCallingWorker) {
+  ThreadPool pool(3);
+  std::vector<std::atomic<int>> hits(8 * 8);
+  std::atomic<bool> mismatch{false};
+  pool.parallelFor(8, [&](std::size_t outer, unsigned worker) {
+    pool.parallelFor(8, [&](std::size_t inner, unsigned innerWorker) {
+      if (innerWorker != worker)
+        mismatch = true;
+      hits[outer * 8 + inner]++;
+    });
+  });
+  EXPECT_FALSE(mismatch);
+  for (auto &h : hits)
+    EXPECT_EQ(h.load(), 1);
+}
+
+TEST(ThreadPool, CallsFromSeveralThreadsAreSerialisedCorrectly) {
+  ThreadPool pool(3);
+  std::atomic<std::uint64_t> total{0};
+  auto caller = [&] {
+    for (int i = 0; i < 500; ++i)
+      pool.parallelFor(10, [&](std::size_t task, unsigned) { total += task; });
+  };
+  std::thread a(caller), b(caller);
+  a.join();
+  b.join();
+  EXPECT_EQ(total.load(), 2u * 500u * 45u);
+}
+
+TEST(ThreadPool, AcceptsStdFunctionAndConstCallables) {
+  ThreadPool pool(2);
+  std::atomic<int> n{0};
+  const std::function<void(std::size_t, unsigned)> f = [&](std::size_t,
+                                                           unsigned) { ++n; };
+  pool.parallelFor(5, f);
+  const auto lambda = [&](std::size_t, unsigned) { ++n; };
+  pool.parallelFor(5, lambda);
+  EXPECT_EQ(n.load(), 10);
+}
