@@ -17,6 +17,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <thread>
 
 #include <unistd.h>
 
@@ -260,6 +261,21 @@ TEST(Codelet, AddingTheSameFileAgainIsANoOp) {
   EXPECT_EQ(registry.find("SumVertex"), sum);
   EXPECT_EQ(registry.size(), first.size());
   EXPECT_EQ(VertexRegistry::codeletCompilerRuns(), runs);
+}
+
+TEST(Codelet, ThreadsSharingARegistryAddTheSameFileOnce) {
+  VertexRegistry{}.addCodelets(tutorialFile); // warm the disk cache
+  VertexRegistry registry;
+  std::vector<std::vector<std::string>> names(4);
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    threads.emplace_back(
+        [&, i] { names[i] = registry.addCodelets(tutorialFile); });
+  for (std::thread &t : threads)
+    t.join();
+  for (const auto &n : names)
+    EXPECT_EQ(n, names[0]);
+  EXPECT_EQ(registry.size(), names[0].size());
 }
 
 TEST(Codelet, SourceOfAFileUnderItsPathHitsTheFilesCacheEntry) {

@@ -17,8 +17,8 @@
 ///       "total": bytes of all tiles,
 ///       "byCategory": { "alwaysLive", "notAlwaysLive", "constants",
 ///                       "temporaries", "vertexState", "code" },
-///       "perTile": { one array per tile for each category above, and
-///                    "total" },
+///       "perTile": { for each category above and "total", an array with
+///                    one entry per tile },
 ///       "maxTile": the tile using the most bytes (null when none is used),
 ///       "maxTileBytes" },
 ///     "variables": [ { "name", "type" ("float", ...), "shape", "bytes",

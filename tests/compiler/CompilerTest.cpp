@@ -1,0 +1,196 @@
+// What the compiler checks and decides: mapping and connection errors,
+// memory layout with reuse, out-of-memory reports, estimates, and executables
+// that survive a round trip through a file.
+#include "../engine/TestGraphs.hpp"
+
+#include "tessera/compiler/Compiler.hpp"
+#include "tessera/support/Error.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+using namespace tessera;
+using namespace tessera::program;
+using tessera::test::addTestCodelets;
+using tessera::test::modelDevice;
+using ::testing::HasSubstr;
+
+TEST(CompilerChecks, UnmappedVariableIsNamed) {
+  Device device = modelDevice();
+  Graph g(device.getTarget());
+  Tensor w = g.addVariable(FLOAT, {8}, "weights");
+  g.setTileMapping(w.slice(0, 5), 1);
+  try {
+    compileGraph(g, {Sequence()});
+    FAIL();
+  } catch (const GraphError &err) {
+    EXPECT_THAT(err.what(), HasSubstr("\"weights\""));
+    EXPECT_THAT(err.what(), HasSubstr("3 of its 8 elements"));
+    EXPECT_THAT(err.what(), HasSubstr("element 5"));
+    EXPECT_THAT(err.what(), HasSubstr("setTileMapping"));
+  }
+}
+
+TEST(CompilerChecks, CopyBetweenDifferentSizesIsAShapeError) {
+  Device device = modelDevice();
+  Graph g(device.getTarget());
+  Tensor a = g.addVariable(FLOAT, {4}, "a");
+  Tensor b = g.addVariable(FLOAT, {2, 3}, "b");
+  try {
+    Copy c(a, b);
+    FAIL();
+  } catch (const ShapeError &err) {
+    EXPECT_THAT(err.what(), HasSubstr("4 elements"));
+    EXPECT_THAT(err.what(), HasSubstr("has 6"));
+  }
+  Tensor i = g.addVariable(INT, {4}, "i");
+  EXPECT_THROW(Copy(a, i), TypeError);
+}
+
+TEST(CompilerChecks, UnconnectedFieldAndUnmappedVertexAreNamed) {
+  Device device = modelDevice();
+  Graph g(device.getTarget());
+  addTestCodelets(g);
+  Tensor x = g.addVariable(FLOAT, {4}, "x");
+  g.setTileMapping(x, 0);
+  ComputeSet cs = g.addComputeSet("sums");
+  VertexRef v = g.addVertex(cs, "SumVertex", {{"in", x}});
+  try {
+    compileGraph(g, {Execute(cs)});
+    FAIL();
+  } catch (const GraphError &err) {
+    EXPECT_THAT(err.what(), HasSubstr("not mapped to a tile"));
+  }
+  g.setTileMapping(v, 0);
+  try {
+    compileGraph(g, {Execute(cs)});
+    FAIL();
+  } catch (const GraphError &err) {
+    EXPECT_THAT(err.what(), HasSubstr("SumVertex"));
+    EXPECT_THAT(err.what(), HasSubstr("\"out\" is not connected"));
+  }
+}
+
+TEST(CompilerChecks, UnknownVertexClassAndFieldAreErrors) {
+  Device device = modelDevice();
+  Graph g(device.getTarget());
+  addTestCodelets(g);
+  ComputeSet cs = g.addComputeSet();
+  EXPECT_THROW(g.addVertex(cs, "NoSuchVertex"), GraphError);
+  VertexRef v = g.addVertex(cs, "SumVertex");
+  Tensor x = g.addVariable(INT, {4}, "x");
+  EXPECT_THROW(g.connect(v["inn"], x), GraphError);
+  EXPECT_THROW(g.connect(v["in"], x), TypeError);
+  Tensor two = g.addVariable(FLOAT, {2}, "two");
+  EXPECT_THROW(g.connect(v["out"], two), ShapeError);
+}
+
+TEST(CompilerMemory, OutOfMemoryNamesTileNeedCapacityAndVariables) {
+  IPUModel model;
+  model.tilesPerIPU = 4;
+  model.memoryBytesPerTile = 4096;
+  Device device = model.createDevice();
+  Graph g(device.getTarget());
+  Tensor big = g.addVariable(FLOAT, {2048}, "activations");
+  g.setTileMapping(big, 2);
+  g.setInitialValue(big, 0.0f);
+  try {
+    compileGraph(g, {Sequence()});
+    FAIL();
+  } catch (const MemoryError &err) {
+    EXPECT_THAT(err.what(), HasSubstr("tile 2"));
+    EXPECT_THAT(err.what(), HasSubstr("8192 bytes"));
+    EXPECT_THAT(err.what(), HasSubstr("4096"));
+    EXPECT_THAT(err.what(), HasSubstr("\"activations\" 8192 B"));
+    EXPECT_THAT(err.what(), HasSubstr("debug.allowOutOfMemory"));
+  }
+  Executable exe =
+      compileGraph(g, {Sequence()}, {{"debug.allowOutOfMemory", "true"}});
+  EXPECT_EQ(exe.tileMemory[2].alwaysLive, 8192u);
+}
+
+TEST(CompilerMemory, ValuesWithDisjointLifetimesShareBytes) {
+  Device device = modelDevice();
+  Graph g(device.getTarget());
+  Tensor src = g.addVariable(FLOAT, {256}, "src");
+  Tensor a = g.addVariable(FLOAT, {256}, "a");
+  Tensor b = g.addVariable(FLOAT, {256}, "b");
+  Tensor out = g.addVariable(FLOAT, {256}, "out");
+  for (const Tensor &t : {src, a, b, out})
+    g.setTileMapping(t, 0);
+  g.createHostWrite("src", src);
+  g.createHostRead("out", out);
+  // a lives from step 0 to 1, b from 2 to 3: they can share bytes.
+  Sequence prog{Copy(src, a), Copy(a, out), Copy(src, b), Copy(b, out)};
+  Executable exe = compileGraph(g, {prog});
+  EXPECT_FALSE(exe.variables[1].alwaysLive);
+  EXPECT_FALSE(exe.variables[2].alwaysLive);
+  EXPECT_EQ(exe.tileMemory[0].alwaysLive, 2 * 1024u);
+  EXPECT_EQ(exe.tileMemory[0].notAlwaysLive, 1024u);
+
+  Engine e(std::move(exe));
+  e.load(device);
+  std::vector<float> in(256, 2.0f), res(256);
+  e.writeTensor("src", in.data(), in.data() + 256);
+  e.run();
+  e.readTensor("out", res.data(), res.data() + 256);
+  EXPECT_EQ(res, in);
+}
+
+TEST(CompilerMemory, ValueReadBeforeWrittenStaysLiveAcrossRuns) {
+  Device device = modelDevice();
+  Graph g(device.getTarget());
+  Tensor acc = g.addVariable(FLOAT, {64}, "acc");
+  Tensor tmp = g.addVariable(FLOAT, {64}, "tmp");
+  g.setTileMapping(acc, 0);
+  g.setTileMapping(tmp, 0);
+  Executable exe = compileGraph(g, {Sequence{Copy(acc, tmp), Copy(tmp, acc)}});
+  EXPECT_TRUE(exe.variables[0].alwaysLive);
+  EXPECT_FALSE(exe.variables[1].alwaysLive);
+}
+
+TEST(CompilerEstimates, ComputeCyclesAreDeterministicAndGrowWithWork) {
+  auto cycles = [](std::size_t n) {
+    Device device = modelDevice();
+    Graph g(device.getTarget());
+    addTestCodelets(g);
+    Tensor x = g.addVariable(FLOAT, {n}, "x");
+    Tensor s = g.addVariable(FLOAT, {}, "s");
+    g.setTileMapping(x, 0);
+    g.setTileMapping(s, 0);
+    ComputeSet cs = g.addComputeSet();
+    g.setTileMapping(g.addVertex(cs, "SumVertex", {{"in", x}, {"out", s}}), 0);
+    Executable exe = compileGraph(g, {Execute(cs)});
+    for (std::size_t i = 0; i < exe.steps.size(); ++i)
+      if (exe.steps[i].kind == StepKind::Compute)
+        return exe.estimates[i].ipuCycles.at(0);
+    return std::uint64_t{0};
+  };
+  EXPECT_GT(cycles(1000), cycles(10));
+  EXPECT_EQ(cycles(1000), cycles(1000));
+  EXPECT_GT(cycles(10), 0u);
+}
+
+TEST(CompilerExecutable, SavedExecutableRunsTheSame) {
+  Device device = modelDevice();
+  Graph g(device.getTarget());
+  addTestCodelets(g);
+  Tensor x = g.addVariable(FLOAT, {5}, "x");
+  Tensor s = g.addVariable(FLOAT, {}, "s");
+  g.setTileMapping(x, 1);
+  g.setTileMapping(s, 2);
+  g.setInitialValue(x, std::vector<float>{1, 2, 3, 4, 5});
+  g.createHostRead("s", s);
+  ComputeSet cs = g.addComputeSet();
+  g.setTileMapping(g.addVertex(cs, "SumVertex", {{"in", x}, {"out", s}}), 3);
+  std::stringstream file;
+  compileGraph(g, {Execute(cs)}).serialize(file);
+  Engine e(Executable::deserialize(file));
+  e.load(device);
+  e.run();
+  float sum = 0;
+  e.readTensor("s", &sum, &sum + 1);
+  EXPECT_EQ(sum, 15.0f);
+}

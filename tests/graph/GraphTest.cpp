@@ -1,0 +1,119 @@
+// Graph building: variables, constants, tile mappings, vertices and their
+// fields, handles.
+#include "tessera/device/IPUModel.hpp"
+#include "tessera/device/Target.hpp"
+#include "tessera/graph/Graph.hpp"
+#include "tessera/support/Error.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+using namespace tessera;
+using ::testing::HasSubstr;
+
+namespace {
+Target smallTarget(unsigned tiles = 8) {
+  return Target::createIPUTarget(1, "ipu2", {{"tilesPerIPU", std::to_string(tiles)}});
+}
+} // namespace
+
+TEST(GraphMapping, SetAndGetTileMappingOfViews) {
+  Graph g(smallTarget());
+  Tensor m = g.addVariable(FLOAT, {4, 4}, "m");
+  for (unsigned r = 0; r < 4; ++r)
+    g.setTileMapping(m[r], r);
+  TileMapping byRow = g.getTileMapping(m);
+  EXPECT_EQ(byRow[2], (std::vector<Interval>{{8, 12}}));
+  // Column 1 of the transpose view touches every tile once.
+  TileMapping col = g.getTileMapping(m.transpose()[1]);
+  for (unsigned t = 0; t < 4; ++t)
+    EXPECT_EQ(col[t], (std::vector<Interval>{{t, t + 1}}));
+}
+
+TEST(GraphMapping, RemappingPartOfAVariableKeepsTheRest) {
+  Graph g(smallTarget());
+  Tensor v = g.addVariable(INT, {10}, "v");
+  g.setTileMapping(v, 0);
+  g.setTileMapping(v.slice(3, 6), 5);
+  TileMapping m = g.getTileMapping(v);
+  EXPECT_EQ(m[0], (std::vector<Interval>{{0, 3}, {6, 10}}));
+  EXPECT_EQ(m[5], (std::vector<Interval>{{3, 6}}));
+}
+
+TEST(GraphMapping, UnmappedElementsAreReported) {
+  Graph g(smallTarget());
+  Tensor v = g.addVariable(FLOAT, {4}, "late");
+  g.setTileMapping(v.slice(0, 2), 1);
+  try {
+    g.getTileMapping(v);
+    FAIL();
+  } catch (const GraphError &e) {
+    EXPECT_THAT(e.what(), HasSubstr("\"late\" element 2 is not mapped"));
+  }
+  EXPECT_TRUE(g.getTileMapping(v, false)[0].empty());
+}
+
+TEST(GraphMapping, TileOutOfRangeSaysTheRange) {
+  Graph g(smallTarget(8));
+  Tensor v = g.addVariable(FLOAT, {4}, "v");
+  try {
+    g.setTileMapping(v, 8);
+    FAIL();
+  } catch (const GraphError &e) {
+    EXPECT_THAT(e.what(), HasSubstr("tile 8 is out of range"));
+    EXPECT_THAT(e.what(), HasSubstr("0..7"));
+  }
+}
+
+TEST(GraphMapping, MapTensorLinearlySpreadsInGrains) {
+  Graph g(smallTarget(4));
+  Tensor v = g.addVariable(FLOAT, {100}, "v");
+  mapTensorLinearly(g, v, 1, 8);
+  TileMapping m = g.getTileMapping(v);
+  // 13 grains of 8 over 4 tiles: 4 grains (32 elements) a tile.
+  EXPECT_EQ(m[0], (std::vector<Interval>{{0, 32}}));
+  EXPECT_EQ(m[3], (std::vector<Interval>{{96, 100}}));
+}
+
+TEST(GraphConstants, CloneKeepsShapeAndMapping) {
+  Graph g(smallTarget());
+  Tensor c = g.addConstant<float>(HALF, {2, 2}, {1.0f, 2.0f, 3.0f, 4.0f}, "c");
+  g.setTileMapping(c[0], 1);
+  g.setTileMapping(c[1], 2);
+  Tensor k = g.clone(c, "k");
+  EXPECT_EQ(k.shape(), c.shape());
+  EXPECT_EQ(k.elementType(), HALF);
+  EXPECT_EQ(g.getTileMapping(k), g.getTileMapping(c));
+  const VariableData &var = g.data().variables[c.runs()[0].var];
+  EXPECT_TRUE(var.isConstant);
+  ASSERT_EQ(var.initialValue.size(), 8u);
+  EXPECT_EQ(static_cast<float>(Half::fromBits(
+                static_cast<std::uint16_t>(var.initialValue[6]) |
+                static_cast<std::uint16_t>(var.initialValue[7]) << 8)),
+            4.0f);
+}
+
+TEST(GraphConstants, ValueCountMustMatchTheShape) {
+  Graph g(smallTarget());
+  EXPECT_THROW(g.addConstant<float>(FLOAT, {3}, std::vector<float>{1, 2}),
+               ShapeError);
+  Tensor v = g.addVariable(FLOAT, {3}, "v");
+  EXPECT_THROW(g.setInitialValue(v, std::vector<float>{1, 2}), ShapeError);
+}
+
+TEST(GraphHandles, HandlesAreUnique) {
+  Graph g(smallTarget());
+  Tensor v = g.addVariable(FLOAT, {3}, "v");
+  g.addHostToDeviceFIFO("data", FLOAT, 3);
+  EXPECT_THROW(g.createHostWrite("data", v), GraphError);
+  EXPECT_THROW(g.addDeviceToHostFIFO("data", FLOAT, 3), GraphError);
+  EXPECT_THROW(g.addRemoteBuffer("rb", FLOAT, 0), GraphError);
+}
+
+TEST(GraphReplication, ReplicaTargetSplitsTheIpus) {
+  Graph g(Target::createIPUTarget(4, "ipu2"), replication_factor(2));
+  EXPECT_EQ(g.getTarget().getNumIPUs(), 2u);
+  EXPECT_EQ(g.getReplicationFactor(), 2u);
+  EXPECT_THROW(Graph(Target::createIPUTarget(4, "ipu2"), replication_factor(3)),
+               GraphError);
+}
