@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds Tessera and runs every test, then runs the core tests again in an
+# AddressSanitizer + UndefinedBehaviorSanitizer build. Installs missing Debian
+# packages first. Usage: scripts/test.sh   (set JOBS to limit parallelism)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+jobs="${JOBS:-$(nproc)}"
+export TESSERA_CACHE_DIR="${TESSERA_CACHE_DIR:-$PWD/build/cache}"
+
+echo "== Release build and tests"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_BUILD_BENCH=ON >/dev/null
+cmake --build build -j "$jobs"
+ctest --test-dir build -j "$jobs" --output-on-failure
+
+echo "== ASan + UBSan build and core tests"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DTESSERA_SANITIZE=ON -DTESSERA_BUILD_BENCH=OFF >/dev/null
+cmake --build build-asan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan -j "$jobs" -L core --output-on-failure
