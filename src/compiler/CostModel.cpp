@@ -170,7 +170,8 @@ StepEstimate estimateTraffic(const State &s, const Traffic &t) {
   }
   const double clock = tg.getTileClockFrequency();
   const double linkPerCycle = tg.getIpuLinkBandwidth() / clock;
-  const double hostPerCycle = tg.getHostLinkBandwidth() / clock;
+  // The host link's figure counts both directions; a transfer uses one.
+  const double hostPerCycle = tg.getHostLinkBandwidth() / 2 / clock;
   bool crossIpu = false;
   for (unsigned i = 0; i < tg.getNumIPUs(); ++i) {
     const std::uint64_t link = std::max(t.ipuIn[i], t.ipuOut[i]);

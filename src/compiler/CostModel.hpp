@@ -11,7 +11,4 @@ namespace tessera::compiler {
 /// touched IPUs get the cost, others nothing.
 StepEstimate estimateTraffic(const State &s, const Traffic &t);
 
-/// Cycles of every step; exchange-like steps keep what lowering estimated.
-void estimateSteps(State &s);
-
 } // namespace tessera::compiler

@@ -171,8 +171,8 @@ void Engine::connectStream(const std::string &handle, unsigned replica,
   impl_->connect(handle, replica, impl_->buffer(handle, begin, end));
 }
 
-void Engine::connectStreamToCallback(const std::string &handle,
-                                     std::function<void(void *)> callback) {
+void Engine::connectStreamToCallback(
+    const std::string &handle, const std::function<void(void *)> &callback) {
   for (unsigned r = 0; r < impl_->exe.replicationFactor; ++r)
     connectStreamToCallback(handle, r, callback);
 }

@@ -20,8 +20,6 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-extern char **environ;
-
 // Set by the build to the source tree's include/ and compat/include/; the
 // environment variables of the same names override them.
 #ifndef TESSERA_INCLUDE_DIR

@@ -362,7 +362,7 @@ bool isList(codelet::Shape s) {
 }
 } // namespace
 
-void Graph::connect(FieldRef field, const Tensor &t) {
+void Graph::connect(const FieldRef &field, const Tensor &t) {
   checkTensor(t, "connect");
   auto [v, idx] = fieldOf(field);
   const codelet::FieldInfo &info = v->vertexClass->info.fields[idx];
@@ -418,7 +418,7 @@ void Graph::connect(FieldRef field, const Tensor &t) {
   b.connected = true;
 }
 
-void Graph::connect(FieldRef field, const std::vector<Tensor> &tensors) {
+void Graph::connect(const FieldRef &field, const std::vector<Tensor> &tensors) {
   auto [v, idx] = fieldOf(field);
   const codelet::FieldInfo &info = v->vertexClass->info.fields[idx];
   if (!isList(info.shape) || field.isIndexed())
@@ -437,7 +437,7 @@ void Graph::connect(FieldRef field, const std::vector<Tensor> &tensors) {
   b.connected = true;
 }
 
-void Graph::setFieldSize(FieldRef field, std::size_t size) {
+void Graph::setFieldSize(const FieldRef &field, std::size_t size) {
   auto [v, idx] = fieldOf(field);
   const codelet::FieldInfo &info = v->vertexClass->info.fields[idx];
   if (!isList(info.shape) && !(info.direction == codelet::Direction::State &&
@@ -449,7 +449,7 @@ void Graph::setFieldSize(FieldRef field, std::size_t size) {
   v->fields[idx].size = size;
 }
 
-void Graph::setFieldState(FieldRef field, Type srcType, const void *values,
+void Graph::setFieldState(const FieldRef &field, Type srcType, const void *values,
                           std::size_t count) {
   auto [v, idx] = fieldOf(field);
   const codelet::FieldInfo &info = v->vertexClass->info.fields[idx];

@@ -58,7 +58,8 @@ std::string inTensor(const std::vector<std::size_t> &shape) {
 
 } // namespace
 
-Tensor::Tensor(Type type, std::vector<std::size_t> shape, std::vector<Run> runs)
+Tensor::Tensor(Type type, std::vector<std::size_t> shape,
+               const std::vector<Run> &runs)
     : type_(type), shape_(std::move(shape)) {
   std::int64_t total = 0;
   for (const Run &r : runs) {

@@ -53,7 +53,7 @@ public:
   void connectStream(const std::string &handle, unsigned replica, void *begin,
                      void *end);
   void connectStreamToCallback(const std::string &handle,
-                               std::function<void(void *)> callback);
+                               const std::function<void(void *)> &callback);
   void connectStreamToCallback(const std::string &handle, unsigned replica,
                                std::function<void(void *)> callback);
   void connectStream(const std::string &handle,

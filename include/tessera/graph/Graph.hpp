@@ -93,14 +93,14 @@ public:
   VertexRef
   addVertex(ComputeSet cs, const std::string &vertexType,
             std::initializer_list<std::pair<std::string, Tensor>> connections);
-  void connect(FieldRef field, const Tensor &t);
-  void connect(FieldRef field, const std::vector<Tensor> &tensors);
+  void connect(const FieldRef &field, const Tensor &t);
+  void connect(const FieldRef &field, const std::vector<Tensor> &tensors);
   /// Sets a plain-state field of a vertex.
-  template <typename T> void setInitialValue(FieldRef field, T value) {
+  template <typename T> void setInitialValue(const FieldRef &field, T value) {
     setFieldState(field, typeOf<T>(), &value, 1);
   }
   template <typename T>
-  void setInitialValue(FieldRef field, const std::vector<T> &values) {
+  void setInitialValue(const FieldRef &field, const std::vector<T> &values) {
     setFieldState(field, typeOf<T>(), values.data(), values.size());
   }
   /// Sets the initial contents of a variable's elements.
@@ -113,7 +113,7 @@ public:
     setTensorInitialValue(t, typeOf<T>(), values.data(), values.size());
   }
   /// The number of elements of a list or state-vector field.
-  void setFieldSize(FieldRef field, std::size_t size);
+  void setFieldSize(const FieldRef &field, std::size_t size);
   /// Overrides the estimated cycles of one vertex.
   void setPerfEstimate(VertexRef v, std::uint64_t cycles);
 
@@ -152,7 +152,7 @@ private:
   static void checkCount(const char *what,
                          const std::vector<std::size_t> &shape,
                          std::size_t count);
-  void setFieldState(FieldRef field, Type srcType, const void *values,
+  void setFieldState(const FieldRef &field, Type srcType, const void *values,
                      std::size_t count);
   void setTensorInitialValue(const Tensor &t, Type srcType, const void *values,
                              std::size_t count);

@@ -52,7 +52,8 @@ public:
   /// A tensor over \p runs; their total count must equal the shape's product.
   /// Runs of zero elements are dropped and adjacent runs that continue each
   /// other are merged.
-  Tensor(Type type, std::vector<std::size_t> shape, std::vector<Run> runs);
+  Tensor(Type type, std::vector<std::size_t> shape,
+         const std::vector<Run> &runs);
 
   Type elementType() const { return type_; }
   const std::vector<std::size_t> &shape() const { return shape_; }

@@ -58,7 +58,7 @@ public:
   /// `p.addEnum("mode", o.mode, {{"fast", Mode::Fast}, {"exact",
   /// Mode::Exact}})`.
   template <typename E>
-  void addEnum(std::string key, E &target,
+  void addEnum(const std::string &key, E &target,
                std::initializer_list<std::pair<std::string_view, E>> values) {
     std::vector<std::pair<std::string, E>> table;
     std::vector<std::string> names;
@@ -66,7 +66,7 @@ public:
       table.emplace_back(std::string(name), value);
       names.emplace_back(name);
     }
-    addHandler(std::move(key), enumExpectation(names),
+    addHandler(key, enumExpectation(names),
                [&target, table = std::move(table)](std::string_view text,
                                                    bool commit) {
                  for (const auto &[name, value] : table) {
