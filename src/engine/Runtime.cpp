@@ -99,15 +99,21 @@ void Runtime::resolveClasses() {
     // A deserialised executable: rebuild its codelets (a cache hit when this
     // machine compiled them before).
     registry_ = std::make_shared<VertexRegistry>();
+    registry_->addBuiltinLibraries();
     for (const CodeletSourceRef &c : exe_.codelets)
       registry_->addCodeletSource(c.source, c.name, c.flags);
   }
   for (const VertexClassRef &ref : exe_.vertexClasses) {
     const RegisteredVertex *cls = registry_->find(ref.name);
     if (!cls)
-      throw GraphError("the executable uses vertex class \"" + ref.name +
-                       "\", which no codelet of this process defines; add "
-                       "the library that provides it before loading");
+      throw GraphError(
+          "the executable uses vertex class \"" + ref.name + "\", which " +
+          (ref.codelet < 0 ? std::string("is built into a library this process "
+                                         "has not registered; call that "
+                                         "library's addCodelets (for the ops: "
+                                         "tessera::ops::addCodelets) before "
+                                         "loading")
+                           : std::string("its codelet did not define")));
     classes_.push_back(cls);
   }
 }

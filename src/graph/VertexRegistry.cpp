@@ -76,6 +76,36 @@ std::string includeDirOf(const std::string &path) {
 
 } // namespace
 
+namespace {
+struct BuiltinLibraries {
+  std::mutex mutex;
+  std::map<std::string, VertexRegistry::BuiltinLibrary> byName;
+};
+BuiltinLibraries &builtinLibraries() {
+  static BuiltinLibraries libraries;
+  return libraries;
+}
+} // namespace
+
+void VertexRegistry::registerBuiltinLibrary(const std::string &name,
+                                            BuiltinLibrary library) {
+  BuiltinLibraries &l = builtinLibraries();
+  std::lock_guard lock(l.mutex);
+  l.byName[name] = library;
+}
+
+void VertexRegistry::addBuiltinLibraries() {
+  std::vector<BuiltinLibrary> libraries;
+  {
+    BuiltinLibraries &l = builtinLibraries();
+    std::lock_guard lock(l.mutex);
+    for (const auto &[name, library] : l.byName)
+      libraries.push_back(library);
+  }
+  for (BuiltinLibrary library : libraries)
+    library(*this);
+}
+
 void VertexRegistry::addBuiltin(codelet::VertexClassInfo info,
                                 CycleEstimator estimator) {
   TESSERA_INTERNAL_ASSERT(!info.name.empty() && info.construct &&

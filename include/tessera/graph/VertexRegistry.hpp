@@ -73,6 +73,15 @@ std::string normalizeVertexName(std::string_view name);
 /// share one registry through a std::shared_ptr.
 class VertexRegistry {
 public:
+  /// A library of built-in vertices: the function that adds its classes.
+  using BuiltinLibrary = void (*)(VertexRegistry &);
+  /// Makes \p library known to the whole process, so that an engine loading
+  /// a saved executable finds the built-in classes it uses. Idempotent.
+  static void registerBuiltinLibrary(const std::string &name,
+                                     BuiltinLibrary library);
+  /// Adds the classes of every library registered so far.
+  void addBuiltinLibraries();
+
   VertexRegistry() = default;
   VertexRegistry(const VertexRegistry &) = delete;
   VertexRegistry &operator=(const VertexRegistry &) = delete;

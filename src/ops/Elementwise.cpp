@@ -1,0 +1,330 @@
+// Planning of maps: the output is split by tile into one region per worker,
+// and each region gets one map vertex running the whole expression.
+#include "tessera/ops/Elementwise.hpp"
+
+#include "MapCode.hpp"
+#include "OpsInternal.hpp"
+
+#include "tessera/support/Error.hpp"
+
+#include <cstring>
+
+namespace tessera::ops {
+namespace {
+
+using namespace expr;
+
+bool mapSupported(Type t) {
+  return t == FLOAT || t == HALF || t == INT || t == UNSIGNED_INT || t == BOOL;
+}
+
+void checkSupported(const char *what, Type t) {
+  if (!mapSupported(t))
+    throw UnsupportedError(std::string("map: ") + what + " has type " +
+                           std::string(typeName(t)) +
+                           "; elementwise ops support float, half, int, "
+                           "unsigned int and bool (cast first)");
+}
+
+DebugContext nameOr(const DebugContext &dc, const char *name) {
+  return dc.name.empty() ? DebugContext(name) : dc;
+}
+
+std::vector<std::size_t> shapeOf(const char *op, const std::vector<Tensor> &ts) {
+  std::vector<std::size_t> shape;
+  for (const Tensor &t : ts) {
+    if (!t.valid())
+      throw ShapeError(std::string(op) + ": an operand is an empty tensor");
+    shape = broadcastShape(op, shape, t.shape());
+  }
+  return shape;
+}
+
+std::vector<unsigned> words(const std::vector<double> &values) {
+  std::vector<unsigned> w(values.size() * 2);
+  std::memcpy(w.data(), values.data(), values.size() * sizeof(double));
+  return w;
+}
+
+// The core of every map: one vertex per worker region of `out`.
+void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
+             const Tensor &out, Sequence &prog, const DebugContext &dc) {
+  checkSupported("the output", out.elementType());
+  // One non-BOOL input type per vertex: others are cast to it first.
+  Type inType = BOOL;
+  for (const Tensor &t : ts) {
+    checkSupported("an input", t.elementType());
+    if (inType == BOOL && t.elementType() != BOOL)
+      inType = t.elementType();
+  }
+  std::vector<unsigned> slot(ts.size());
+  std::vector<bool> isBool(ts.size());
+  std::vector<Tensor> data, flags;
+  for (std::size_t k = 0; k < ts.size(); ++k) {
+    Tensor t = ts[k];
+    if (t.elementType() != inType && t.elementType() != BOOL)
+      t = cast(graph, t, inType, prog, DebugContext(dc, "cast"));
+    isBool[k] = t.elementType() == BOOL && inType != BOOL;
+    auto &list = isBool[k] ? flags : data;
+    slot[k] = static_cast<unsigned>(list.size());
+    list.push_back(t.numElements() == 1 ? t.flatten()
+                                        : broadcastTo(t, out.shape()).flatten());
+  }
+  const mapcode::Program code = mapcode::compile(e, slot, isBool);
+  const std::vector<unsigned> codeWords(code.code.begin(), code.code.end());
+  const std::vector<unsigned> constWords = words(code.constants);
+  const std::string cls =
+      templateName("tessera::ops::Map", {inType, out.elementType()});
+  ComputeSet cs = graph.addComputeSet(dc);
+  const Tensor outFlat = out.flatten();
+  const std::size_t grain = 8 / typeSize(out.elementType());
+  for (const TilePiece &p : splitByTile(graph, outFlat, 6, grain)) {
+    VertexRef v = graph.addVertex(cs, cls);
+    auto pieces = [&](const std::vector<Tensor> &list) {
+      std::vector<Tensor> r;
+      for (const Tensor &t : list)
+        r.push_back(t.numElements() == 1 ? t : t.slice(p.begin, p.end));
+      return r;
+    };
+    graph.setFieldSize(v["in"], data.size());
+    graph.setFieldSize(v["flags"], flags.size());
+    if (!data.empty())
+      graph.connect(v["in"], pieces(data));
+    if (!flags.empty())
+      graph.connect(v["flags"], pieces(flags));
+    graph.connect(v["out"], outFlat.slice(p.begin, p.end));
+    graph.setInitialValue(v["code"], codeWords);
+    graph.setInitialValue(v["constants"], constWords);
+    graph.setInitialValue(v["indexBase"], static_cast<unsigned>(p.begin));
+    graph.setTileMapping(v, p.tile);
+  }
+  prog.add(program::Execute(cs, dc));
+}
+
+std::vector<Type> typesOf(const std::vector<Tensor> &ts) {
+  std::vector<Type> types;
+  for (const Tensor &t : ts)
+    types.push_back(t.elementType());
+  return types;
+}
+
+} // namespace
+
+Tensor map(Graph &graph, const Expr &e, const std::vector<Tensor> &ts,
+           Sequence &prog, const DebugContext &dc, const OptionFlags &) {
+  const auto shape = shapeOf("map", ts);
+  const Type type = inferType(e, typesOf(ts));
+  Tensor out;
+  for (const Tensor &t : ts)
+    if (t.shape() == shape && !out.valid()) {
+      bool broadcastView = false;
+      for (const Run &r : t.runs())
+        broadcastView = broadcastView || r.stride == 0;
+      if (!broadcastView)
+        out = createLike(graph, t, type, DebugContext(dc, "out"));
+    }
+  if (!out.valid()) {
+    out = graph.addVariable(type, shape, DebugContext(dc, "out"));
+    mapTensorLinearly(graph, out);
+  }
+  mapImpl(graph, e, ts, out, prog, nameOr(dc, "map"));
+  return out;
+}
+
+void mapInPlace(Graph &graph, const Expr &e, const std::vector<Tensor> &ts,
+                Sequence &prog, const DebugContext &dc, const OptionFlags &) {
+  if (ts.empty())
+    throw ShapeError("mapInPlace: give at least one tensor; the result is "
+                     "written into the first");
+  const auto shape = shapeOf("mapInPlace", ts);
+  if (shape != ts[0].shape())
+    throw ShapeError("mapInPlace: the operands broadcast to " +
+                     shapeString(shape) +
+                     " but the first, which receives the result, has shape " +
+                     ts[0].shapeToString());
+  inferType(e, typesOf(ts));
+  mapImpl(graph, e, ts, ts[0], prog, nameOr(dc, "mapInPlace"));
+}
+
+void mapWithOutput(Graph &graph, const Expr &e, const std::vector<Tensor> &ts,
+                   const Tensor &out, Sequence &prog, const DebugContext &dc,
+                   const OptionFlags &) {
+  auto all = ts;
+  all.push_back(out);
+  const auto shape = shapeOf("mapWithOutput", all);
+  if (shape != out.shape())
+    throw ShapeError("mapWithOutput: the operands broadcast to " +
+                     shapeString(shape) +
+                     " but the output has shape " + out.shapeToString());
+  inferType(e, typesOf(ts));
+  mapImpl(graph, e, ts, out, prog, nameOr(dc, "mapWithOutput"));
+}
+
+#define TESSERA_UNARY_DEF(E, n)                                                \
+  Tensor n(Graph &graph, const Tensor &a, Sequence &prog,                      \
+           const DebugContext &dc, const OptionFlags &options) {               \
+    return map(graph, UnaryOp(UnaryOpType::E, _1), {a}, prog,                  \
+               nameOr(dc, #n), options);                                       \
+  }                                                                            \
+  void n##InPlace(Graph &graph, const Tensor &a, Sequence &prog,               \
+                  const DebugContext &dc, const OptionFlags &options) {        \
+    mapInPlace(graph, UnaryOp(UnaryOpType::E, _1), {a}, prog,                  \
+               nameOr(dc, #n), options);                                       \
+  }                                                                            \
+  void n##WithOutput(Graph &graph, const Tensor &a, const Tensor &out,         \
+                     Sequence &prog, const DebugContext &dc,                   \
+                     const OptionFlags &options) {                             \
+    mapWithOutput(graph, UnaryOp(UnaryOpType::E, _1), {a}, out, prog,          \
+                  nameOr(dc, #n), options);                                    \
+  }
+#define TESSERA_BINARY_DEF(E, n)                                               \
+  Tensor n(Graph &graph, const Tensor &a, const Tensor &b, Sequence &prog,     \
+           const DebugContext &dc, const OptionFlags &options) {               \
+    return map(graph, BinaryOp(BinaryOpType::E, _1, _2), {a, b}, prog,         \
+               nameOr(dc, #n), options);                                       \
+  }                                                                            \
+  void n##InPlace(Graph &graph, const Tensor &a, const Tensor &b,              \
+                  Sequence &prog, const DebugContext &dc,                      \
+                  const OptionFlags &options) {                                \
+    mapInPlace(graph, BinaryOp(BinaryOpType::E, _1, _2), {a, b}, prog,         \
+               nameOr(dc, #n), options);                                       \
+  }                                                                            \
+  void n##WithOutput(Graph &graph, const Tensor &a, const Tensor &b,           \
+                     const Tensor &out, Sequence &prog,                        \
+                     const DebugContext &dc, const OptionFlags &options) {     \
+    mapWithOutput(graph, BinaryOp(BinaryOpType::E, _1, _2), {a, b}, out,       \
+                  prog, nameOr(dc, #n), options);                              \
+  }
+#define TESSERA_UNARY(E, n, N, k, g) TESSERA_UNARY_DEF(E, n)
+#define TESSERA_PREDICATE(E, n, N, k) TESSERA_UNARY_DEF(E, n)
+#define TESSERA_BINARY(E, n, N, k, ga, gb) TESSERA_BINARY_DEF(E, n)
+#define TESSERA_COMPARE(E, n, N, k) TESSERA_BINARY_DEF(E, n)
+#include "tessera/ops/Elementwise.def"
+
+Tensor select(Graph &graph, const Tensor &a, const Tensor &b,
+              const Tensor &pred, Sequence &prog, const DebugContext &dc,
+              const OptionFlags &options) {
+  return map(graph, Select(_1, _2, _3), {a, b, pred}, prog,
+             nameOr(dc, "select"), options);
+}
+
+Tensor clamp(Graph &graph, const Tensor &x, const Tensor &lo, const Tensor &hi,
+             Sequence &prog, const DebugContext &dc,
+             const OptionFlags &options) {
+  return map(graph, Clamp(_1, _2, _3), {x, lo, hi}, prog, nameOr(dc, "clamp"),
+             options);
+}
+
+Tensor cast(Graph &graph, const Tensor &t, Type type, Sequence &prog,
+            const DebugContext &dc, const OptionFlags &options) {
+  return map(graph, Cast(_1, type), {t}, prog, nameOr(dc, "cast"), options);
+}
+
+void fill(Graph &graph, const Tensor &t, double value, Sequence &prog,
+          const DebugContext &dc) {
+  mapWithOutput(graph, Const(value, t.elementType()), {}, t, prog,
+                nameOr(dc, "fill"));
+}
+
+void zero(Graph &graph, const Tensor &t, Sequence &prog,
+          const DebugContext &dc) {
+  fill(graph, t, 0.0, prog, nameOr(dc, "zero"));
+}
+
+void iota(Graph &graph, const Tensor &t, std::int64_t start, Sequence &prog,
+          const DebugContext &dc) {
+  if (t.rank() != 1 || (t.elementType() != INT &&
+                        t.elementType() != UNSIGNED_INT))
+    throw TypeError("iota: the tensor must be 1-D of int or unsigned int, "
+                    "but it is " +
+                    std::string(typeName(t.elementType())) + " of shape " +
+                    t.shapeToString());
+  mapWithOutput(graph,
+                Cast(Index() + Const(static_cast<double>(start), INT),
+                     t.elementType()),
+                {}, t, prog, nameOr(dc, "iota"));
+}
+
+void scaledAddTo(Graph &graph, const Tensor &a, const Tensor &b, float scaleB,
+                 Sequence &prog, const DebugContext &dc,
+                 const OptionFlags &options) {
+  mapInPlace(graph, _1 + Const(scaleB) * _2, {a, b}, prog,
+             nameOr(dc, "scaledAddTo"), options);
+}
+
+void scaledAddTo(Graph &graph, const Tensor &a, float scaleA, const Tensor &b,
+                 float scaleB, Sequence &prog, const DebugContext &dc,
+                 const OptionFlags &options) {
+  mapInPlace(graph, Const(scaleA) * _1 + Const(scaleB) * _2, {a, b}, prog,
+             nameOr(dc, "scaledAddTo"), options);
+}
+
+void scaledAddTo(Graph &graph, const Tensor &a, const Tensor &b,
+                 const Tensor &scaleB, Sequence &prog, const DebugContext &dc,
+                 const OptionFlags &options) {
+  mapInPlace(graph, _1 + _3 * _2, {a, b, scaleB}, prog,
+             nameOr(dc, "scaledAddTo"), options);
+}
+
+void scaledSubtractFrom(Graph &graph, const Tensor &a, const Tensor &b,
+                        float scaleB, Sequence &prog, const DebugContext &dc,
+                        const OptionFlags &options) {
+  mapInPlace(graph, _1 - Const(scaleB) * _2, {a, b}, prog,
+             nameOr(dc, "scaledSubtractFrom"), options);
+}
+
+void scaledSubtractFrom(Graph &graph, const Tensor &a, const Tensor &b,
+                        const Tensor &scaleB, Sequence &prog,
+                        const DebugContext &dc, const OptionFlags &options) {
+  mapInPlace(graph, _1 - _3 * _2, {a, b, scaleB}, prog,
+             nameOr(dc, "scaledSubtractFrom"), options);
+}
+
+#define NO_GRADIENT Expr()
+
+Tensor unaryGradient(Graph &graph, UnaryOpType op, const Tensor &x,
+                     const Tensor &y, const Tensor &dy, Sequence &prog,
+                     const DebugContext &dc) {
+  const Expr X = _1, Y = _2;
+  Expr grad;
+  switch (op) {
+#define TESSERA_UNARY(E, n, N, k, g)                                           \
+  case UnaryOpType::E:                                                         \
+    grad = g;                                                                  \
+    break;
+#include "tessera/ops/Elementwise.def"
+  default:
+    break;
+  }
+  if (!grad.valid())
+    throw UnsupportedError(std::string("unaryGradient: ") + name(op) +
+                           " has no gradient");
+  return map(graph, _3 * grad, {x, y, dy}, prog, nameOr(dc, "unaryGradient"));
+}
+
+std::pair<Tensor, Tensor> binaryGradient(Graph &graph, BinaryOpType op,
+                                         const Tensor &a, const Tensor &b,
+                                         const Tensor &y, const Tensor &dy,
+                                         Sequence &prog,
+                                         const DebugContext &dc) {
+  const Expr A = _1, B = _2, Y = _3;
+  Expr ga, gb;
+  switch (op) {
+#define TESSERA_BINARY(E, n, N, k, ea, eb)                                     \
+  case BinaryOpType::E:                                                        \
+    ga = ea;                                                                   \
+    gb = eb;                                                                   \
+    break;
+#include "tessera/ops/Elementwise.def"
+  default:
+    break;
+  }
+  if (!ga.valid())
+    throw UnsupportedError(std::string("binaryGradient: ") + name(op) +
+                           " has no gradient");
+  const DebugContext base = nameOr(dc, "binaryGradient");
+  return {map(graph, _4 * ga, {a, b, y, dy}, prog, DebugContext(base, "a")),
+          map(graph, _4 * gb, {a, b, y, dy}, prog, DebugContext(base, "b"))};
+}
+
+} // namespace tessera::ops

@@ -1,0 +1,239 @@
+// Private to ops/: the vertex that runs a fused map, and its evaluator. One
+// class per (input type, output type); the arithmetic type E is float for
+// float, half and bool data, double when integers are involved, so integer
+// results stay exact.
+#pragma once
+
+#include "MapCode.hpp"
+
+#include "tessera/Vertex.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+
+namespace tessera::ops {
+
+template <typename E> inline E geluKernel(E x) {
+  const E c = E(0.7978845608028654);
+  return E(0.5) * x * (E(1) + std::tanh(c * (x + E(0.044715) * x * x * x)));
+}
+template <typename E> inline E geluGradKernel(E x) {
+  const E c = E(0.7978845608028654);
+  const E inner = c * (x + E(0.044715) * x * x * x);
+  const E t = std::tanh(inner);
+  return E(0.5) * (E(1) + t) +
+         E(0.5) * x * (E(1) - t * t) * c * (E(1) + E(3 * 0.044715) * x * x);
+}
+
+namespace mapcode {
+
+constexpr unsigned kChunk = 256;
+
+template <typename E>
+void unary(expr::UnaryOpType op, const E *__restrict in, E *out, unsigned n) {
+  switch (op) {
+#define TESSERA_UNARY(ENUM, nm, N, k, g)                                       \
+  case expr::UnaryOpType::ENUM:                                                \
+    for (unsigned i = 0; i < n; ++i) {                                         \
+      const E x = in[i];                                                       \
+      out[i] = static_cast<E>(k);                                              \
+    }                                                                          \
+    return;
+#define TESSERA_PREDICATE(ENUM, nm, N, k)                                      \
+  case expr::UnaryOpType::ENUM:                                                \
+    for (unsigned i = 0; i < n; ++i) {                                         \
+      const E x = in[i];                                                       \
+      out[i] = static_cast<E>(k);                                              \
+    }                                                                          \
+    return;
+#include "tessera/ops/Elementwise.def"
+  }
+}
+
+template <typename E>
+void binary(expr::BinaryOpType op, const E *a_, const E *b_, E *out,
+            unsigned n) {
+  switch (op) {
+#define TESSERA_BINARY(ENUM, nm, N, k, ga, gb)                                 \
+  case expr::BinaryOpType::ENUM:                                               \
+    for (unsigned i = 0; i < n; ++i) {                                         \
+      const E a = a_[i], b = b_[i];                                            \
+      out[i] = static_cast<E>(k);                                              \
+    }                                                                          \
+    return;
+#define TESSERA_COMPARE(ENUM, nm, N, k)                                        \
+  case expr::BinaryOpType::ENUM:                                               \
+    for (unsigned i = 0; i < n; ++i) {                                         \
+      const E a = a_[i], b = b_[i];                                            \
+      out[i] = static_cast<E>(k);                                              \
+    }                                                                          \
+    return;
+#include "tessera/ops/Elementwise.def"
+  }
+}
+
+/// Rounds a value of arithmetic type E as storing it as \p t would.
+template <typename E> inline E castTo(Type t, E x) {
+  switch (t) {
+  case FLOAT:
+    return static_cast<E>(static_cast<float>(x));
+  case HALF:
+    return static_cast<E>(static_cast<float>(Half(static_cast<float>(x))));
+  case BOOL:
+    return x != 0 ? E(1) : E(0);
+  case UNSIGNED_INT:
+    return static_cast<E>(
+        static_cast<unsigned>(static_cast<long long>(x)));
+  case UNSIGNED_SHORT:
+    return static_cast<E>(
+        static_cast<unsigned short>(static_cast<long long>(x)));
+  case UNSIGNED_CHAR:
+    return static_cast<E>(
+        static_cast<unsigned char>(static_cast<long long>(x)));
+  case SHORT:
+    return static_cast<E>(static_cast<short>(static_cast<long long>(x)));
+  case CHAR:
+  case SIGNED_CHAR:
+    return static_cast<E>(static_cast<signed char>(static_cast<long long>(x)));
+  case INT:
+    return static_cast<E>(static_cast<int>(static_cast<long long>(x)));
+  }
+  return x;
+}
+
+template <typename T, typename E> inline E load(const T &v) {
+  if constexpr (std::is_same_v<T, Half>)
+    return static_cast<E>(static_cast<float>(v));
+  else
+    return static_cast<E>(v);
+}
+
+template <typename T, typename E> inline T store(E v) {
+  if constexpr (std::is_same_v<T, Half>)
+    return Half(static_cast<float>(v));
+  else if constexpr (std::is_same_v<T, bool>)
+    return v != 0;
+  else if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<long long>(v));
+  else
+    return static_cast<T>(v);
+}
+
+} // namespace mapcode
+
+/// Runs a fused map over its region: out[i] = f(in[0][i], in[1][i], ...).
+/// An input of one element is broadcast.
+template <typename InT, typename OutT> class MapVertex : public Vertex {
+public:
+  using E = std::conditional_t<
+      (std::is_integral_v<InT> && !std::is_same_v<InT, bool>) ||
+          (std::is_integral_v<OutT> && !std::is_same_v<OutT, bool>),
+      double, float>;
+
+  Vector<Input<Vector<InT>>> in;
+  Vector<Input<Vector<bool>>> flags;
+  Output<Vector<OutT>> out;
+  Vector<unsigned> code;
+  Vector<unsigned> constants; ///< each a double as two words
+  unsigned indexBase;
+
+  bool compute() {
+    const unsigned n = static_cast<unsigned>(out.size());
+    for (unsigned base = 0; base < n; base += mapcode::kChunk)
+      chunk(base, std::min(mapcode::kChunk, n - base));
+    return true;
+  }
+
+private:
+  void chunk(unsigned base, unsigned m) {
+    alignas(32) E regs[mapcode::kMaxRegisters][mapcode::kChunk];
+    const E *view[mapcode::kMaxRegisters];
+    const unsigned numInstr = static_cast<unsigned>(code.size() / 2);
+    // The last instruction writes straight into the output when the types
+    // agree, saving a pass.
+    E *direct = nullptr;
+    if constexpr (std::is_same_v<OutT, E>)
+      direct = out.data() + base;
+    unsigned last = 0;
+    for (unsigned i = 0; i < numInstr; ++i) {
+      const std::uint32_t w = code[2 * i], extra = code[2 * i + 1];
+      const unsigned op = w & 0xff, d = (w >> 8) & 0xff, a = (w >> 16) & 0xff,
+                     b = (w >> 24) & 0xff;
+      E *dst = (direct && i + 1 == numInstr) ? direct : regs[d];
+      last = d;
+      switch (op) {
+      case mapcode::Load:
+        if (extra & mapcode::kBoolInput)
+          loadInput(flags[extra & ~mapcode::kBoolInput], base, m, d, regs,
+                    view);
+        else
+          loadInput(in[extra], base, m, d, regs, view);
+        if (dst != regs[d]) {
+          std::copy(view[d], view[d] + m, dst);
+          view[d] = dst;
+        }
+        continue;
+      case mapcode::Constant:
+        std::fill(dst, dst + m, static_cast<E>(constant(extra)));
+        break;
+      case mapcode::Index:
+        for (unsigned k = 0; k < m; ++k)
+          dst[k] = static_cast<E>(indexBase + base + k);
+        break;
+      case mapcode::Unary:
+        mapcode::unary<E>(static_cast<expr::UnaryOpType>(extra), view[a], dst,
+                          m);
+        break;
+      case mapcode::Binary:
+        mapcode::binary<E>(static_cast<expr::BinaryOpType>(extra), view[a],
+                           view[b], dst, m);
+        break;
+      case mapcode::Select:
+        for (unsigned k = 0; k < m; ++k)
+          dst[k] = view[extra][k] != 0 ? view[a][k] : view[b][k];
+        break;
+      case mapcode::Clamp:
+        for (unsigned k = 0; k < m; ++k)
+          dst[k] = std::min(std::max(view[a][k], view[b][k]), view[extra][k]);
+        break;
+      case mapcode::Cast:
+        for (unsigned k = 0; k < m; ++k)
+          dst[k] = mapcode::castTo<E>(static_cast<Type>(extra), view[a][k]);
+        break;
+      }
+      view[d] = dst;
+    }
+    if constexpr (std::is_same_v<OutT, E>)
+      if (view[last] == out.data() + base)
+        return;
+    for (unsigned k = 0; k < m; ++k)
+      out[base + k] = mapcode::store<OutT, E>(view[last][k]);
+  }
+
+  double constant(unsigned i) const {
+    double v;
+    std::memcpy(&v, &constants[2 * i], sizeof v);
+    return v;
+  }
+
+  template <typename Field>
+  void loadInput(const Field &f, unsigned base, unsigned m, unsigned d,
+                 E (&regs)[mapcode::kMaxRegisters][mapcode::kChunk],
+                 const E **view) {
+    using T = std::remove_cv_t<std::remove_reference_t<decltype(f[0])>>;
+    if (f.size() == 1) {
+      std::fill(regs[d], regs[d] + m, mapcode::load<T, E>(f[0]));
+      view[d] = regs[d];
+    } else if constexpr (std::is_same_v<T, E>) {
+      view[d] = f.data() + base;
+    } else {
+      for (unsigned k = 0; k < m; ++k)
+        regs[d][k] = mapcode::load<T, E>(f[base + k]);
+      view[d] = regs[d];
+    }
+  }
+};
+
+} // namespace tessera::ops

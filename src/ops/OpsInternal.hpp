@@ -1,0 +1,65 @@
+// Private to ops/: the registration hook of each op family and the helpers
+// every op uses to plan its work over tiles.
+#pragma once
+
+#include "tessera/graph/Graph.hpp"
+#include "tessera/graph/VertexRegistry.hpp"
+#include "tessera/support/OptionFlags.hpp"
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tessera::ops {
+
+// Each family registers its vertices, with their estimators, here.
+void registerElementwiseVertices(VertexRegistry &registry);
+void registerReduceVertices(VertexRegistry &registry);
+void registerMatMulVertices(VertexRegistry &registry);
+void registerConvVertices(VertexRegistry &registry);
+void registerRandomVertices(VertexRegistry &registry);
+void registerNnVertices(VertexRegistry &registry);
+void registerSliceVertices(VertexRegistry &registry);
+
+/// The name of a vertex class templated on element types, as Poplar writes
+/// them: templateName("tessera::ops::Map", {FLOAT, HALF}) is
+/// "tessera::ops::Map<float,half>".
+std::string templateName(const std::string &base, std::initializer_list<Type> types);
+
+/// A contiguous piece of a tensor's flattened elements that lives on one
+/// tile: [begin, end) of the flattened tensor.
+struct TilePiece {
+  unsigned tile = 0;
+  std::size_t begin = 0, end = 0;
+};
+
+/// Splits the elements of \p t, tile by tile, into pieces for the tile's
+/// workers: at most \p maxPerTile pieces a tile (6: one per worker), each a
+/// multiple of \p grain elements except the last. Pieces follow the tile
+/// mapping, so a vertex writing a piece writes only its own tile's memory.
+std::vector<TilePiece> splitByTile(const Graph &graph, const Tensor &t,
+                                   unsigned maxPerTile, std::size_t grain);
+
+/// A new variable with the shape of \p like and its tile mapping (mapped
+/// linearly when \p like's mapping is incomplete or it is a broadcast view).
+Tensor createLike(Graph &graph, const Tensor &like, Type type,
+                  const DebugContext &dc);
+
+/// A shape as text: "[2, 3]".
+std::string shapeString(const std::vector<std::size_t> &shape);
+
+/// Throws ShapeError unless a and b have equal shapes.
+void checkSameShape(const char *op, const Tensor &a, const Tensor &b);
+
+/// NumPy broadcasting: the shape \p a and \p b broadcast to, or ShapeError
+/// naming both shapes.
+std::vector<std::size_t> broadcastShape(const char *op,
+                                        const std::vector<std::size_t> &a,
+                                        const std::vector<std::size_t> &b);
+
+/// A view of \p t broadcast to \p shape (NumPy rules: leading dims added,
+/// size-1 dims repeated).
+Tensor broadcastTo(const Tensor &t, const std::vector<std::size_t> &shape);
+
+} // namespace tessera::ops

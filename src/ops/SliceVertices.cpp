@@ -1,0 +1,6 @@
+// Placeholder until the Slice family lands; replaced by its implementation.
+#include "OpsInternal.hpp"
+
+namespace tessera::ops {
+void registerSliceVertices(VertexRegistry &) {}
+} // namespace tessera::ops

@@ -1,0 +1,296 @@
+// Elementwise ops: every row of Elementwise.def against the host reference
+// in float and half on 1, 4 and 1472 tiles, gradients against finite
+// differences, fused maps, broadcasting, casts, fills and scaled additions.
+#include "OpsTestUtil.hpp"
+
+#include "tessera/ops/Elementwise.hpp"
+#include "tessera/ops/Reference.hpp"
+#include "tessera/support/Error.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+#include <string>
+
+using namespace tessera;
+using namespace tessera::ops;
+using namespace tessera::test;
+using expr::BinaryOpType;
+using expr::UnaryOpType;
+
+namespace {
+
+// Operations defined only for positive operands are tested there.
+bool positiveOnly(const std::string &name) {
+  static const std::set<std::string> names{"log",  "log1p", "sqrt", "rsqrt",
+                                           "pow",  "inv",   "div",  "rem"};
+  return names.count(name) > 0;
+}
+
+double tolerance(Type t) { return t == HALF ? 4e-3 : 2e-6; }
+
+void expectNear(Type outType, double got, double want, const std::string &what) {
+  if (std::isnan(want)) {
+    EXPECT_TRUE(std::isnan(got)) << what;
+    return;
+  }
+  const double tol = tolerance(outType) * std::max(1.0, std::fabs(want));
+  EXPECT_NEAR(got, want, tol) << what;
+}
+
+std::vector<UnaryOpType> unaryOps() {
+  return {
+#define TESSERA_UNARY(E, n, N, k, g) UnaryOpType::E,
+#define TESSERA_PREDICATE(E, n, N, k) UnaryOpType::E,
+#include "tessera/ops/Elementwise.def"
+  };
+}
+std::vector<BinaryOpType> binaryOps() {
+  return {
+#define TESSERA_BINARY(E, n, N, k, ga, gb) BinaryOpType::E,
+#define TESSERA_COMPARE(E, n, N, k) BinaryOpType::E,
+#include "tessera/ops/Elementwise.def"
+  };
+}
+
+} // namespace
+
+class ElementwiseConformance
+    : public ::testing::TestWithParam<std::pair<unsigned, Type>> {};
+
+TEST_P(ElementwiseConformance, EveryUnaryOpMatchesTheReference) {
+  const auto [tiles, type] = GetParam();
+  const std::size_t n = tiles == 1472 ? 40 : 37;
+  for (UnaryOpType op : unaryOps()) {
+    const std::string name = expr::name(op);
+    auto x = positiveOnly(name) ? spread(n, 0.25, 2.0) : spread(n, -2.0, 2.0);
+    RunResult r = runOp(tiles, {{type, {n}, x}},
+                        [&](Graph &g, const auto &in, program::Sequence &p) {
+                          return std::vector<Tensor>{
+                              map(g, expr::UnaryOp(op, expr::_1), in, p)};
+                        });
+    const Type outType = expr::isPredicate(op) ? BOOL : type;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double xi = reference::roundTo(type, x[i]);
+      const double want =
+          reference::roundTo(outType, reference::unary(op, xi));
+      expectNear(outType, r.outputs[0][i], want,
+                 name + " at " + std::to_string(xi));
+    }
+  }
+}
+
+TEST_P(ElementwiseConformance, EveryBinaryOpMatchesTheReference) {
+  const auto [tiles, type] = GetParam();
+  const std::size_t n = 33;
+  for (BinaryOpType op : binaryOps()) {
+    const std::string name = expr::name(op);
+    auto a = positiveOnly(name) ? spread(n, 0.25, 2.0) : spread(n, -2.0, 2.0);
+    auto b = positiveOnly(name) ? spread(n, 0.5, 1.5) : spread(n, -1.5, 1.5);
+    std::reverse(b.begin(), b.end());
+    RunResult r = runOp(tiles, {{type, {n}, a}, {type, {n}, b}},
+                        [&](Graph &g, const auto &in, program::Sequence &p) {
+                          return std::vector<Tensor>{map(
+                              g, expr::BinaryOp(op, expr::_1, expr::_2), in, p)};
+                        });
+    const Type outType = expr::isComparison(op) ? BOOL : type;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double ai = reference::roundTo(type, a[i]);
+      const double bi = reference::roundTo(type, b[i]);
+      const double want =
+          reference::roundTo(outType, reference::binary(op, ai, bi));
+      expectNear(outType, r.outputs[0][i], want, name);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    TilesAndTypes, ElementwiseConformance,
+    ::testing::Values(std::pair{1u, FLOAT}, std::pair{4u, FLOAT},
+                      std::pair{1472u, FLOAT}, std::pair{1u, HALF},
+                      std::pair{4u, HALF}, std::pair{1472u, HALF}));
+
+TEST(ElementwiseReference, KernelsAgreeWithTheStandardLibrary) {
+  EXPECT_DOUBLE_EQ(reference::unary(UnaryOpType::EXPONENT, 0.5), std::exp(0.5));
+  EXPECT_DOUBLE_EQ(reference::unary(UnaryOpType::SIGMOID, 0.0), 0.5);
+  EXPECT_NEAR(reference::unary(UnaryOpType::GELU, 1.0), 0.841192, 1e-6);
+  EXPECT_DOUBLE_EQ(reference::unary(UnaryOpType::RELU, -3.0), 0.0);
+  EXPECT_DOUBLE_EQ(reference::binary(BinaryOpType::REMAINDER, -7, 2), -1.0);
+  EXPECT_DOUBLE_EQ(reference::binary(BinaryOpType::ATAN2, 1, 1),
+                   std::atan(1.0));
+}
+
+TEST(ElementwiseGradients, UnaryGradientsMatchFiniteDifferences) {
+  const std::size_t n = 16;
+  for (UnaryOpType op : unaryOps()) {
+    const std::string name = expr::name(op);
+    if (expr::isPredicate(op) || name == "geluGrad")
+      continue;
+    auto x = positiveOnly(name) ? spread(n, 0.3, 2.0) : spread(n, -2.0, 2.0);
+    std::vector<double> y(n), dy = spread(n, 0.5, 1.5);
+    for (std::size_t i = 0; i < n; ++i)
+      y[i] = reference::unary(op, x[i]);
+    RunResult r = runOp(
+        4, {{FLOAT, {n}, x}, {FLOAT, {n}, y}, {FLOAT, {n}, dy}},
+        [&](Graph &g, const auto &in, program::Sequence &p) {
+          return std::vector<Tensor>{
+              unaryGradient(g, op, in[0], in[1], in[2], p)};
+        });
+    for (std::size_t i = 0; i < n; ++i) {
+      const double xi = static_cast<float>(x[i]), h = 1e-5;
+      const double fd = (reference::unary(op, xi + h) -
+                         reference::unary(op, xi - h)) / (2 * h);
+      EXPECT_NEAR(r.outputs[0][i], static_cast<float>(dy[i]) * fd,
+                  2e-3 * std::max(1.0, std::fabs(fd)))
+          << name << " at " << xi;
+    }
+  }
+}
+
+TEST(ElementwiseGradients, BinaryGradientsMatchFiniteDifferences) {
+  const std::size_t n = 12;
+  for (BinaryOpType op : binaryOps()) {
+    if (expr::isComparison(op))
+      continue;
+    const std::string name = expr::name(op);
+    auto a = positiveOnly(name) ? spread(n, 0.6, 2.0) : spread(n, -2.0, 2.0);
+    auto b = positiveOnly(name) ? spread(n, 0.7, 1.4) : spread(n, -1.3, 1.7);
+    std::reverse(b.begin(), b.end());
+    std::vector<double> y(n), dy(n, 1.0);
+    for (std::size_t i = 0; i < n; ++i)
+      y[i] = reference::binary(op, a[i], b[i]);
+    RunResult r = runOp(
+        4,
+        {{FLOAT, {n}, a}, {FLOAT, {n}, b}, {FLOAT, {n}, y}, {FLOAT, {n}, dy}},
+        [&](Graph &g, const auto &in, program::Sequence &p) {
+          auto [da, db] = binaryGradient(g, op, in[0], in[1], in[2], in[3], p);
+          return std::vector<Tensor>{da, db};
+        });
+    for (std::size_t i = 0; i < n; ++i) {
+      const double ai = static_cast<float>(a[i]), bi = static_cast<float>(b[i]);
+      const double h = 1e-5;
+      const double fa = (reference::binary(op, ai + h, bi) -
+                         reference::binary(op, ai - h, bi)) / (2 * h);
+      const double fb = (reference::binary(op, ai, bi + h) -
+                         reference::binary(op, ai, bi - h)) / (2 * h);
+      EXPECT_NEAR(r.outputs[0][i], fa, 2e-3 * std::max(1.0, std::fabs(fa)))
+          << name;
+      EXPECT_NEAR(r.outputs[1][i], fb, 2e-3 * std::max(1.0, std::fabs(fb)))
+          << name;
+    }
+  }
+}
+
+TEST(ElementwiseMap, FusedExpressionIsOneComputeSet) {
+  const std::size_t n = 300;
+  auto a = spread(n, -1, 1), b = spread(n, 0.5, 2);
+  using namespace expr;
+  const Expr e = Sigmoid(_1 * _2 + Const(0.5f)) - Square(_1) / _2;
+  RunResult r = runOp(16, {{FLOAT, {n}, a}, {FLOAT, {n}, b}},
+                      [&](Graph &g, const auto &in, program::Sequence &p) {
+                        return std::vector<Tensor>{map(g, e, in, p)};
+                      });
+  EXPECT_EQ(r.computeSteps, 1u);
+  for (std::size_t i = 0; i < n; ++i)
+    EXPECT_NEAR(r.outputs[0][i],
+                reference::evaluate(e, {float(a[i]), float(b[i])}), 1e-5);
+}
+
+TEST(ElementwiseMap, BroadcastsByNumPyRulesAndScalars) {
+  RunResult r = runOp(4, {{FLOAT, {3, 1}, {1, 2, 3}}, {FLOAT, {4}, {10, 20, 30, 40}}},
+                      [&](Graph &g, const auto &in, program::Sequence &p) {
+                        return std::vector<Tensor>{add(g, in[0], in[1], p),
+                                                   mul(g, in[1], 2.0f, p),
+                                                   sub(g, 1, in[0], p)};
+                      });
+  EXPECT_EQ(r.outputs[0], (std::vector<double>{11, 21, 31, 41, 12, 22, 32, 42,
+                                               13, 23, 33, 43}));
+  EXPECT_EQ(r.outputs[1], (std::vector<double>{20, 40, 60, 80}));
+  EXPECT_EQ(r.outputs[2], (std::vector<double>{0, -1, -2}));
+}
+
+TEST(ElementwiseMap, ShapesThatDoNotBroadcastAreAnError) {
+  IPUModel model;
+  model.tilesPerIPU = 4;
+  Graph g(model.createDevice().getTarget());
+  ops::addCodelets(g);
+  Tensor a = g.addVariable(FLOAT, {3}, "a"), b = g.addVariable(FLOAT, {4}, "b");
+  program::Sequence p;
+  try {
+    add(g, a, b, p);
+    FAIL();
+  } catch (const ShapeError &e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("[3] and [4] do not broadcast"));
+  }
+  Tensor s = g.addVariable(SHORT, {3}, "s");
+  mapTensorLinearly(g, s);
+  EXPECT_THROW(neg(g, s, p), UnsupportedError);
+}
+
+TEST(ElementwiseMap, InPlaceSelectClampAndCasts) {
+  RunResult r = runOp(
+      4,
+      {{FLOAT, {5}, {-2.5, -0.5, 0.5, 1.5, 2.75}},
+       {BOOL, {5}, {1, 0, 1, 0, 1}}},
+      [&](Graph &g, const auto &in, program::Sequence &p) {
+        Tensor lo = g.addConstant<float>(FLOAT, {}, -1.0f);
+        Tensor hi = g.addConstant<float>(FLOAT, {}, 2.0f);
+        g.setTileMapping(lo, 0);
+        g.setTileMapping(hi, 1);
+        Tensor c = clamp(g, in[0], lo, hi, p);
+        Tensor sel = select(g, in[0], c, in[1], p);
+        Tensor asInt = cast(g, in[0], INT, p);
+        Tensor asHalf = cast(g, asInt, HALF, p);
+        Tensor x = g.clone(in[0]);
+        p.add(program::Copy(in[0], x));
+        absInPlace(g, x, p);
+        return std::vector<Tensor>{c, sel, asInt, asHalf, x};
+      });
+  EXPECT_EQ(r.outputs[0], (std::vector<double>{-1, -0.5, 0.5, 1.5, 2}));
+  EXPECT_EQ(r.outputs[1], (std::vector<double>{-2.5, -0.5, 0.5, 1.5, 2.75}));
+  EXPECT_EQ(r.outputs[2], (std::vector<double>{-2, 0, 0, 1, 2}));
+  EXPECT_EQ(r.outputs[3], (std::vector<double>{-2, 0, 0, 1, 2}));
+  EXPECT_NEAR(r.outputs[4][0], 2.5, 1e-6);
+  EXPECT_NEAR(r.outputs[4][4], 2.75, 1e-6);
+}
+
+TEST(ElementwiseFill, FillZeroIotaAndScaledAdds) {
+  RunResult r = runOp(
+      8, {{FLOAT, {6}, {1, 2, 3, 4, 5, 6}}, {FLOAT, {6}, {1, 1, 1, 1, 1, 1}}},
+      [&](Graph &g, const auto &in, program::Sequence &p) {
+        Tensor f = g.addVariable(HALF, {2, 3}, "f");
+        Tensor z = g.addVariable(INT, {4}, "z");
+        Tensor i = g.addVariable(UNSIGNED_INT, {10}, "i");
+        for (const Tensor &t : {f, z, i})
+          mapTensorLinearly(g, t, 1, 1);
+        fill(g, f, 0.25, p);
+        zero(g, z, p);
+        iota(g, i, 3, p);
+        Tensor s = g.addConstant<float>(FLOAT, {}, 0.5f);
+        g.setTileMapping(s, 2);
+        scaledAddTo(g, in[0], in[1], 2.0f, p);         // +2
+        scaledAddTo(g, in[0], 0.5f, in[1], 1.0f, p);   // x/2 + 1
+        scaledSubtractFrom(g, in[0], in[1], s, p);     // -0.5
+        return std::vector<Tensor>{f, z, i, in[0]};
+      });
+  EXPECT_EQ(r.outputs[0], std::vector<double>(6, 0.25));
+  EXPECT_EQ(r.outputs[1], std::vector<double>(4, 0));
+  EXPECT_EQ(r.outputs[2], (std::vector<double>{3, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
+  EXPECT_EQ(r.outputs[3], (std::vector<double>{2, 2.5, 3, 3.5, 4, 4.5}));
+}
+
+TEST(ElementwiseEstimates, CyclesArePositiveDeterministicAndGrowWithSize) {
+  auto cycles = [](std::size_t n) {
+    return runOp(4, {{FLOAT, {n}, spread(n, 0, 1)}, {FLOAT, {n}, spread(n, 0, 1)}},
+                 [](Graph &g, const auto &in, program::Sequence &p) {
+                   return std::vector<Tensor>{add(g, in[0], in[1], p)};
+                 })
+        .cycles;
+  };
+  const auto small = cycles(64), big = cycles(8192);
+  EXPECT_GT(small, 0u);
+  EXPECT_GT(big, small);
+  EXPECT_EQ(cycles(64), small);
+}
