@@ -11,8 +11,8 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$jobs" --target tessera-examples
 for example in variables codelets matvec multi_ipu; do
   echo "== examples/poplar/$example"
-  "build/examples/poplar/$example"
+  "build/examples/poplar_$example"
 done
 echo "== examples/poplar/executable (save, then load in a new process)"
-build/examples/poplar/executable save build/example.tsx
-build/examples/poplar/executable load build/example.tsx
+build/examples/poplar_executable save build/example.tsx
+build/examples/poplar_executable load build/example.tsx

@@ -58,8 +58,8 @@ int main() {
     const unsigned tile = i + 1;
     graph.setTileMapping(matrix[i], tile);
     graph.setTileMapping(y[i], tile);
-    VertexRef v = graph.addVertex(cs, "DotProductVertex",
-                                  {{"row", matrix[i]}, {"x", x}, {"out", y[i]}});
+    VertexRef v = graph.addVertex(
+        cs, "DotProductVertex", {{"row", matrix[i]}, {"x", x}, {"out", y[i]}});
     graph.setTileMapping(v, tile);
     graph.setPerfEstimate(v, 10 + 2 * numCols);
   }
@@ -68,8 +68,8 @@ int main() {
       graph.addHostToDeviceFIFO("matrix-in", FLOAT, numRows * numCols);
   DataStream xIn = graph.addHostToDeviceFIFO("x-in", FLOAT, numCols);
   DataStream yOut = graph.addDeviceToHostFIFO("y-out", FLOAT, numRows);
-  Sequence prog({Copy(matrixIn, matrix), Copy(xIn, x), Execute(cs),
-                 Copy(y, yOut)});
+  Sequence prog(
+      {Copy(matrixIn, matrix), Copy(xIn, x), Execute(cs), Copy(y, yOut)});
 
   Values values;
   std::vector<float> hostMatrix(numRows * numCols), hostX(numCols);

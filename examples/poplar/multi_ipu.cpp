@@ -51,8 +51,8 @@ int main() {
     const unsigned tile = ipu * tilesPerIPU;
     const std::string name = "ipu" + std::to_string(ipu);
     Tensor copy = graph.addVariable(FLOAT, {numElements}, name + "-copy");
-    Tensor bias = graph.addConstant<float>(FLOAT, {numElements},
-                                           10.0f * ipu, name + "-bias");
+    Tensor bias = graph.addConstant<float>(FLOAT, {numElements}, 10.0f * ipu,
+                                           name + "-bias");
     Tensor result = graph.addVariable(FLOAT, {numElements}, name + "-result");
     graph.setTileMapping(copy, tile);
     graph.setTileMapping(bias, tile);
@@ -70,8 +70,8 @@ int main() {
     prog.add(Copy(results[ipu - 1], gathered[ipu - 1], false,
                   "ipu" + std::to_string(ipu) + " result to ipu0"));
   prog.add(PrintTensor("gathered", gathered));
-  DataStream out = graph.addDeviceToHostFIFO(
-      "gathered-out", FLOAT, (numIPUs - 1) * numElements);
+  DataStream out = graph.addDeviceToHostFIFO("gathered-out", FLOAT,
+                                             (numIPUs - 1) * numElements);
   prog.add(Copy(gathered, out));
 
   Engine engine(graph, prog);

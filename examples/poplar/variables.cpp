@@ -86,8 +86,7 @@ int main() {
   // Streams: ten floats at a time in, ten floats (reversed) out.
   Tensor v4 = graph.addVariable(FLOAT, {10}, "v4");
   graph.setTileMapping(v4, 0);
-  DataStream inStream =
-      graph.addHostToDeviceFIFO("v4-input-stream", FLOAT, 10);
+  DataStream inStream = graph.addHostToDeviceFIFO("v4-input-stream", FLOAT, 10);
   DataStream outStream =
       graph.addDeviceToHostFIFO("v4-output-stream", FLOAT, 10);
   Sequence streamProg;

@@ -566,6 +566,17 @@ void Graph::addCodelets(const std::string &path,
   data_->registry->addCodelets(path, compileFlags);
 }
 
+void Graph::addCodelets(const std::string &path, CodeletFileType type,
+                        const std::string &compileFlags) {
+  if (type != CodeletFileType::CppSource && type != CodeletFileType::CSource &&
+      type != CodeletFileType::Auto)
+    throw UnsupportedError("addCodelets \"" + path +
+                           "\": the IPU Model runs codelets compiled from C "
+                           "or C++ source; assembly and IPU object files "
+                           "cannot run on the host");
+  addCodelets(path, compileFlags);
+}
+
 void Graph::addCodeletSource(const std::string &source,
                              const std::string &name,
                              const std::string &compileFlags) {

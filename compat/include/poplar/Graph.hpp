@@ -30,6 +30,7 @@ using tessera::ComputeSet;
 using tessera::DataStream;
 using tessera::FieldRef;
 using tessera::Function;
+using tessera::CodeletFileType;
 using tessera::Graph;
 using tessera::RemoteBuffer;
 using tessera::replication_factor;

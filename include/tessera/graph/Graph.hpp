@@ -13,6 +13,7 @@
 #include "tessera/support/Convert.hpp"
 
 #include <cstdint>
+#include <algorithm>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -23,6 +24,18 @@ namespace tessera {
 
 class Target;
 class Device;
+
+/// What a codelet file holds (Poplar's CodeletFileType). The IPU Model
+/// compiles C++ source; Auto means "from the file name".
+enum class CodeletFileType {
+  PreprocessedAsmSource,
+  AsmSource,
+  CSource,
+  CppSource,
+  IPUObject,
+  Object,
+  Auto
+};
 
 /// Per tile, the element intervals of a tensor mapped there.
 using TileMapping = std::vector<std::vector<Interval>>;
@@ -105,12 +118,16 @@ public:
   }
   /// Sets the initial contents of a variable's elements.
   template <typename T> void setInitialValue(const Tensor &t, T value) {
-    std::vector<T> v(t.numElements(), value);
-    setTensorInitialValue(t, typeOf<T>(), v.data(), v.size());
+    std::unique_ptr<T[]> v(new T[t.numElements()]);
+    std::fill(v.get(), v.get() + t.numElements(), value);
+    setTensorInitialValue(t, typeOf<T>(), v.get(), t.numElements());
   }
   template <typename T>
   void setInitialValue(const Tensor &t, const std::vector<T> &values) {
-    setTensorInitialValue(t, typeOf<T>(), values.data(), values.size());
+    // std::vector<bool> has no data(): copy into a plain array.
+    std::unique_ptr<T[]> v(new T[values.size()]);
+    std::copy(values.begin(), values.end(), v.get());
+    setTensorInitialValue(t, typeOf<T>(), v.get(), values.size());
   }
   /// The number of elements of a list or state-vector field.
   void setFieldSize(const FieldRef &field, std::size_t size);
@@ -130,6 +147,9 @@ public:
 
   /// Compiles a codelet source file and adds its vertex classes.
   void addCodelets(const std::string &path,
+                   const std::string &compileFlags = "");
+  /// Poplar's form: the file type must be C++ source (or Auto).
+  void addCodelets(const std::string &path, CodeletFileType type,
                    const std::string &compileFlags = "");
   /// Adds vertex classes from source text.
   void addCodeletSource(const std::string &source, const std::string &name,

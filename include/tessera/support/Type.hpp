@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <ostream>
 #include <string_view>
 
 namespace tessera {
@@ -81,6 +82,11 @@ constexpr std::string_view typeName(Type t) {
     return "bool";
   }
   return "?";
+}
+
+/// Writes Poplar's name of the type ("float", "half", ...).
+inline std::ostream &operator<<(std::ostream &os, Type t) {
+  return os << typeName(t);
 }
 
 constexpr bool isFloatingPoint(Type t) {
