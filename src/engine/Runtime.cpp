@@ -158,7 +158,8 @@ void Runtime::buildVertices() {
     std::byte *mem = replicaMemory(r);
     std::byte *lists = lists_.get() + listBytes_ * r;
     std::byte *state = state_.get() + stateBytes_ * r;
-    std::memcpy(state, exe_.stateBytes.data(), stateBytes_);
+    if (stateBytes_ > 0)
+      std::memcpy(state, exe_.stateBytes.data(), stateBytes_);
     for (std::size_t i = 0; i < n; ++i) {
       const VertexInstance &inst = exe_.vertices[i];
       const auto &info = classes_[inst.vertexClass]->info;

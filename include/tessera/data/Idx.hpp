@@ -1,0 +1,38 @@
+/// \file
+/// IDX files (the MNIST and Fashion-MNIST format), plain or gzip-compressed:
+/// a magic number giving the element type and rank, the dimensions, then
+/// the elements in row-major order, big-endian.
+#pragma once
+
+#include "tessera/support/Type.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessera::data {
+
+/// An IDX array: its shape and its elements converted to float.
+struct IdxArray {
+  std::vector<std::size_t> shape;
+  std::vector<float> values;
+  std::size_t numElements() const { return values.size(); }
+};
+
+/// Reads an IDX file (".gz" or not). Errors (tessera::Error) name the file
+/// and what is wrong: missing, truncated, a bad magic number.
+IdxArray readIdx(const std::string &path);
+
+/// Where Debian's dataset-fashion-mnist package installs the data set
+/// (TESSERA_FASHION_MNIST_DIR overrides it).
+std::string fashionMnistDirectory();
+
+/// The four Fashion-MNIST arrays, images scaled to [0, 1]. A missing file is
+/// an error naming the Debian package that provides it.
+struct Mnist {
+  IdxArray trainImages, trainLabels, testImages, testLabels;
+};
+Mnist loadFashionMnist(const std::string &directory = fashionMnistDirectory());
+
+} // namespace tessera::data
