@@ -59,6 +59,7 @@ public:
                                      : c.syncCyclesOnChip);
         break;
       case StepKind::Exchange:
+      case StepKind::CrossReplica:
       case StepKind::StreamIn:
       case StepKind::StreamOut:
       case StepKind::RemoteIn:

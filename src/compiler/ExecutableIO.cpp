@@ -46,7 +46,7 @@ static_assert(sizeof(Step) == 40 && sizeof(CopyOp) == 40 &&
                   sizeof(VariableInfo) == 88 && sizeof(StepEstimate) == 40,
               "a serialised struct changed: update field() in "
               "ExecutableIO.cpp and bump kExecutableFormatVersion");
-static_assert(sizeof(Executable) == 664,
+static_assert(sizeof(Executable) == 688,
               "Executable changed: update field() in ExecutableIO.cpp and "
               "bump kExecutableFormatVersion");
 #endif
@@ -108,7 +108,8 @@ template <class IO, class T> void field(IO &io, T &x) {
     each(io, x.arch, x.numIPUs, x.tilesPerIPU, x.replicationFactor,
          x.bytesPerTile, x.clockHz);
     each(io, x.tileBase, x.initRegions, x.initData);
-    each(io, x.steps, x.programEntry, x.numCounters, x.switchTable, x.copyOps,
+    each(io, x.steps, x.programEntry, x.numCounters, x.switchTable, x.replicaPairs,
+         x.copyOps,
          x.vertexClasses, x.codelets, x.vertices, x.fields, x.spans,
          x.stateBytes, x.strings, x.prints);
     each(io, x.streams, x.hostAccesses, x.remoteBuffers);
@@ -287,7 +288,7 @@ std::string_view stepKindName(StepKind k) {
       "RemoteIn",      "RemoteOut",   "Jump",      "JumpIfZero",
       "JumpIfNonZero", "RepeatStart", "RepeatEnd", "Switch",
       "Call",          "Return",      "Print",     "Abort",
-      "AbortIf",       "Sync",        "End"};
+      "AbortIf",       "Sync",        "CrossReplica", "End"};
   static_assert(std::size(names) == std::size_t(StepKind::End) + 1);
   return names[static_cast<std::size_t>(k)];
 }
@@ -483,6 +484,10 @@ private:
     case StepKind::Abort:
       checkIndex(s.a, e_.strings.size(), who, "string");
       break;
+    case StepKind::CrossReplica:
+      useOps(s.a, s.b, true, true, who);
+      checkRange(s.c, s.count, e_.replicaPairs.size(), who, "replica pairs");
+      break;
     case StepKind::Return:
     case StepKind::Sync:
     case StepKind::End:
@@ -500,6 +505,13 @@ private:
       checkIndex(
           e_.switchTable[k].second, numSteps,
           [&] { return "switch entry " + str(k); }, "target step");
+    for (std::size_t k = 0; k < e_.replicaPairs.size(); ++k)
+      if (e_.replicaPairs[k].first >= e_.replicationFactor ||
+          e_.replicaPairs[k].second >= e_.replicationFactor)
+        fail("replica pair " + str(k) + " names replica " +
+             str(std::max(e_.replicaPairs[k].first,
+                          e_.replicaPairs[k].second)) +
+             " but there are only " + str(e_.replicationFactor));
     for (std::size_t c = 0; c < e_.vertexClasses.size(); ++c) {
       const std::int32_t codelet = e_.vertexClasses[c].codelet;
       if (codelet < -1 || (codelet >= 0 && static_cast<std::size_t>(codelet) >=

@@ -154,6 +154,23 @@ private:
       emit(StepKind::Abort, std::move(d));
       return;
     }
+    case ProgramKind::CrossReplicaCopy: {
+      Draft d = named(n);
+      d.copies.emplace_back(n.tensors[0], n.tensors[1]);
+      d.step.c = static_cast<std::uint32_t>(s_.exe.replicaPairs.size());
+      d.step.count = n.replicaMap.size();
+      const unsigned replicas = s_.data.replicationFactor;
+      for (const auto &[from, to] : n.replicaMap) {
+        if (from >= replicas || to >= replicas)
+          throw GraphError("CrossReplicaCopy: replica " +
+                           str(std::max(from, to)) +
+                           " does not exist; the graph has " + str(replicas) +
+                           " replicas");
+        s_.exe.replicaPairs.emplace_back(from, to);
+      }
+      emit(StepKind::CrossReplica, std::move(d));
+      return;
+    }
     case ProgramKind::AbortOnCondition: {
       Draft d = named(n);
       d.step.a = s_.intern(n.message);

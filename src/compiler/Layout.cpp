@@ -52,6 +52,14 @@ template <typename F> void forEachTouch(const State &s, const Draft &d, F &&fn) 
       tensor(dst, false, true);
     }
     return;
+  case StepKind::CrossReplica:
+    // Replicas outside the map keep their values: never a definition.
+    for (const auto &[src, dst] : d.copies) {
+      tensor(src, true, false);
+      for (const Run &r : dst.runs())
+        fn(r.var, false, true, 0);
+    }
+    return;
   case StepKind::StreamIn:
     tensor(d.tensors[0], false, true);
     return;
@@ -227,7 +235,11 @@ void layoutMemory(State &s) {
     info.shape.assign(var.shape.begin(), var.shape.end());
     info.bytes = var.numElements * typeSize(var.type);
     info.alwaysLive = l.always;
-    info.liveBegin = static_cast<std::uint32_t>(l.always ? 0 : l.def);
+    // A value is live from its first write, not from the step that
+    // completes it: the pieces of a variable that several steps write
+    // (outputs finished by different compute sets) must survive until the
+    // last piece arrives.
+    info.liveBegin = static_cast<std::uint32_t>(l.always ? 0 : l.first);
     info.liveEnd = static_cast<std::uint32_t>(l.always ? lastStep : l.last);
     std::vector<unsigned> used;
     for (std::size_t i = 0; i < var.mapping.size(); ++i) {
@@ -237,7 +249,7 @@ void layoutMemory(State &s) {
       b.interval = i;
       b.bytes = alignUp((iv.end - iv.begin) * typeSize(var.type));
       b.always = l.always;
-      b.begin = l.always ? 0 : l.def;
+      b.begin = l.always ? 0 : l.first;
       b.end = l.always ? lastStep : l.last;
       tiles[iv.tile].push_back(b);
       used.push_back(iv.tile);

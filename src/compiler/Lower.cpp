@@ -126,6 +126,14 @@ private:
     }
     traffic_.touch(a.tile);
     traffic_.touch(b.tile);
+    if (crossReplica_) {
+      // Between replicas, every byte leaves one IPU and enters another.
+      traffic_.out[a.tile] += bytes;
+      traffic_.in[b.tile] += bytes;
+      traffic_.ipuOut[a.tile / perIpu] += bytes;
+      traffic_.ipuIn[b.tile / perIpu] += bytes;
+      return;
+    }
     if (a.tile == b.tile) {
       traffic_.onTile[a.tile] += bytes;
       return;
@@ -140,12 +148,14 @@ private:
 
 public:
   void startStep() { mergeable_ = false; }
+  void setCrossReplica(bool on) { crossReplica_ = on; }
 
 private:
   State &s_;
   Traffic &traffic_;
   std::uint32_t size_ = 4;
   bool mergeable_ = false;
+  bool crossReplica_ = false;
   unsigned lastSrcTile_ = 0, lastDstTile_ = 0;
 };
 
@@ -187,7 +197,7 @@ private:
     traffic_.reset();
     build();
     const auto n = static_cast<std::uint32_t>(s_.exe.copyOps.size()) - first;
-    if (st.kind == StepKind::Exchange) {
+    if (st.kind == StepKind::Exchange || st.kind == StepKind::CrossReplica) {
       st.a = first;
       st.b = n;
     } else {
@@ -215,6 +225,15 @@ private:
       st.b = static_cast<std::uint32_t>(
           s_.data.computeSets[d.computeSet].vertices.size());
       st.c = static_cast<std::uint32_t>(d.computeSet);
+      return;
+    case StepKind::CrossReplica:
+      ops_.setCrossReplica(true);
+      opsFor(i, [&] {
+        for (const auto &[src, dst] : d.copies)
+          ops_.copy(src.runs(), dst.runs(),
+                    static_cast<std::uint32_t>(typeSize(src.elementType())));
+      });
+      ops_.setCrossReplica(false);
       return;
     case StepKind::Exchange:
       opsFor(i, [&] {

@@ -33,6 +33,7 @@ Group groupOf(StepKind kind) {
   case StepKind::Compute:
     return Group::Compute;
   case StepKind::Exchange:
+  case StepKind::CrossReplica:
     return Group::Exchange;
   case StepKind::Sync:
     return Group::Sync;
@@ -54,6 +55,8 @@ std::string_view kindName(StepKind kind) {
     return "compute";
   case StepKind::Exchange:
     return "exchange";
+  case StepKind::CrossReplica:
+    return "crossReplica";
   case StepKind::StreamIn:
     return "streamIn";
   case StepKind::StreamOut:

@@ -423,6 +423,9 @@ void Runtime::run(unsigned prog) {
                                 ? std::string()
                                 : ": " + exe_.strings[st.a]));
       break;
+    case StepKind::CrossReplica:
+      crossReplica(st);
+      break;
     case StepKind::Sync:
       break;
     case StepKind::End:
@@ -478,22 +481,8 @@ void Runtime::exchange(const Step &st, std::size_t pc) {
     if (staged_[pc]) {
       // Sources and destinations overlap: read everything, then write, as
       // the exchange phase of a superstep does.
-      std::size_t off = 0;
-      for (std::uint32_t i = 0; i < st.b; ++i) {
-        CopyOp in = ops[i];
-        in.dst = off;
-        in.dstStride = in.count == 1 ? 0 : in.elemBytes;
-        applyOps(&in, 1, mem, scratch_.data());
-        off += std::size_t(in.count) * in.elemBytes;
-      }
-      off = 0;
-      for (std::uint32_t i = 0; i < st.b; ++i) {
-        CopyOp out = ops[i];
-        out.src = off;
-        out.srcStride = out.count == 1 ? 0 : out.elemBytes;
-        applyOps(&out, 1, scratch_.data(), mem);
-        off += std::size_t(out.count) * out.elemBytes;
-      }
+      gatherOps(ops, st.b, mem, scratch_.data());
+      scatterOps(ops, st.b, scratch_.data(), mem);
       continue;
     }
     const std::vector<std::uint32_t> &c = chunks_[pc];
@@ -504,6 +493,47 @@ void Runtime::exchange(const Step &st, std::size_t pc) {
         applyOps(ops + c[k], c[k + 1] - c[k], mem, mem);
       });
     }
+  }
+}
+
+void Runtime::crossReplica(const Step &st) {
+  // Every source is read before any destination is written, so a rotation
+  // of one tensor around the replicas moves each value exactly once.
+  const CopyOp *ops = exe_.copyOps.data() + st.a;
+  std::size_t bytes = 0;
+  for (std::uint32_t i = 0; i < st.b; ++i)
+    bytes += std::size_t(ops[i].count) * ops[i].elemBytes;
+  const auto *pairs = exe_.replicaPairs.data() + st.c;
+  transfer_.resize(bytes * st.count);
+  for (std::uint64_t p = 0; p < st.count; ++p)
+    gatherOps(ops, st.b, replicaMemory(pairs[p].first),
+              transfer_.data() + p * bytes);
+  for (std::uint64_t p = 0; p < st.count; ++p)
+    scatterOps(ops, st.b, transfer_.data() + p * bytes,
+               replicaMemory(pairs[p].second));
+}
+
+void Runtime::gatherOps(const CopyOp *ops, std::size_t n, const std::byte *src,
+                        std::byte *packed) {
+  std::size_t off = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    CopyOp in = ops[i];
+    in.dst = off;
+    in.dstStride = in.count == 1 ? 0 : in.elemBytes;
+    applyOps(&in, 1, src, packed);
+    off += std::size_t(in.count) * in.elemBytes;
+  }
+}
+
+void Runtime::scatterOps(const CopyOp *ops, std::size_t n,
+                         const std::byte *packed, std::byte *dst) {
+  std::size_t off = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    CopyOp out = ops[i];
+    out.src = off;
+    out.srcStride = out.count == 1 ? 0 : out.elemBytes;
+    applyOps(&out, 1, packed, dst);
+    off += std::size_t(out.count) * out.elemBytes;
   }
 }
 

@@ -66,6 +66,12 @@ public:
   /// Applies copy ops [first, first+n) from src base to dst base.
   static void applyOps(const CopyOp *ops, std::size_t n, const std::byte *src,
                        std::byte *dst);
+  /// The sources of the ops, packed one after another into \p packed.
+  static void gatherOps(const CopyOp *ops, std::size_t n,
+                        const std::byte *src, std::byte *packed);
+  /// The inverse: packed bytes to the ops' destinations.
+  static void scatterOps(const CopyOp *ops, std::size_t n,
+                         const std::byte *packed, std::byte *dst);
 
 private:
   void resolveClasses();
@@ -77,6 +83,7 @@ private:
   void streamIn(const Step &st);
   void streamOut(const Step &st);
   void remoteCopy(const Step &st, bool in);
+  void crossReplica(const Step &st);
   void print(const Step &st);
   std::int64_t scalar(const Step &st, const char *what) const;
 

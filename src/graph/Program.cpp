@@ -2,6 +2,7 @@
 
 #include "tessera/support/Error.hpp"
 
+#include <set>
 #include <string>
 
 namespace tessera::program {
@@ -260,6 +261,21 @@ AbortOnCondition::AbortOnCondition(const Tensor &predicate,
   checkScalar(predicate, "AbortOnCondition");
   mutableNode().message = message;
   mutableNode().tensors = {predicate};
+}
+
+CrossReplicaCopy::CrossReplicaCopy(const Tensor &src, const Tensor &dst,
+                                   const std::map<unsigned, unsigned> &map,
+                                   const DebugContext &dc)
+    : Program(ProgramKind::CrossReplicaCopy, dc) {
+  Copy check(src, dst); // the same size and type rules as Copy
+  std::set<unsigned> destinations;
+  for (const auto &[from, to] : map)
+    if (!destinations.insert(to).second)
+      throw GraphError("CrossReplicaCopy: replica " + std::to_string(to) +
+                       " is the destination of two sources; each replica "
+                       "receives at most one copy");
+  mutableNode().tensors = {src, dst};
+  mutableNode().replicaMap.assign(map.begin(), map.end());
 }
 
 } // namespace tessera::program

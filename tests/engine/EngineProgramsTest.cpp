@@ -3,6 +3,7 @@
 // copies.
 #include "TestGraphs.hpp"
 
+#include "tessera/compiler/Compiler.hpp"
 #include "tessera/support/Error.hpp"
 
 #include <gmock/gmock.h>
@@ -322,4 +323,38 @@ TEST(EngineLoad, DeviceMustMatchTheExecutable) {
     EXPECT_THAT(err.what(), HasSubstr("8 tiles"));
   }
   EXPECT_THROW(e.run(), DeviceError);
+}
+
+TEST(EngineReplication, CrossReplicaCopyRotatesValuesAroundTheReplicas) {
+  Device device = modelDevice(4, 4);
+  Graph g(device.getTarget(), replication_factor(4));
+  Tensor x = g.addVariable(FLOAT, {3}, "x");
+  g.setTileMapping(x, 2);
+  DataStream in = g.addHostToDeviceFIFO("in", FLOAT, 3);
+  g.createHostRead("x", x);
+  // Replica r receives replica (r + 3) % 4's values: a rotation by one.
+  Engine e(g, Sequence{Copy(in, x),
+                       CrossReplicaCopy(x, x, {{0, 1}, {1, 2}, {2, 3}, {3, 0}})});
+  e.load(device);
+  std::vector<std::vector<float>> data(4);
+  for (unsigned r = 0; r < 4; ++r) {
+    data[r] = {float(r), float(10 * r), float(100 * r)};
+    e.connectStream("in", r, data[r].data(), data[r].data() + 3);
+  }
+  e.run();
+  for (unsigned r = 0; r < 4; ++r) {
+    std::vector<float> got(3);
+    e.readTensor("x", r, got.data(), got.data() + 3);
+    EXPECT_EQ(got, data[(r + 3) % 4]) << r;
+  }
+  EXPECT_GT(e.getCycleCounts()[0], 0u);
+}
+
+TEST(EngineReplication, CrossReplicaCopyChecksItsReplicas) {
+  Device device = modelDevice(4, 2);
+  Graph g(device.getTarget(), replication_factor(2));
+  Tensor x = g.addVariable(FLOAT, {3}, "x");
+  g.setTileMapping(x, 0);
+  EXPECT_THROW(CrossReplicaCopy(x, x, {{0, 1}, {1, 1}}), GraphError);
+  EXPECT_THROW(compileGraph(g, {CrossReplicaCopy(x, x, {{0, 5}})}), GraphError);
 }

@@ -40,6 +40,7 @@ enum class StepKind : std::uint8_t {
   Abort,   ///< a = message string
   AbortIf, ///< a = message string; predicate at addr of `type`
   Sync,
+  CrossReplica, ///< a = first op, b = op count, c = first pair, count
   End,
 };
 
@@ -170,6 +171,8 @@ struct Executable {
   std::vector<std::uint32_t> programEntry; ///< first step of each program
   std::uint32_t numCounters = 0;
   std::vector<std::pair<std::int32_t, std::uint32_t>> switchTable;
+  /// CrossReplica steps: (source replica, destination replica).
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> replicaPairs;
   std::vector<CopyOp> copyOps;
   std::vector<VertexClassRef> vertexClasses;
   std::vector<CodeletSourceRef> codelets;

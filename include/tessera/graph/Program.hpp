@@ -11,6 +11,7 @@
 #include "tessera/graph/Tensor.hpp"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -40,6 +41,7 @@ enum class ProgramKind : std::uint8_t {
   WriteUndef,
   Abort,
   AbortOnCondition,
+  CrossReplicaCopy,
 };
 
 /// Synchronisation scope of a Sync program.
@@ -57,6 +59,7 @@ struct ProgramNode {
   bool hasDefault = false;         // Switch: last child is the default
   bool hasOffset = false;          // remote copies: tensors[1] is an offset
   std::string message;             // PrintTensor title, Abort message
+  std::vector<std::pair<unsigned, unsigned>> replicaMap; // source -> dest
   SyncType syncType = SyncType::INTERNAL;
 };
 
@@ -189,6 +192,16 @@ public:
 class AbortOnCondition : public Program {
 public:
   AbortOnCondition(const Tensor &predicate, const std::string &message = "",
+                   const DebugContext &dc = {});
+};
+
+/// Copies \p src of each source replica to \p dst of its destination
+/// replica (replicaMap: source replica -> destination replica), over the
+/// IPU-links. Replicas not named as destinations keep their \p dst.
+class CrossReplicaCopy : public Program {
+public:
+  CrossReplicaCopy(const Tensor &src, const Tensor &dst,
+                   const std::map<unsigned, unsigned> &replicaMap,
                    const DebugContext &dc = {});
 };
 
