@@ -43,6 +43,7 @@ void forEachFigure(TF &t, CF &c, F &&f) {
   f("reduceWorkerCycles", c.reduceWorkerCycles);
   f("reduceWorkerCyclesPerVector", c.reduceWorkerCyclesPerVector);
   f("matMulWorkerCycles", c.matMulWorkerCycles);
+  f("convWorkerCyclesPerRow", c.convWorkerCyclesPerRow);
   f("defaultVertexWorkerCycles", c.defaultVertexWorkerCycles);
   f("controlFlowCycles", c.controlFlowCycles);
   f("syncCyclesOnChip", c.syncCyclesOnChip);

@@ -1,6 +1,558 @@
-// Placeholder until the Conv family lands; replaced by its implementation.
+// The convolution vertices and their cycle estimates.
+//
+// ConvPartial computes one output block of a convolution: its input
+// entries are (batch, input channel) row ranges of the activations, its
+// weights one [Cin, kH, kW] entry per output channel, its outputs one entry
+// per (batch, output channel, output row). ConvWeightGrad computes a block
+// of dL/dW from deltas and activation rows; ConvReduce adds partial blocks.
+// All three are MultiVertex: the six workers split the block as
+// ConvInternal.hpp says, and each worker keeps its own scratch, so workers
+// never share host memory whichever thread runs them.
+//
+// Estimates follow the AMP unit: a worker's cycles are its
+// multiply-accumulates over the tile's MACs per cycle (six workers sharing
+// the unit: tile cycles = 6 x the busiest worker = MACs / macsPerCycle for
+// balanced work), plus per-row overheads. The registered estimators read
+// the block shape from the field sizes with ipu2 figures; the ops also set
+// each vertex's estimate from the graph's own target (setPerfEstimate), so
+// ipu1 and ipu21 targets get their own MAC rates.
+#include "ConvInternal.hpp"
+#include "ConvKernels.hpp"
 #include "OpsInternal.hpp"
 
+#include "tessera/Vertex.hpp"
+
+#include <vector>
+
 namespace tessera::ops {
-void registerConvVertices(VertexRegistry &) {}
+namespace conv {
+namespace {
+
+using kernels::withMR;
+
+/// Per-worker host scratch; grows to the largest block a thread has seen.
+struct Scratch {
+  std::vector<float> xp, w, wt, dyT, ct, tmp;
+  std::vector<const float *> tab, rows;
+};
+Scratch &scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+template <typename T> T *sized(std::vector<T> &v, std::size_t n) {
+  if (v.size() < n)
+    v.resize(n);
+  return v.data();
+}
+
+/// Fills xp[c][r][x] (as float) with padded rows [rA, rB), padded columns
+/// [xA, xA + wp) of the input entries in[c] (c < chans), each inRows x inW,
+/// under geometry g.
+template <typename Entry>
+void buildPadded(const Entry *in, std::size_t chans, const int *g, long rA,
+                 long rB, long xA, std::size_t wp, float *xp) {
+  const long inRows = g[gInRows], inW = g[gInW], idH = g[gIdH], idW = g[gIdW],
+             rowOrigin = g[gRowOrigin], colOrigin = g[gColOrigin] + xA;
+  const std::size_t nr = static_cast<std::size_t>(rB - rA);
+  // Columns that hold input elements when idW == 1.
+  const long cLo = std::max(0L, -colOrigin);
+  const long cHi = std::min<long>(static_cast<long>(wp), inW - colOrigin);
+  for (std::size_t c = 0; c < chans; ++c) {
+    const auto *src = in[c].data();
+    for (std::size_t r = 0; r < nr; ++r) {
+      float *dst = xp + (c * nr + r) * wp;
+      const long pr = rowOrigin + rA + static_cast<long>(r);
+      if (pr < 0 || pr % idH != 0 || pr / idH >= inRows) {
+        kernels::zero(dst, wp);
+        continue;
+      }
+      const auto *row = src + (pr / idH) * inW;
+      if (idW == 1) {
+        if (cHi <= cLo) {
+          kernels::zero(dst, wp);
+          continue;
+        }
+        kernels::zero(dst, static_cast<std::size_t>(cLo));
+        kernels::toFloat(row + (cLo + colOrigin), dst + cLo,
+                         static_cast<std::size_t>(cHi - cLo));
+        kernels::zero(dst + cHi, wp - static_cast<std::size_t>(cHi));
+        continue;
+      }
+      for (std::size_t x = 0; x < wp; ++x) {
+        const long pc = colOrigin + static_cast<long>(x);
+        dst[x] = pc >= 0 && pc % idW == 0 && pc / idW < inW
+                     ? static_cast<float>(row[pc / idW])
+                     : 0.0f;
+      }
+    }
+  }
+}
+
+/// Padded columns [first, first + width) that output columns [c0, c1)
+/// read.
+long paddedColumn(const int *g, std::size_t c0) {
+  return static_cast<long>(c0) * g[gSW];
+}
+std::size_t paddedWidth(const int *g, std::size_t c0, std::size_t c1) {
+  return static_cast<std::size_t>(static_cast<long>(c1 - 1 - c0) * g[gSW] +
+                                  (g[gKW] - 1) * g[gKdW] + 1);
+}
+
+/// Pointers to the padded input each kernel element (ci, kh, kw) reads for
+/// output row oh, at output column `col`, in the padded buffer xp holding
+/// rows from rA and columns from xA.
+void rowTable(const int *g, const float *xp, std::size_t chans, std::size_t nr,
+              std::size_t wp, long oh, long rA, long xA, std::size_t col,
+              const float **tab) {
+  const long kH = g[gKH], kW = g[gKW];
+  const long base = paddedColumn(g, col) - xA;
+  std::size_t k = 0;
+  for (std::size_t c = 0; c < chans; ++c)
+    for (long kh = 0; kh < kH; ++kh) {
+      const long r = oh * g[gSH] + kh * g[gKdH] - rA;
+      const float *row =
+          xp + (c * nr + static_cast<std::size_t>(r)) * wp + base;
+      for (long kw = 0; kw < kW; ++kw)
+        tab[k++] = row + kw * g[gKdW];
+    }
+}
+
+} // namespace
+
+template <typename InT, typename OutT> class ConvPartial : public MultiVertex {
+public:
+  Vector<Input<Vector<InT>>> in;
+  Vector<Input<Vector<InT>>> weights;
+  Vector<Output<Vector<OutT>>> out;
+  Vector<int> geometry;
+
+  bool compute(unsigned worker) {
+    const int *g = geometry.data();
+    const std::size_t rows = g[gRows], cout = g[gOutChans];
+    const FwdWork work(static_cast<std::size_t>(g[gBatch]) * rows, cout,
+                       static_cast<std::size_t>(g[gOutW]),
+                       static_cast<std::size_t>(g[gInChans]) * g[gKH] *
+                           g[gKW]);
+    const std::size_t i0 = work.begin(worker), i1 = work.begin(worker + 1);
+    if (i0 == i1)
+      return true;
+    // The channels and columns this worker's items touch.
+    std::size_t coLo = cout, coHi = 0, colLo = work.outW, colHi = 0;
+    const std::size_t perUnit = work.colParts * work.coParts;
+    for (std::size_t i = i0; i < std::min(i1, i0 + perUnit); ++i) {
+      coLo = std::min(coLo, work.coBegin(work.coPartOf(i)));
+      coHi = std::max(coHi, work.coBegin(work.coPartOf(i) + 1));
+      colLo = std::min(colLo, work.colBegin(work.colPartOf(i)));
+      colHi = std::max(colHi, work.colBegin(work.colPartOf(i) + 1));
+    }
+    if (i1 - i0 > perUnit) {
+      coLo = colLo = 0;
+      coHi = cout;
+      colHi = work.outW;
+    }
+    const Block b{g,
+                  coLo,
+                  coHi,
+                  useColumns(g, coHi - coLo),
+                  paddedColumn(g, colLo),
+                  paddedWidth(g, colLo, colHi)};
+    prepareWeights(b);
+    std::size_t item = i0;
+    while (item < i1) {
+      const std::size_t n = work.unitOf(item) / rows;
+      const std::size_t end = std::min(i1, (n + 1) * rows * perUnit);
+      const long ohA = static_cast<long>(work.unitOf(item) % rows);
+      const long ohB = static_cast<long>(work.unitOf(end - 1) % rows);
+      const long rA = ohA * g[gSH];
+      const long rB = ohB * g[gSH] + (g[gKH] - 1) * g[gKdH] + 1;
+      const std::size_t cin = g[gInChans];
+      float *xp =
+          sized(scratch().xp, cin * static_cast<std::size_t>(rB - rA) * b.wp);
+      buildPadded(&in[n * cin], cin, g, rA, rB, b.xA, b.wp, xp);
+      while (item < end) {
+        // Items of one unit and column part: one channel range.
+        const std::size_t groupEnd =
+            std::min(end, (item / work.coParts + 1) * work.coParts);
+        const std::size_t cp = work.colPartOf(item);
+        const Span rowsSpan{rA, rB};
+        computeRow(b, n, static_cast<long>(work.unitOf(item) % rows), rowsSpan,
+                   work.colBegin(cp), work.colBegin(cp + 1),
+                   work.coBegin(work.coPartOf(item)),
+                   work.coBegin(work.coPartOf(groupEnd - 1) + 1));
+        item = groupEnd;
+      }
+    }
+    return true;
+  }
+
+private:
+  // What one worker computes: channels [coLo, coHi), with the column
+  // kernels or the channel kernels.
+  struct Block {
+    const int *g;
+    std::size_t coLo, coHi;
+    bool columns;
+    long xA;        ///< first padded column in the scratch rows
+    std::size_t wp; ///< padded columns in the scratch rows
+  };
+  struct Span {
+    long rA, rB; ///< padded rows in the scratch buffer
+  };
+
+  // Column kernels vectorise along output columns: they need unit column
+  // stride and should waste no more lanes than the channel kernels.
+  static bool useColumns(const int *g, std::size_t nco) {
+    if (g[gSW] != 1)
+      return false;
+    const auto eff = [](std::size_t n) {
+      return double(n) / double((n + 15) / 16 * 16);
+    };
+    return eff(static_cast<std::size_t>(g[gOutW])) >= eff(nco);
+  }
+
+  // Column kernels read weight rows (float); channel kernels read the
+  // weights transposed to [k][co - coLo].
+  void prepareWeights(const Block &b) const {
+    const int *g = b.g;
+    const std::size_t k =
+        static_cast<std::size_t>(g[gInChans]) * g[gKH] * g[gKW];
+    const std::size_t nco = b.coHi - b.coLo;
+    Scratch &s = scratch();
+    if (b.columns) {
+      const float **rows = sized(s.rows, nco);
+      if constexpr (std::is_same_v<InT, float>) {
+        for (std::size_t co = b.coLo; co < b.coHi; ++co)
+          rows[co - b.coLo] = weights[co].data();
+      } else {
+        float *w = sized(s.w, nco * k);
+        for (std::size_t co = b.coLo; co < b.coHi; ++co) {
+          float *dst = w + (co - b.coLo) * k;
+          kernels::toFloat(weights[co].data(), dst, k);
+          rows[co - b.coLo] = dst;
+        }
+      }
+      return;
+    }
+    float *wt = sized(s.wt, k * nco);
+    for (std::size_t co = b.coLo; co < b.coHi; ++co) {
+      const InT *src = weights[co].data();
+      for (std::size_t j = 0; j < k; ++j)
+        wt[j * nco + (co - b.coLo)] = static_cast<float>(src[j]);
+    }
+  }
+
+  void computeRow(const Block &b, std::size_t n, long oh, Span rs,
+                  std::size_t col0, std::size_t col1, std::size_t c0,
+                  std::size_t c1) const {
+    const int *g = b.g;
+    const std::size_t cin = g[gInChans], cout = g[gOutChans], rows = g[gRows],
+                      ncols = col1 - col0;
+    const std::size_t k = cin * g[gKH] * g[gKW];
+    Scratch &s = scratch();
+    const float **tab = sized(s.tab, k);
+    rowTable(g, s.xp.data(), cin, static_cast<std::size_t>(rs.rB - rs.rA), b.wp,
+             oh, rs.rA, b.xA, col0, tab);
+    const auto outRow = [&](std::size_t co) {
+      return out[(n * cout + co) * rows + static_cast<std::size_t>(oh)].data() +
+             col0;
+    };
+    constexpr std::size_t kChunk = 64;
+    OutT *dst[kChunk];
+    if (b.columns) {
+      for (std::size_t co = c0; co < c1;) {
+        const int mr = kernels::nextBlock(c1 - co);
+        for (int i = 0; i < mr; ++i)
+          dst[i] = outRow(co + static_cast<std::size_t>(i));
+        const float *const *w = s.rows.data() + (co - b.coLo);
+        withMR(mr, [&]<int MR>() {
+          kernels::fwdColumns<MR>(w, tab, k, ncols, dst);
+        });
+        co += static_cast<std::size_t>(mr);
+      }
+      return;
+    }
+    // Channel kernels: up to kChunk channels, MR columns at a time.
+    const std::size_t ldw = b.coHi - b.coLo;
+    for (std::size_t cb = c0; cb < c1; cb += kChunk) {
+      const std::size_t nco = std::min(kChunk, c1 - cb);
+      for (std::size_t c = 0; c < nco; ++c)
+        dst[c] = outRow(cb + c);
+      const float *wt = s.wt.data() + (cb - b.coLo);
+      for (std::size_t x = 0; x < ncols;) {
+        const int mr = kernels::nextBlock(ncols - x);
+        withMR(mr, [&]<int MR>() {
+          kernels::fwdChannels<MR>(tab, k, x, g[gSW], wt, ldw, nco, dst);
+        });
+        x += static_cast<std::size_t>(mr);
+      }
+    }
+  }
+};
+
+template <typename InT, typename OutT>
+class ConvWeightGrad : public MultiVertex {
+public:
+  /// Per (batch, output channel): output rows x outW.
+  Vector<Input<Vector<InT>>> deltas;
+  /// Per (batch, input channel): inRows x inW.
+  Vector<Input<Vector<InT>>> acts;
+  /// Per output channel: inChans x kH x kW.
+  Vector<Output<Vector<OutT>>> out;
+  Vector<int> geometry;
+
+  bool compute(unsigned worker) {
+    const int *g = geometry.data();
+    const std::size_t cin = g[gInChans], cout = g[gOutChans];
+    const std::size_t kk = static_cast<std::size_t>(g[gKH]) * g[gKW];
+    const std::size_t k0 = wgradBegin(cin * kk, worker),
+                      k1 = wgradBegin(cin * kk, worker + 1);
+    if (k0 == k1)
+      return true;
+    // Input channels [ciA, ciB) hold this worker's kernel elements.
+    const std::size_t ciA = k0 / kk, ciB = (k1 - 1) / kk + 1;
+    Scratch &s = scratch();
+    float *ct = sized(s.ct, (k1 - k0) * cout);
+    std::fill(ct, ct + (k1 - k0) * cout, 0.0f);
+    const std::size_t rows = g[gRows], outW = g[gOutW];
+    const long rB =
+        static_cast<long>(rows - 1) * g[gSH] + (g[gKH] - 1) * g[gKdH] + 1;
+    const std::size_t wp = paddedWidth(g, 0, outW);
+    // Output rows per chunk: the transposed deltas of a chunk stay cached.
+    const std::size_t chunk = std::max<std::size_t>(1, 256 / outW);
+    for (std::size_t n = 0; n < static_cast<std::size_t>(g[gBatch]); ++n) {
+      float *xp = sized(s.xp, (ciB - ciA) * static_cast<std::size_t>(rB) * wp);
+      buildPadded(&acts[n * cin + ciA], ciB - ciA, g, 0, rB, 0, wp, xp);
+      for (std::size_t oc0 = 0; oc0 < rows; oc0 += chunk) {
+        const std::size_t oc1 = std::min(rows, oc0 + chunk);
+        transposeDeltas(n, oc0, oc1);
+        accumulate(g, k0, k1, ciA, static_cast<std::size_t>(rB), oc0, oc1, ct);
+      }
+    }
+    for (std::size_t co = 0; co < cout; ++co) {
+      OutT *o = out[co].data();
+      for (std::size_t k = k0; k < k1; ++k) {
+        if constexpr (std::is_same_v<OutT, float>)
+          o[k] = ct[(k - k0) * cout + co];
+        else
+          o[k].bits = floatToHalfBits(ct[(k - k0) * cout + co]);
+      }
+    }
+    return true;
+  }
+
+private:
+  // dyT[p][co] for the positions p of output rows [oc0, oc1) of entry n.
+  void transposeDeltas(std::size_t n, std::size_t oc0, std::size_t oc1) const {
+    const int *g = geometry.data();
+    const std::size_t cout = g[gOutChans], outW = g[gOutW];
+    const std::size_t p = (oc1 - oc0) * outW;
+    Scratch &s = scratch();
+    float *dyT = sized(s.dyT, p * cout);
+    const float **src = sized(s.rows, cout);
+    for (std::size_t co = 0; co < cout; ++co) {
+      const InT *d = deltas[n * cout + co].data() + oc0 * outW;
+      if constexpr (std::is_same_v<InT, float>) {
+        src[co] = d;
+      } else {
+        float *row = sized(s.tmp, cout * p) + co * p;
+        kernels::toFloat(d, row, p);
+        src[co] = row;
+      }
+    }
+    kernels::transpose(src, cout, p, dyT, cout);
+  }
+
+  // ct[k - k0][co] += sum over the chunk's positions of x(k, p) * dy(co, p).
+  void accumulate(const int *g, std::size_t k0, std::size_t k1, std::size_t ciA,
+                  std::size_t nr, std::size_t oc0, std::size_t oc1,
+                  float *ct) const {
+    const std::size_t cout = g[gOutChans], outW = g[gOutW],
+                      wp = paddedWidth(g, 0, outW);
+    const std::size_t kW = g[gKW], kk = static_cast<std::size_t>(g[gKH]) * kW;
+    Scratch &s = scratch();
+    const float *xp = s.xp.data(), *dyT = s.dyT.data();
+    for (std::size_t kb = k0; kb < k1;) {
+      const int mr = kernels::nextBlock(k1 - kb);
+      std::size_t base[kernels::kMaxMR];
+      for (int i = 0; i < mr; ++i) {
+        const std::size_t k = kb + static_cast<std::size_t>(i);
+        const std::size_t ci = k / kk - ciA, kh = k % kk / kW, kw = k % kW;
+        base[i] = (ci * nr + kh * g[gKdH]) * wp + kw * g[gKdW];
+      }
+      for (std::size_t co0 = 0; co0 < cout; co0 += kernels::kNR) {
+        const std::size_t nco = std::min(kernels::kNR, cout - co0);
+        const kernels::Mask m(nco);
+        withMR(mr, [&]<int MR>() {
+          __m256 acc[MR][2];
+          kernels::clear(acc);
+          const float *x[MR];
+          for (std::size_t oh = oc0; oh < oc1; ++oh) {
+            for (int i = 0; i < MR; ++i)
+              x[i] = xp + base[i] + oh * g[gSH] * wp;
+            const float *d = dyT + (oh - oc0) * outW * cout + co0;
+            if (nco == kernels::kNR)
+              kernels::wgradRow<MR, false>(x, outW, g[gSW], d, cout, m, acc);
+            else
+              kernels::wgradRow<MR, true>(x, outW, g[gSW], d, cout, m, acc);
+          }
+          float *dst[MR];
+          for (int i = 0; i < MR; ++i)
+            dst[i] = ct + (kb - k0 + static_cast<std::size_t>(i)) * cout + co0;
+          kernels::addTo<MR>(acc, dst, nco, m);
+        });
+      }
+      kb += static_cast<std::size_t>(mr);
+    }
+  }
+};
+
+/// Sums partial blocks: out (entries of equal size, in order) = sum over
+/// parts of partials[part] (each as long as all out entries together).
+template <typename PT, typename OutT> class ConvReduce : public MultiVertex {
+public:
+  Vector<Input<Vector<PT>>> partials;
+  Vector<Output<Vector<OutT>>> out;
+
+  bool compute(unsigned worker) {
+    if (out.size() == 0)
+      return true;
+    const std::size_t e = out[0].size(), total = e * out.size();
+    const std::size_t b = total * worker / kWorkers,
+                      end = total * (worker + 1) / kWorkers;
+    constexpr std::size_t kChunk = 512;
+    alignas(32) float acc[kChunk];
+    for (std::size_t pos = b; pos < end;) {
+      const std::size_t entry = pos / e, off = pos % e;
+      const std::size_t len = std::min({e - off, end - pos, kChunk});
+      kernels::zero(acc, len);
+      for (std::size_t p = 0; p < partials.size(); ++p)
+        kernels::addTo(partials[p].data() + pos, acc, len);
+      kernels::fromFloat(acc, out[entry].data() + off, len);
+      pos += len;
+    }
+    return true;
+  }
+};
+
+std::uint64_t convPartialCycles(std::size_t units, std::size_t outChans,
+                                std::size_t outW, std::size_t kElems,
+                                unsigned macsPerCycle, const CostFigures &c) {
+  const FwdWork work(units, outChans, outW, kElems);
+  std::uint64_t busiest = 0;
+  for (unsigned w = 0; w < kWorkers; ++w) {
+    std::uint64_t cycles = 0;
+    for (std::size_t i = work.begin(w); i < work.begin(w + 1); ++i) {
+      const std::size_t p = work.coPartOf(i), q = work.colPartOf(i);
+      const std::uint64_t macs =
+          std::uint64_t(work.coBegin(p + 1) - work.coBegin(p)) *
+          (work.colBegin(q + 1) - work.colBegin(q)) * kElems;
+      cycles +=
+          c.convWorkerCyclesPerRow + (macs + macsPerCycle - 1) / macsPerCycle;
+    }
+    busiest = std::max(busiest, cycles);
+  }
+  return c.matMulWorkerCycles + busiest;
+}
+
+std::uint64_t convWeightGradCycles(std::size_t kElems, std::size_t outChans,
+                                   std::size_t positions, unsigned macsPerCycle,
+                                   const CostFigures &c) {
+  std::uint64_t busiest = 0;
+  for (unsigned w = 0; w < kWorkers; ++w) {
+    const std::uint64_t macs =
+        std::uint64_t(wgradBegin(kElems, w + 1) - wgradBegin(kElems, w)) *
+        outChans * positions;
+    busiest = std::max(busiest, (macs + macsPerCycle - 1) / macsPerCycle);
+  }
+  // Each worker walks the positions' rows once per kernel-element block.
+  const std::uint64_t blocks =
+      (kElems / kWorkers + kernels::kMaxMR - 1) / kernels::kMaxMR;
+  return c.matMulWorkerCycles + busiest +
+         blocks * ((outChans + 15) / 16) * c.convWorkerCyclesPerRow;
+}
+
+std::uint64_t convReduceCycles(std::size_t parts, std::size_t elems,
+                               Type partialsType, const CostFigures &c) {
+  const std::uint64_t width = 8 / typeSize(partialsType);
+  const std::uint64_t perWorker = (elems + kWorkers - 1) / kWorkers;
+  return c.reduceWorkerCycles + parts * ((perWorker + width - 1) / width) *
+                                    c.reduceWorkerCyclesPerVector;
+}
+
+namespace {
+
+unsigned macsFor(const Target &t, Type in, Type partials) {
+  return t.getMacsPerCyclePerTile(in,
+                                  in == Type::FLOAT ? Type::FLOAT : partials);
+}
+
+template <typename InT, typename OutT>
+void registerConvClasses(VertexRegistry &registry, const Target &target) {
+  const CostFigures c = target.costs();
+  const Type in = typeOf<InT>(), outType = typeOf<OutT>();
+  const unsigned macs = macsFor(target, in, outType);
+  {
+    using V = ConvPartial<InT, OutT>;
+    codelet::VertexDescriber<V> d(
+        templateName("tessera::ops::ConvPartial", {in, outType}));
+    d.field("in", &V::in)
+        .field("weights", &V::weights)
+        .field("out", &V::out)
+        .field("geometry", &V::geometry);
+    // Fields: weights has one entry per output channel (kernel elements
+    // each), out one per output row.
+    registry.addBuiltin(d.take(), [=](const VertexInstanceShape &s) {
+      const auto &w = s.fieldSizes[1], &o = s.fieldSizes[2];
+      if (w.empty() || o.empty())
+        return std::uint64_t(c.matMulWorkerCycles);
+      return convPartialCycles(o.size() / w.size(), w.size(), o[0], w[0], macs,
+                               c);
+    });
+  }
+  {
+    using V = ConvWeightGrad<InT, OutT>;
+    codelet::VertexDescriber<V> d(
+        templateName("tessera::ops::ConvWeightGrad", {in, outType}));
+    d.field("deltas", &V::deltas)
+        .field("acts", &V::acts)
+        .field("out", &V::out)
+        .field("geometry", &V::geometry);
+    registry.addBuiltin(d.take(), [=](const VertexInstanceShape &s) {
+      const auto &dl = s.fieldSizes[0], &o = s.fieldSizes[2];
+      if (dl.empty() || o.empty())
+        return std::uint64_t(c.matMulWorkerCycles);
+      std::size_t positions = 0;
+      for (std::uint32_t n : dl)
+        positions += n;
+      return convWeightGradCycles(o[0], o.size(), positions / o.size(), macs,
+                                  c);
+    });
+  }
+  {
+    using V = ConvReduce<InT, OutT>;
+    codelet::VertexDescriber<V> d(
+        templateName("tessera::ops::ConvReduce", {in, outType}));
+    d.field("partials", &V::partials).field("out", &V::out);
+    registry.addBuiltin(d.take(), [=](const VertexInstanceShape &s) {
+      const auto &p = s.fieldSizes[0];
+      return convReduceCycles(p.size(), p.empty() ? 0 : p[0], in, c);
+    });
+  }
+}
+
+} // namespace
+} // namespace conv
+
+void registerConvVertices(VertexRegistry &registry) {
+  // The registered estimators use the ipu2 figures; the ops override each
+  // vertex's estimate with their graph's target (see the file comment).
+  const Target target = Target::createIPUTarget(1);
+  conv::registerConvClasses<float, float>(registry, target);
+  conv::registerConvClasses<float, Half>(registry, target);
+  conv::registerConvClasses<Half, Half>(registry, target);
+  conv::registerConvClasses<Half, float>(registry, target);
+  conv::registerPoolVertices(registry);
+}
+
 } // namespace tessera::ops

@@ -1,6 +1,276 @@
-// Placeholder until the MatMul family lands; replaced by its implementation.
+// The matmul vertices and their registration with cycle estimators:
+// MatMulBlock (one tile's block product over its K-slice), MatMulReduce (the
+// sum of a block's K-partials) and MatMulReduceAcc (C += alpha * that sum).
+//
+// All three are MultiVertex: the block product occupies the tile's AMP unit,
+// which its six workers share, so its estimate is MACs / (rate x 6) worker
+// cycles and the compiler's tile figure (6 x the busiest worker) is
+// MACs / rate; the reductions split their elements over the six workers.
+// On the host each vertex does all its work in worker 0's call (the others
+// return at once): one pass of the register-blocked kernel over all rows,
+// or one pass over a tile's few hundred sums, is faster than six slices,
+// and no result depends on how the work is shared.
+#include "MatMulInternal.hpp"
+#include "MatMulKernel.hpp"
 #include "OpsInternal.hpp"
 
+#include "tessera/Vertex.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
 namespace tessera::ops {
-void registerMatMulVertices(VertexRegistry &) {}
+namespace {
+
+// Host scratch for converted operands; grown once per thread, reused.
+std::vector<float> &scratch(unsigned which) {
+  thread_local std::vector<float> buffers[3];
+  return buffers[which];
+}
+std::vector<const float *> &rowPointers(unsigned which) {
+  thread_local std::vector<const float *> rows[2];
+  return rows[which];
+}
+
+template <typename T> void toFloat(const T *src, float *dst, std::size_t n) {
+  if constexpr (std::is_same_v<T, float>)
+    std::memcpy(dst, src, n * sizeof(float));
+  else
+    matmul::halfToFloat(src, dst, n);
+}
+template <typename T> void fromFloat(const float *src, T *dst, std::size_t n) {
+  if constexpr (std::is_same_v<T, float>)
+    std::memcpy(dst, src, n * sizeof(float));
+  else
+    matmul::floatToHalf(src, dst, n);
+}
+
+// Row pointers over a list of row-major panels of `width` columns; half
+// panels are converted to float into `buffer` first. Returns false when the
+// panels do not hold exactly `rows` rows.
+template <typename T, typename List>
+bool rowsOf(const List &panels, std::size_t rows, std::size_t width,
+            std::vector<float> &buffer, std::vector<const float *> &out) {
+  out.clear();
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < panels.size(); ++i) {
+    if (width == 0 || panels[i].size() % width != 0)
+      return false;
+    total += panels[i].size();
+  }
+  if (total != rows * width)
+    return false;
+  if constexpr (std::is_same_v<T, float>) {
+    for (std::size_t i = 0; i < panels.size(); ++i)
+      for (std::size_t r = 0; r < panels[i].size(); r += width)
+        out.push_back(panels[i].data() + r);
+  } else {
+    buffer.resize(std::max(buffer.size(), total));
+    float *dst = buffer.data();
+    for (std::size_t i = 0; i < panels.size(); ++i) {
+      toFloat(panels[i].data(), dst, panels[i].size());
+      for (std::size_t r = 0; r < panels[i].size(); r += width)
+        out.push_back(dst + r);
+      dst += panels[i].size();
+    }
+  }
+  return true;
+}
+
+/// One tile's block product: c[m x n] = sum over its K-slice of a b, where
+/// a is a list of row-major row panels of the A block (k columns each) and b
+/// a list of row-major K-row panels of the B block (n columns each).
+template <typename InT, typename PartialsT, typename OutT>
+class MatMulBlock : public MultiVertex {
+public:
+  Input<VectorList<InT>> a;
+  Input<VectorList<InT>> b;
+  Output<Vector<OutT>> c;
+  unsigned m = 0, k = 0, n = 0;
+
+  bool compute(unsigned worker) {
+    if (worker != 0)
+      return true;
+    if (c.size() != std::size_t(m) * n)
+      return false;
+    auto &aRows = rowPointers(0), &bRows = rowPointers(1);
+    if (!rowsOf<InT>(a, m, k, scratch(0), aRows) ||
+        !rowsOf<InT>(b, k, n, scratch(1), bRows))
+      return false;
+    constexpr bool roundToHalf = std::is_same_v<PartialsT, Half>;
+    if constexpr (std::is_same_v<OutT, float>) {
+      matmul::gemm(m, n, k, aRows.data(), bRows.data(), c.data(), n, false,
+                   roundToHalf);
+    } else {
+      std::vector<float> &out = scratch(2);
+      out.resize(std::max(out.size(), c.size()));
+      matmul::gemm(m, n, k, aRows.data(), bRows.data(), out.data(), n, false,
+                   roundToHalf);
+      fromFloat(out.data(), c.data(), c.size());
+    }
+    return true;
+  }
+};
+
+// The sum of the partials over [0, n), in float, chunk by chunk, passed to
+// `emit(offset, sums, count)`. Float partials are added where they lie.
+template <typename PartialsT, typename List, typename Emit>
+void sumPartials(const List &partials, std::size_t n, Emit &&emit) {
+  constexpr std::size_t kChunk = 512;
+  alignas(32) float acc[kChunk], tmp[kChunk];
+  for (std::size_t b = 0; b < n; b += kChunk) {
+    const std::size_t len = std::min(kChunk, n - b);
+    toFloat(partials[0].data() + b, acc, len);
+    for (std::size_t p = 1; p < partials.size(); ++p) {
+      const float *x = tmp;
+      if constexpr (std::is_same_v<PartialsT, float>)
+        x = partials[p].data() + b;
+      else
+        toFloat(partials[p].data() + b, tmp, len);
+      for (std::size_t i = 0; i < len; ++i)
+        acc[i] += x[i];
+    }
+    emit(b, acc, len);
+  }
+}
+
+template <typename List> bool sizesMatch(const List &partials, std::size_t n) {
+  for (std::size_t p = 0; p < partials.size(); ++p)
+    if (partials[p].size() != n)
+      return false;
+  return true;
+}
+
+/// out = the sum of the partials (each out.size() elements), summed in
+/// float and rounded once to the output type.
+template <typename OutT, typename PartialsT>
+class MatMulReduce : public MultiVertex {
+public:
+  Input<VectorList<PartialsT>> partials;
+  Output<Vector<OutT>> out;
+
+  bool compute(unsigned worker) {
+    if (worker != 0)
+      return true;
+    if (partials.size() == 0 || !sizesMatch(partials, out.size()))
+      return false;
+    sumPartials<PartialsT>(
+        partials, out.size(),
+        [&](std::size_t at, const float *sums, std::size_t len) {
+          fromFloat(sums, out.data() + at, len);
+        });
+    return true;
+  }
+};
+
+/// out += alpha * the sum of the partials, in float, rounded once.
+template <typename OutT, typename PartialsT>
+class MatMulReduceAcc : public MultiVertex {
+public:
+  Input<VectorList<PartialsT>> partials;
+  InOut<Vector<OutT>> out;
+  float alpha = 1.0f;
+
+  bool compute(unsigned worker) {
+    if (worker != 0)
+      return true;
+    if (partials.size() == 0 || !sizesMatch(partials, out.size()))
+      return false;
+    sumPartials<PartialsT>(
+        partials, out.size(),
+        [&](std::size_t at, const float *sums, std::size_t len) {
+          alignas(32) float old[512];
+          toFloat(out.data() + at, old, len);
+          for (std::size_t i = 0; i < len; ++i)
+            old[i] += alpha * sums[i];
+          fromFloat(old, out.data() + at, len);
+        });
+    return true;
+  }
+};
+
+std::uint64_t total(const std::vector<std::uint32_t> &sizes) {
+  std::uint64_t t = 0;
+  for (std::uint32_t s : sizes)
+    t += s;
+  return t;
+}
+
+// m*k*n from the three field totals (m*k, k*n, m*n): the square root of
+// their product, exact for consistent sizes.
+std::uint64_t macsOf(std::uint64_t a, std::uint64_t b, std::uint64_t c) {
+  const unsigned __int128 p = static_cast<unsigned __int128>(a) * b * c;
+  auto r = static_cast<std::uint64_t>(std::sqrt(static_cast<long double>(p)));
+  while (static_cast<unsigned __int128>(r) * r > p)
+    --r;
+  while (static_cast<unsigned __int128>(r + 1) * (r + 1) <= p)
+    ++r;
+  return r;
+}
+
+template <typename InT, typename PartialsT, typename OutT>
+void registerBlock(VertexRegistry &registry, const Target &target) {
+  using V = MatMulBlock<InT, PartialsT, OutT>;
+  codelet::VertexDescriber<V> d(
+      templateName("tessera::ops::MatMulBlock",
+                   {typeOf<InT>(), typeOf<PartialsT>(), typeOf<OutT>()}));
+  d.field("a", &V::a).field("b", &V::b).field("c", &V::c);
+  d.field("m", &V::m).field("k", &V::k).field("n", &V::n);
+  const matmul::CostInputs cost =
+      matmul::costInputs(target, typeOf<InT>(), typeOf<PartialsT>());
+  registry.addBuiltin(d.take(), [cost](const VertexInstanceShape &s) {
+    const std::uint64_t a = total(s.fieldSizes[0]), b = total(s.fieldSizes[1]);
+    const std::uint64_t c = total(s.fieldSizes[2]);
+    if (a == 0 || b == 0 || c == 0)
+      return matmul::blockWorkerCycles(cost, 0, 0, 0);
+    const std::uint64_t macs = macsOf(a, b, c);
+    return matmul::blockWorkerCycles(cost, macs / b, macs / c, macs / a);
+  });
+}
+
+template <typename OutT, typename PartialsT, bool Acc>
+void registerReduce(VertexRegistry &registry, const Target &target) {
+  using V = std::conditional_t<Acc, MatMulReduceAcc<OutT, PartialsT>,
+                               MatMulReduce<OutT, PartialsT>>;
+  codelet::VertexDescriber<V> d(templateName(
+      Acc ? "tessera::ops::MatMulReduceAcc" : "tessera::ops::MatMulReduce",
+      {typeOf<OutT>(), typeOf<PartialsT>()}));
+  d.field("partials", &V::partials).field("out", &V::out);
+  if constexpr (Acc)
+    d.field("alpha", &V::alpha);
+  const matmul::CostInputs cost =
+      matmul::costInputs(target, HALF, typeOf<PartialsT>());
+  registry.addBuiltin(d.take(), [cost](const VertexInstanceShape &s) {
+    const std::size_t n = s.fieldSizes[1].empty() ? 0 : s.fieldSizes[1][0];
+    return matmul::reduceWorkerCycles(cost, typeOf<PartialsT>(), n,
+                                      s.fieldSizes[0].size(), Acc);
+  });
+}
+
+template <typename OutT, typename PartialsT>
+void registerReduces(VertexRegistry &registry, const Target &target) {
+  registerReduce<OutT, PartialsT, false>(registry, target);
+  registerReduce<OutT, PartialsT, true>(registry, target);
+}
+
+} // namespace
+
+void registerMatMulVertices(VertexRegistry &registry) {
+  // The estimators see only field sizes, not the graph's target, so they
+  // use the default ipu2 figures; matMul sets each vertex's estimate from
+  // its own target with graph.setPerfEstimate.
+  const Target target = Target::createIPUTarget(1);
+  registerBlock<float, float, float>(registry, target);
+  registerBlock<Half, float, float>(registry, target);
+  registerBlock<Half, float, Half>(registry, target);
+  registerBlock<Half, Half, Half>(registry, target);
+  registerBlock<Half, Half, float>(registry, target);
+  registerReduces<float, float>(registry, target);
+  registerReduces<Half, float>(registry, target);
+  registerReduces<Half, Half>(registry, target);
+  registerReduces<float, Half>(registry, target);
+}
+
 } // namespace tessera::ops

@@ -1,6 +1,356 @@
-// Placeholder until the Random family lands; replaced by its implementation.
+// The random vertices and their estimators. Each vertex fills one worker
+// region of its output; its plain state says which element of the whole
+// tensor the region starts at, and that index, not the vertex, picks the
+// generator's counter.
 #include "OpsInternal.hpp"
+#include "RandomKernels.hpp"
+
+#include "tessera/Vertex.hpp"
+#include "tessera/device/Target.hpp"
+
+#include <bit>
+#include <type_traits>
 
 namespace tessera::ops {
-void registerRandomVertices(VertexRegistry &) {}
+namespace {
+
+template <typename T> T fromFloat(float v) {
+  if constexpr (std::is_same_v<T, Half>)
+    return Half(v);
+  else
+    return static_cast<T>(v);
+}
+
+template <typename T> float toFloat(T v) { return static_cast<float>(v); }
+
+// x where keep, else +0, by masking the bits: branch-free (the keep test is
+// a coin flip) and vectorisable, and 0 even for an infinite or NaN x.
+inline float keepOrZero(bool keep, float x) {
+  const std::uint32_t mask = 0u - static_cast<std::uint32_t>(keep);
+  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(x) & mask);
+}
+
+random::Key keyOf(const Input<Vector<unsigned>> &seed) {
+  return {seed[0], seed[1]};
+}
+
+std::uint64_t offsetOf(unsigned lo, unsigned hi) {
+  return (std::uint64_t(hi) << 32) | lo;
+}
+
+// Stores positions skip ... skip + count - 1 of a batch of nb blocks into
+// out.
+template <typename T>
+void storeValues(const random::Values &v, unsigned nb, unsigned skip,
+                 unsigned count, T *out) {
+  alignas(32) float e[4 * random::kBatch];
+  random::toElementOrder(v, nb, e);
+  for (unsigned k = 0; k < count; ++k)
+    out[k] = fromFloat<T>(e[skip + k]);
+}
+
+// The words of a batch of nb blocks in element order.
+struct ElementWords {
+  alignas(32) std::uint32_t e[4 * random::kBatch];
+  ElementWords(const random::Words &w, unsigned nb) {
+    random::toElementOrder(w, nb, e);
+  }
+};
+
+// Fills out[0, n) from a float transform: transform(w, v, nb, firstBlock).
+template <typename T, typename Transform>
+void fillFrom(random::Key key, unsigned modifier, std::uint64_t offset, T *out,
+              std::size_t n, const Transform &transform) {
+  random::forEachBatch(key, modifier, offset, n,
+                       [&](const random::Words &w, unsigned nb,
+                           std::uint64_t first, std::size_t i, unsigned skip,
+                           unsigned count) {
+                         alignas(32) random::Values v;
+                         transform(w, v, nb, first);
+                         storeValues(v, nb, skip, count, out + i);
+                       });
+}
+
+// Fills out[0, n) from the words alone: out = f(word).
+template <typename T, typename F>
+void fillFromWords(random::Key key, unsigned modifier, std::uint64_t offset,
+                   T *out, std::size_t n, const F &f) {
+  random::forEachBatch(key, modifier, offset, n,
+                       [&](const random::Words &w, unsigned nb, std::uint64_t,
+                           std::size_t i, unsigned skip, unsigned count) {
+                         const ElementWords words(w, nb);
+                         const std::uint32_t *e = words.e + skip;
+                         T *o = out + i;
+                         for (unsigned k = 0; k < count; ++k)
+                           o[k] = f(e[k]);
+                       });
+}
+
+template <typename T> class UniformVertex : public Vertex {
+public:
+  Input<Vector<unsigned>> seed;
+  Output<Vector<T>> out;
+  unsigned seedModifier, offsetLo, offsetHi;
+  float minVal, maxVal;
+
+  bool compute() {
+    const float lo = minVal, range = maxVal - minVal;
+    fillFrom(keyOf(seed), seedModifier, offsetOf(offsetLo, offsetHi),
+             out.data(), out.size(),
+             [&](const random::Words &w, random::Values &v, unsigned nb,
+                 std::uint64_t) { random::uniformBatch(w, v, nb, lo, range); });
+    return true;
+  }
+};
+
+class UniformIntVertex : public Vertex {
+public:
+  Input<Vector<unsigned>> seed;
+  Output<Vector<int>> out;
+  unsigned seedModifier, offsetLo, offsetHi;
+  int minVal, maxVal;
+
+  bool compute() {
+    const random::UniformIntDist dist{
+        minVal, static_cast<std::uint64_t>(std::int64_t(maxVal) - minVal + 1)};
+    fillFromWords(keyOf(seed), seedModifier, offsetOf(offsetLo, offsetHi),
+                  out.data(), out.size(),
+                  [&](std::uint32_t x) { return dist.value(x); });
+    return true;
+  }
+};
+
+template <typename T> class NormalVertex : public Vertex {
+public:
+  Input<Vector<unsigned>> seed;
+  Output<Vector<T>> out;
+  unsigned seedModifier, offsetLo, offsetHi;
+  float mean, stdDev;
+
+  bool compute() {
+    const float m = mean, s = stdDev;
+    fillFrom(keyOf(seed), seedModifier, offsetOf(offsetLo, offsetHi),
+             out.data(), out.size(),
+             [&](const random::Words &w, random::Values &v, unsigned nb,
+                 std::uint64_t) { random::normalBatch(w, v, nb, m, s); });
+    return true;
+  }
+};
+
+template <typename T> class TruncatedNormalVertex : public Vertex {
+public:
+  Input<Vector<unsigned>> seed;
+  Output<Vector<T>> out;
+  unsigned seedModifier, offsetLo, offsetHi;
+  float mean, stdDev, alpha;
+
+  bool compute() {
+    const random::Key key = keyOf(seed);
+    const unsigned modifier = seedModifier;
+    fillFrom(key, modifier, offsetOf(offsetLo, offsetHi), out.data(),
+             out.size(),
+             [&](const random::Words &w, random::Values &v, unsigned nb,
+                 std::uint64_t first) {
+               random::truncatedNormalBatch(key, modifier, first, w, v, nb,
+                                            mean, stdDev, alpha);
+             });
+    return true;
+  }
+};
+
+template <typename T> class BernoulliVertex : public Vertex {
+public:
+  Input<Vector<unsigned>> seed;
+  Output<Vector<T>> out;
+  unsigned seedModifier, offsetLo, offsetHi;
+  float prob;
+
+  bool compute() {
+    const std::uint64_t threshold = random::probabilityThreshold(prob);
+    fillFromWords(keyOf(seed), seedModifier, offsetOf(offsetLo, offsetHi),
+                  out.data(), out.size(), [&](std::uint32_t x) {
+                    return fromFloat<T>(keepOrZero(x < threshold, 1.0f));
+                  });
+    return true;
+  }
+};
+
+// Dropout with or without writing the mask (the element type, 0 or 1).
+template <typename T, bool WithMask> class DropoutVertex;
+
+// One batch's worth of dropout; restrict lets the loop vectorise.
+template <typename T, bool WithMask>
+void dropoutRange(const std::uint32_t *__restrict e, const T *__restrict in,
+                  T *__restrict out, T *__restrict mask, unsigned count,
+                  std::uint64_t threshold, float scale) {
+  for (unsigned c = 0; c < count; ++c) {
+    const bool keep = e[c] < threshold;
+    out[c] = fromFloat<T>(keepOrZero(keep, toFloat(in[c]) * scale));
+    if constexpr (WithMask)
+      mask[c] = fromFloat<T>(keepOrZero(keep, 1.0f));
+  }
+}
+
+template <typename T, bool WithMask>
+void runDropout(DropoutVertex<T, WithMask> &v, T *mask) {
+  const std::uint64_t threshold = random::probabilityThreshold(v.keepProb);
+  const T *in = v.in.data();
+  T *o = v.out.data();
+  const float scale = v.scale;
+  random::forEachBatch(keyOf(v.seed), v.seedModifier,
+                       offsetOf(v.offsetLo, v.offsetHi), v.out.size(),
+                       [&](const random::Words &w, unsigned nb, std::uint64_t,
+                           std::size_t i, unsigned skip, unsigned count) {
+                         const ElementWords words(w, nb);
+                         dropoutRange<T, WithMask>(
+                             words.e + skip, in + i, o + i,
+                             WithMask ? mask + i : nullptr, count, threshold,
+                             scale);
+                       });
+}
+
+template <typename T> class DropoutVertex<T, false> : public Vertex {
+public:
+  Input<Vector<unsigned>> seed;
+  Input<Vector<T>> in;
+  Output<Vector<T>> out;
+  unsigned seedModifier, offsetLo, offsetHi;
+  float keepProb, scale;
+
+  bool compute() {
+    runDropout<T, false>(*this, nullptr);
+    return true;
+  }
+};
+
+template <typename T> class DropoutVertex<T, true> : public Vertex {
+public:
+  Input<Vector<unsigned>> seed;
+  Input<Vector<T>> in;
+  Output<Vector<T>> out;
+  Output<Vector<T>> mask;
+  unsigned seedModifier, offsetLo, offsetHi;
+  float keepProb, scale;
+
+  bool compute() {
+    runDropout<T, true>(*this, mask.data());
+    return true;
+  }
+};
+
+// The fields every random vertex has, in order: the seed, then (after any
+// inputs and outputs) the modifier and the first element's index.
+template <typename V>
+codelet::VertexDescriber<V> &counterFields(codelet::VertexDescriber<V> &d) {
+  return d.field("seedModifier", &V::seedModifier)
+      .field("offsetLo", &V::offsetLo)
+      .field("offsetHi", &V::offsetHi);
+}
+
+// Estimated worker cycles: a fixed cost (reading the seed into the
+// generator's state, as poprand's vertices set the hardware seeds) plus
+// `perVector` cycles per 64-bit vector of output. The IPU draws 64 random
+// bits per cycle (its urand instructions) and Gaussian pairs in one
+// instruction (f32v2grand), so a uniform or bernoulli draw costs about a
+// unary op, a normal draw about twice that (estimate), a truncated normal
+// four times (estimate: poprand redraws out-of-range values over several
+// passes), and dropout a binary op (it also loads the input).
+CycleEstimator randomEstimator(unsigned outField, unsigned width,
+                               std::uint64_t fixed, std::uint64_t perVector) {
+  return [=](const VertexInstanceShape &s) {
+    const std::uint64_t n =
+        s.fieldSizes[outField].empty() ? 0 : s.fieldSizes[outField][0];
+    return fixed + perVector * ((n + width - 1) / width);
+  };
+}
+
+template <typename T> unsigned widthOf() {
+  return 8 / static_cast<unsigned>(typeSize(typeOf<T>()));
+}
+
+template <typename T>
+void registerFloatDistributions(VertexRegistry &registry,
+                                const CostFigures &c) {
+  const Type t = typeOf<T>();
+  const unsigned w = widthOf<T>();
+  const std::uint64_t fixed = c.unaryOpWorkerCycles;
+  const std::uint64_t unary = c.unaryOpWorkerCyclesPerVector;
+  {
+    using V = UniformVertex<T>;
+    codelet::VertexDescriber<V> d(templateName("tessera::ops::Uniform", {t}));
+    d.field("seed", &V::seed).field("out", &V::out);
+    counterFields(d).field("minVal", &V::minVal).field("maxVal", &V::maxVal);
+    registry.addBuiltin(d.take(), randomEstimator(1, w, fixed, unary));
+  }
+  {
+    using V = NormalVertex<T>;
+    codelet::VertexDescriber<V> d(templateName("tessera::ops::Normal", {t}));
+    d.field("seed", &V::seed).field("out", &V::out);
+    counterFields(d).field("mean", &V::mean).field("stdDev", &V::stdDev);
+    registry.addBuiltin(d.take(), randomEstimator(1, w, fixed, 2 * unary));
+  }
+  {
+    using V = TruncatedNormalVertex<T>;
+    codelet::VertexDescriber<V> d(
+        templateName("tessera::ops::TruncatedNormal", {t}));
+    d.field("seed", &V::seed).field("out", &V::out);
+    counterFields(d)
+        .field("mean", &V::mean)
+        .field("stdDev", &V::stdDev)
+        .field("alpha", &V::alpha);
+    registry.addBuiltin(d.take(), randomEstimator(1, w, fixed, 4 * unary));
+  }
+  const std::uint64_t binary = c.binaryOpWorkerCyclesPerVector;
+  {
+    using V = DropoutVertex<T, false>;
+    codelet::VertexDescriber<V> d(templateName("tessera::ops::Dropout", {t}));
+    d.field("seed", &V::seed).field("in", &V::in).field("out", &V::out);
+    counterFields(d).field("keepProb", &V::keepProb).field("scale", &V::scale);
+    registry.addBuiltin(d.take(), randomEstimator(2, w, fixed, binary));
+  }
+  {
+    using V = DropoutVertex<T, true>;
+    codelet::VertexDescriber<V> d(
+        templateName("tessera::ops::DropoutWithMask", {t}));
+    d.field("seed", &V::seed)
+        .field("in", &V::in)
+        .field("out", &V::out)
+        .field("mask", &V::mask);
+    counterFields(d).field("keepProb", &V::keepProb).field("scale", &V::scale);
+    registry.addBuiltin(d.take(), randomEstimator(2, w, fixed, binary + 1));
+  }
+}
+
+template <typename T>
+void registerBernoulli(VertexRegistry &registry, const CostFigures &c) {
+  using V = BernoulliVertex<T>;
+  codelet::VertexDescriber<V> d(
+      templateName("tessera::ops::Bernoulli", {typeOf<T>()}));
+  d.field("seed", &V::seed).field("out", &V::out);
+  counterFields(d).field("prob", &V::prob);
+  registry.addBuiltin(d.take(),
+                      randomEstimator(1, widthOf<T>(), c.unaryOpWorkerCycles,
+                                      c.unaryOpWorkerCyclesPerVector));
+}
+
+} // namespace
+
+void registerRandomVertices(VertexRegistry &registry) {
+  const CostFigures costs = Target::createIPUTarget(1).costs();
+  registerFloatDistributions<float>(registry, costs);
+  registerFloatDistributions<Half>(registry, costs);
+  registerBernoulli<float>(registry, costs);
+  registerBernoulli<Half>(registry, costs);
+  registerBernoulli<int>(registry, costs);
+  {
+    using V = UniformIntVertex;
+    codelet::VertexDescriber<V> d(templateName("tessera::ops::Uniform", {INT}));
+    d.field("seed", &V::seed).field("out", &V::out);
+    counterFields(d).field("minVal", &V::minVal).field("maxVal", &V::maxVal);
+    registry.addBuiltin(d.take(),
+                        randomEstimator(1, 2, costs.unaryOpWorkerCycles,
+                                        costs.unaryOpWorkerCyclesPerVector));
+  }
+}
+
 } // namespace tessera::ops

@@ -1,6 +1,138 @@
-// Placeholder until the Reduce family lands; replaced by its implementation.
+// Registration of the reduction and top-k vertices with their estimators.
 #include "OpsInternal.hpp"
+#include "ReduceInternal.hpp"
+#include "ReduceKernels.hpp"
+
+#include "tessera/device/Target.hpp"
+
+#include <cctype>
+#include <cmath>
 
 namespace tessera::ops {
-void registerReduceVertices(VertexRegistry &) {}
+namespace {
+
+using reducekernel::ReduceVertex;
+using reducekernel::TopKVertex;
+
+// Worker cycles of one partial per 64-bit vector, relative to ADD. Estimates:
+// SQUARE_ADD is one fused multiply-add per element like ADD; LOG_ADD makes
+// two passes (max, then exp and add) and an exp costs a few cycles.
+unsigned opCycleFactor(Operation op) {
+  return op == Operation::LOG_ADD ? 4 : 1;
+}
+
+// Fixed cost, a few cycles to set up each partial's pointers and loop, one
+// load-and-accumulate per vector of input, one store (and a load when
+// updating) per vector of output.
+template <Operation Op, typename InT, typename OutT, bool Update>
+void registerReduce(VertexRegistry &registry, const CostFigures &c) {
+  using V = ReduceVertex<Op, InT, OutT, Update>;
+  codelet::VertexDescriber<V> d(
+      reduceVertexName(Op, Update, typeOf<InT>(), typeOf<OutT>()));
+  d.field("partials", &V::partials)
+      .field("out", &V::out)
+      .field("meta", &V::meta)
+      .field("scale", &V::scale);
+  const std::uint64_t fixed = c.reduceWorkerCycles;
+  const std::uint64_t perVector =
+      std::uint64_t(c.reduceWorkerCyclesPerVector) * opCycleFactor(Op);
+  const std::uint64_t inWidth = 8 / sizeof(InT), outWidth = 8 / sizeof(OutT);
+  registry.addBuiltin(d.take(), [=](const VertexInstanceShape &s) {
+    std::uint64_t cycles = fixed;
+    for (std::uint32_t n : s.fieldSizes[0])
+      cycles += 4 + perVector * ((n + inWidth - 1) / inWidth);
+    const std::uint64_t outs = s.fieldSizes[1].empty() ? 0 : s.fieldSizes[1][0];
+    cycles += (Update ? 2 : 1) * ((outs + outWidth - 1) / outWidth);
+    return cycles;
+  });
+}
+
+template <Operation Op, typename InT, typename OutT>
+void registerBoth(VertexRegistry &registry, const CostFigures &c) {
+  registerReduce<Op, InT, OutT, false>(registry, c);
+  registerReduce<Op, InT, OutT, true>(registry, c);
+}
+
+template <Operation Op>
+void registerFloatOp(VertexRegistry &registry, const CostFigures &c) {
+  registerBoth<Op, float, float>(registry, c);
+  registerBoth<Op, Half, float>(registry, c);
+  registerBoth<Op, float, Half>(registry, c);
+  registerBoth<Op, Half, Half>(registry, c);
+}
+
+template <Operation Op>
+void registerIntOp(VertexRegistry &registry, const CostFigures &c) {
+  registerBoth<Op, int, int>(registry, c);
+  registerBoth<Op, unsigned, unsigned>(registry, c);
+}
+
+// Per element one load and compare against the current k-th best; each
+// candidate that enters the heap and the final sort cost about log2(k)
+// compare-and-swap steps of a few cycles. Estimate.
+template <typename T>
+void registerTopK(VertexRegistry &registry, const CostFigures &c) {
+  using V = TopKVertex<T>;
+  codelet::VertexDescriber<V> d(
+      templateName("tessera::ops::TopK", {typeOf<T>()}));
+  d.field("values", &V::values)
+      .field("indices", &V::indices)
+      .field("base", &V::base)
+      .field("outValues", &V::outValues)
+      .field("outIndices", &V::outIndices)
+      .field("largest", &V::largest)
+      .field("sorted", &V::sorted);
+  const std::uint64_t fixed = c.reduceWorkerCycles;
+  const std::uint64_t perElement = std::max(1u, c.reduceWorkerCyclesPerVector);
+  registry.addBuiltin(d.take(), [=](const VertexInstanceShape &s) {
+    std::uint64_t cycles = fixed;
+    const auto &values = s.fieldSizes[0];
+    const auto &outs = s.fieldSizes[3];
+    for (std::size_t r = 0; r < values.size(); ++r) {
+      const std::uint64_t k = r < outs.size() ? outs[r] : 1;
+      const auto logK = static_cast<std::uint64_t>(std::ceil(std::log2(k + 1)));
+      cycles += 6 + perElement * values[r] + 6 * k * logK;
+    }
+    return cycles;
+  });
+}
+
+} // namespace
+
+std::string reduceVertexName(Operation op, bool update, Type in, Type out) {
+  // ADD -> ReduceAdd, SQUARE_ADD -> ReduceSquareAdd.
+  std::string name = "tessera::ops::Reduce";
+  bool upper = true;
+  for (char ch : operationName(op)) {
+    if (ch == '_') {
+      upper = true;
+      continue;
+    }
+    name += upper ? ch : static_cast<char>(std::tolower(ch));
+    upper = false;
+  }
+  return templateName(name + (update ? "Update" : ""), {in, out});
+}
+
+void registerReduceVertices(VertexRegistry &registry) {
+  const CostFigures costs = Target::createIPUTarget(1).costs();
+  registerFloatOp<Operation::ADD>(registry, costs);
+  registerFloatOp<Operation::MUL>(registry, costs);
+  registerFloatOp<Operation::MIN>(registry, costs);
+  registerFloatOp<Operation::MAX>(registry, costs);
+  registerFloatOp<Operation::SQUARE_ADD>(registry, costs);
+  registerFloatOp<Operation::LOG_ADD>(registry, costs);
+  registerIntOp<Operation::ADD>(registry, costs);
+  registerIntOp<Operation::MUL>(registry, costs);
+  registerIntOp<Operation::MIN>(registry, costs);
+  registerIntOp<Operation::MAX>(registry, costs);
+  registerIntOp<Operation::SQUARE_ADD>(registry, costs);
+  registerBoth<Operation::LOGICAL_AND, bool, bool>(registry, costs);
+  registerBoth<Operation::LOGICAL_OR, bool, bool>(registry, costs);
+  registerTopK<float>(registry, costs);
+  registerTopK<Half>(registry, costs);
+  registerTopK<int>(registry, costs);
+  registerTopK<unsigned>(registry, costs);
+}
+
 } // namespace tessera::ops

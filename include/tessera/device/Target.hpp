@@ -95,6 +95,10 @@ struct CostFigures {
   /// Fixed worker cycles of a matrix-product (AMP) vertex: loading weights
   /// into the AMP unit and draining partials. Estimate.
   unsigned matMulWorkerCycles = 50;
+  /// Worker cycles a convolution vertex spends starting one output row (or
+  /// one row of a pooling window pass): setting up the row's input and
+  /// output pointers and filling and draining the AMP pipeline. Estimate.
+  unsigned convWorkerCyclesPerRow = 16;
   /// Worker cycles charged for one call of a vertex that has no cycle
   /// estimator (user codelets without getCycleEstimate). Estimate.
   unsigned defaultVertexWorkerCycles = 100;

@@ -14,7 +14,10 @@
 ///     (int or bool partials for int and bool inputs).
 ///  2. Outputs whose partials come from more than one vertex are reduced
 ///     again on the tile that owns the output element, after the compiler
-///     exchanges the partials there.
+///     exchanges the partials there. When an output has more than 128
+///     partials (one from every tile of a large IPU), intermediate levels
+///     first reduce them within groups of about sqrt(count) neighbouring
+///     tiles, so no tile receives more than a few dozen per output.
 ///  3. Scaling, the update and the cast to the output type happen in the
 ///     last stage's vertices, so an output whose elements all sit on one
 ///     tile is finished in a single compute set.
@@ -111,16 +114,15 @@ Tensor reduce(Graph &graph, const Tensor &in,
 /// combined into out's values (see ReduceParams). The last stage runs on
 /// the tiles \p out is mapped to.
 void reduceWithOutput(Graph &graph, const Tensor &in, const Tensor &out,
-                      const std::vector<std::size_t> &dims,
-                      ReduceParams params, Sequence &prog,
-                      const DebugContext &dc = {},
+                      const std::vector<std::size_t> &dims, ReduceParams params,
+                      Sequence &prog, const DebugContext &dc = {},
                       const OptionFlags &options = {});
 
 /// The shape reduce() gives: \p shape without \p dims (checked as reduce
 /// checks them; \p op names the caller in messages).
-std::vector<std::size_t>
-reducedShape(const char *op, const std::vector<std::size_t> &shape,
-             const std::vector<std::size_t> &dims);
+std::vector<std::size_t> reducedShape(const char *op,
+                                      const std::vector<std::size_t> &shape,
+                                      const std::vector<std::size_t> &dims);
 
 /// For each row of the 2-D \p in ([b, n], n >= 1), the index of its largest
 /// element (the lowest index among equal ones): an UNSIGNED_INT tensor [b].

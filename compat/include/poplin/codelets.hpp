@@ -1,0 +1,10 @@
+/// \file
+/// poplin::addCodelets: Tessera's ops are built in; this registers them.
+#pragma once
+
+#include <poplar/Graph.hpp>
+#include <tessera/ops/Codelets.hpp>
+
+namespace poplin {
+using tessera::ops::addCodelets;
+} // namespace poplin

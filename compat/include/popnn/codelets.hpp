@@ -1,0 +1,10 @@
+/// \file
+/// popnn::addCodelets: Tessera's ops are built in; this registers them.
+#pragma once
+
+#include <poplar/Graph.hpp>
+#include <tessera/ops/Codelets.hpp>
+
+namespace popnn {
+using tessera::ops::addCodelets;
+} // namespace popnn

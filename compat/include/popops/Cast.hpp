@@ -1,0 +1,10 @@
+/// \file
+/// popops::cast.
+#pragma once
+
+#include <poplar/Graph.hpp>
+#include <tessera/ops/Elementwise.hpp>
+
+namespace popops {
+using tessera::ops::cast;
+} // namespace popops

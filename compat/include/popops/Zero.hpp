@@ -1,0 +1,10 @@
+/// \file
+/// popops::zero.
+#pragma once
+
+#include <poplar/Graph.hpp>
+#include <tessera/ops/Elementwise.hpp>
+
+namespace popops {
+using tessera::ops::zero;
+} // namespace popops

@@ -1,0 +1,605 @@
+// The convolution ops: ConvParams, tensor creation, and the graph each pass
+// builds from its plan (ConvPlan.cpp). A forward unit is one tile running
+// one ConvPartial vertex per conv group it holds; its entries are rows of
+// the activations and outputs, so rows that already live on the tile are
+// used in place and only the rest are exchanged. When the plan splits the
+// reduced dimension (input channels forward; batch and rows for the weight
+// gradient) the units write partial sums and a second compute set reduces
+// them, each of the block's tiles reducing a share of the block.
+#include "ConvInternal.hpp"
+#include "OpsInternal.hpp"
+
+#include "tessera/ops/Elementwise.hpp"
+#include "tessera/support/Error.hpp"
+
+#include <string>
+
+namespace tessera::ops {
+namespace {
+
+using conv::ConvShape;
+using conv::Pass;
+using conv::pieceOf;
+using conv::Plan;
+using conv::Range;
+
+std::string str(std::size_t v) { return std::to_string(v); }
+
+bool floating(Type t) { return t == Type::FLOAT || t == Type::HALF; }
+
+DebugContext nameOr(const DebugContext &dc, const char *name) {
+  return dc.name.empty() ? DebugContext(name) : dc;
+}
+
+void checkTensor(const char *op, const char *what, const Tensor &t,
+                 const std::vector<std::size_t> &shape, Type type) {
+  if (!t.valid())
+    throw ShapeError(std::string(op) + ": " + what + " is an empty tensor");
+  if (t.shape() != shape) {
+    std::string want = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i)
+      want += (i ? ", " : "") + str(shape[i]);
+    throw ShapeError(std::string(op) + ": " + what + " has shape " +
+                     t.shapeToString() + " but the parameters need " + want +
+                     "]");
+  }
+  if (t.elementType() != type)
+    throw TypeError(std::string(op) + ": " + what + " has type " +
+                    std::string(typeName(t.elementType())) +
+                    " but the parameters say " + std::string(typeName(type)) +
+                    "; cast it or change the parameters");
+}
+
+/// The geometry vector of a vertex reading input rows \p in for output
+/// rows \p rows.
+std::vector<int> geometry(const ConvShape &s, std::size_t inChans,
+                          std::size_t outChans, std::size_t batch, Range rows,
+                          Range in) {
+  const std::size_t inRows = std::max<std::size_t>(in.size(), 1);
+  std::vector<int> g(conv::gCount);
+  g[conv::gInChans] = static_cast<int>(inChans);
+  g[conv::gOutChans] = static_cast<int>(outChans);
+  g[conv::gBatch] = static_cast<int>(batch);
+  g[conv::gRows] = static_cast<int>(rows.size());
+  g[conv::gOutW] = static_cast<int>(s.outW);
+  g[conv::gInRows] = static_cast<int>(inRows);
+  g[conv::gInW] = static_cast<int>(s.inW);
+  g[conv::gKH] = static_cast<int>(s.kH);
+  g[conv::gKW] = static_cast<int>(s.kW);
+  g[conv::gSH] = s.sH;
+  g[conv::gSW] = s.sW;
+  g[conv::gKdH] = s.kdH;
+  g[conv::gKdW] = s.kdW;
+  g[conv::gIdH] = s.idH;
+  g[conv::gIdW] = s.idW;
+  g[conv::gRowOrigin] =
+      static_cast<int>(static_cast<long>(rows.begin) * s.sH - s.plH -
+                       static_cast<long>(in.begin) * s.idH);
+  g[conv::gColOrigin] = static_cast<int>(-s.plW);
+  return g;
+}
+
+/// Input rows to connect: the rows the block reads, or (when it reads only
+/// padding) one row, which the vertex then never reads.
+Range connectedRows(const ConvShape &s, Range rows) {
+  const Range r = conv::inputRowsFor(s, rows);
+  return r.size() ? r : Range{0, 1};
+}
+
+/// Adds [begin, end) to tile's intervals, merging with the last one.
+void addInterval(TileMapping &m, unsigned tile, std::size_t begin,
+                 std::size_t end) {
+  auto &v = m[tile];
+  if (!v.empty() && v.back().end() == begin)
+    v.back().last = end;
+  else
+    v.emplace_back(begin, end);
+}
+
+class ConvBuilder {
+public:
+  ConvBuilder(Graph &graph, const ConvShape &s, Pass pass, const Plan &plan,
+              const DebugContext &dc)
+      : graph_(graph), target_(graph.getTarget()), s_(s), pass_(pass),
+        plan_(plan), dc_(dc),
+        macs_(target_.getMacsPerCyclePerTile(
+            s.inType, s.inType == Type::FLOAT ? Type::FLOAT : s.partialsType)),
+        parts_(plan.reduceParts(pass)), mapping_(target_.getNumTiles()) {
+    cs_ = graph.addComputeSet(DebugContext(dc, "convolve"));
+    if (parts_ > 1)
+      reduceCs_ = graph.addComputeSet(DebugContext(dc, "reduce"));
+  }
+
+  /// Forward: \p acts [N, G*Cin, H, W], \p w [G, Cout, Cin, kH, kW] (any
+  /// view), \p out [N, G*Cout, H', W']. Returns the mapping the plan wants
+  /// for \p out, when out is a fresh variable.
+  TileMapping forward(const Tensor &acts, const Tensor &w, const Tensor &out,
+                      program::Sequence &prog) {
+    for (unsigned gp = 0; gp < plan_.groups; ++gp)
+      for (unsigned nb = 0; nb < plan_.batch; ++nb)
+        for (unsigned cb = 0; cb < plan_.outChans; ++cb)
+          for (unsigned hb = 0; hb < plan_.rows; ++hb) {
+            const Range gr = pieceOf(s_.groups, plan_.groups, gp);
+            for (std::size_t g = gr.begin; g < gr.end; ++g)
+              forwardBlock(acts, w, out, g, {gp, nb, cb, hb, 0});
+          }
+    finish(prog);
+    return std::move(mapping_);
+  }
+
+  /// Weight gradient: \p deltas [N, G*Cout, H', W'], \p acts, \p dw
+  /// [G, Cout, Cin, kH, kW].
+  TileMapping weightGrad(const Tensor &deltas, const Tensor &acts,
+                         const Tensor &dw, program::Sequence &prog) {
+    for (unsigned gp = 0; gp < plan_.groups; ++gp)
+      for (unsigned cb = 0; cb < plan_.outChans; ++cb)
+        for (unsigned ib = 0; ib < plan_.inChans; ++ib) {
+          const Range gr = pieceOf(s_.groups, plan_.groups, gp);
+          for (std::size_t g = gr.begin; g < gr.end; ++g)
+            weightGradBlock(deltas, acts, dw, g, {gp, 0, cb, 0, ib});
+        }
+    finish(prog);
+    return std::move(mapping_);
+  }
+
+private:
+  struct Unit {
+    unsigned g, n, co, h, ci;
+  };
+
+  unsigned tileOf(const Unit &u) const {
+    return conv::unitTile(target_, plan_, u.g, u.n, u.co, u.h, u.ci);
+  }
+
+  void finish(program::Sequence &prog) {
+    prog.add(program::Execute(cs_, dc_));
+    if (parts_ > 1)
+      prog.add(program::Execute(reduceCs_, dc_));
+  }
+
+  // Partial sums of one unit: a variable on the unit's tile.
+  Tensor partials(std::size_t elems, unsigned tile) {
+    Tensor p = graph_.addVariable(s_.partialsType, {elems},
+                                  DebugContext(dc_, "partials"));
+    graph_.setTileMapping(p, tile);
+    return p;
+  }
+
+  void forwardBlock(const Tensor &acts, const Tensor &w, const Tensor &out,
+                    std::size_t g, Unit u) {
+    const Range nr = pieceOf(s_.batch, plan_.batch, u.n);
+    const Range cr = pieceOf(s_.outChans, plan_.outChans, u.co);
+    const Range hr = pieceOf(s_.outH, plan_.rows, u.h);
+    const Range ir = connectedRows(s_, hr);
+    const std::size_t rowsPerBlock = nr.size() * cr.size() * hr.size();
+    std::vector<Tensor> outRows;
+    std::vector<std::size_t> outStart; // flat index of each row in out
+    for (std::size_t n = nr.begin; n < nr.end; ++n)
+      for (std::size_t co = cr.begin; co < cr.end; ++co) {
+        const std::size_t c = g * s_.outChans + co;
+        const Tensor plane = out.index({n, c});
+        for (std::size_t oh = hr.begin; oh < hr.end; ++oh) {
+          outRows.push_back(plane[oh]);
+          outStart.push_back(
+              ((n * s_.groups * s_.outChans + c) * s_.outH + oh) * s_.outW);
+        }
+      }
+    const Type resultType = parts_ > 1 ? s_.partialsType : s_.outType;
+    const std::string cls =
+        templateName("tessera::ops::ConvPartial", {s_.inType, resultType});
+    std::vector<Tensor> parts;
+    for (unsigned ib = 0; ib < plan_.inChans; ++ib) {
+      u.ci = ib;
+      const unsigned tile = tileOf(u);
+      const Range cir = pieceOf(s_.inChans, plan_.inChans, ib);
+      VertexRef v = graph_.addVertex(cs_, cls);
+      std::vector<Tensor> in, ws, dst;
+      for (std::size_t n = nr.begin; n < nr.end; ++n)
+        for (std::size_t ci = cir.begin; ci < cir.end; ++ci)
+          in.push_back(acts.index({n, g * s_.inChans + ci})
+                           .slice(ir.begin, ir.end, 0)
+                           .flatten());
+      for (std::size_t co = cr.begin; co < cr.end; ++co)
+        ws.push_back(w.index({g, co}).slice(cir.begin, cir.end, 0).flatten());
+      if (parts_ > 1) {
+        parts.push_back(partials(rowsPerBlock * s_.outW, tile));
+        for (std::size_t r = 0; r < rowsPerBlock; ++r)
+          dst.push_back(parts.back().slice(r * s_.outW, (r + 1) * s_.outW));
+      }
+      connect(v, "in", in);
+      connect(v, "weights", ws);
+      connect(v, "out", parts_ > 1 ? dst : outRows);
+      graph_.setInitialValue(v["geometry"], geometry(s_, cir.size(), cr.size(),
+                                                     nr.size(), hr, ir));
+      graph_.setPerfEstimate(
+          v, conv::convPartialCycles(nr.size() * hr.size(), cr.size(), s_.outW,
+                                     cir.size() * s_.kH * s_.kW, macs_,
+                                     target_.costs()));
+      graph_.setTileMapping(v, tile);
+    }
+    // Without a reduction the unit's tile holds the output rows; with one,
+    // each of the block's tiles reduces and holds a share of the rows.
+    for (unsigned p = 0; p < parts_; ++p) {
+      u.ci = p;
+      const Range er = pieceOf(rowsPerBlock, parts_, p);
+      if (er.size() == 0)
+        continue;
+      const unsigned tile = tileOf(u);
+      for (std::size_t r = er.begin; r < er.end; ++r)
+        addInterval(mapping_, tile, outStart[r], outStart[r] + s_.outW);
+      if (parts_ > 1)
+        reduce(parts, outRows, er, s_.outW, tile);
+    }
+  }
+
+  void weightGradBlock(const Tensor &deltas, const Tensor &acts,
+                       const Tensor &dw, std::size_t g, Unit u) {
+    const Range cr = pieceOf(s_.outChans, plan_.outChans, u.co);
+    const Range cir = pieceOf(s_.inChans, plan_.inChans, u.ci);
+    const std::size_t kElems = cir.size() * s_.kH * s_.kW;
+    std::vector<Tensor> outRows;
+    std::vector<std::size_t> outStart;
+    for (std::size_t co = cr.begin; co < cr.end; ++co) {
+      outRows.push_back(
+          dw.index({g, co}).slice(cir.begin, cir.end, 0).flatten());
+      outStart.push_back(((g * s_.outChans + co) * s_.inChans + cir.begin) *
+                         s_.kH * s_.kW);
+    }
+    const Type resultType = parts_ > 1 ? s_.partialsType : s_.inType;
+    const std::string cls =
+        templateName("tessera::ops::ConvWeightGrad", {s_.inType, resultType});
+    std::vector<Tensor> parts;
+    for (unsigned nb = 0; nb < plan_.batch; ++nb)
+      for (unsigned hb = 0; hb < plan_.rows; ++hb) {
+        u.n = nb;
+        u.h = hb;
+        const unsigned tile = tileOf(u);
+        const Range nr = pieceOf(s_.batch, plan_.batch, nb);
+        const Range hr = pieceOf(s_.outH, plan_.rows, hb);
+        const Range ir = connectedRows(s_, hr);
+        VertexRef v = graph_.addVertex(cs_, cls);
+        std::vector<Tensor> dl, in, dst;
+        for (std::size_t n = nr.begin; n < nr.end; ++n) {
+          for (std::size_t co = cr.begin; co < cr.end; ++co)
+            dl.push_back(deltas.index({n, g * s_.outChans + co})
+                             .slice(hr.begin, hr.end, 0)
+                             .flatten());
+          for (std::size_t ci = cir.begin; ci < cir.end; ++ci)
+            in.push_back(acts.index({n, g * s_.inChans + ci})
+                             .slice(ir.begin, ir.end, 0)
+                             .flatten());
+        }
+        if (parts_ > 1) {
+          parts.push_back(partials(cr.size() * kElems, tile));
+          for (std::size_t c = 0; c < cr.size(); ++c)
+            dst.push_back(parts.back().slice(c * kElems, (c + 1) * kElems));
+        }
+        connect(v, "deltas", dl);
+        connect(v, "acts", in);
+        connect(v, "out", parts_ > 1 ? dst : outRows);
+        graph_.setInitialValue(
+            v["geometry"],
+            geometry(s_, cir.size(), cr.size(), nr.size(), hr, ir));
+        graph_.setPerfEstimate(
+            v, conv::convWeightGradCycles(kElems, cr.size(),
+                                          nr.size() * hr.size() * s_.outW,
+                                          macs_, target_.costs()));
+        graph_.setTileMapping(v, tile);
+      }
+    for (unsigned p = 0; p < parts_; ++p) {
+      u.n = p / plan_.rows;
+      u.h = p % plan_.rows;
+      const Range er = pieceOf(cr.size(), parts_, p);
+      if (er.size() == 0)
+        continue;
+      const unsigned tile = tileOf(u);
+      for (std::size_t r = er.begin; r < er.end; ++r)
+        addInterval(mapping_, tile, outStart[r], outStart[r] + kElems);
+      if (parts_ > 1)
+        reduce(parts, outRows, er, kElems, tile);
+    }
+  }
+
+  // One ConvReduce vertex on \p tile summing rows \p er (each \p rowElems
+  // long) of every partial block into \p outRows.
+  void reduce(const std::vector<Tensor> &parts,
+              const std::vector<Tensor> &outRows, Range er,
+              std::size_t rowElems, unsigned tile) {
+    const Type outType = pass_ == Pass::Forward ? s_.outType : s_.inType;
+    VertexRef v =
+        graph_.addVertex(reduceCs_, templateName("tessera::ops::ConvReduce",
+                                                 {s_.partialsType, outType}));
+    std::vector<Tensor> in, dst;
+    for (const Tensor &p : parts)
+      in.push_back(p.slice(er.begin * rowElems, er.end * rowElems));
+    for (std::size_t r = er.begin; r < er.end; ++r)
+      dst.push_back(outRows[r]);
+    connect(v, "partials", in);
+    connect(v, "out", dst);
+    graph_.setPerfEstimate(
+        v, conv::convReduceCycles(parts.size(), er.size() * rowElems,
+                                  s_.partialsType, target_.costs()));
+    graph_.setTileMapping(v, tile);
+  }
+
+  void connect(VertexRef v, const char *field, const std::vector<Tensor> &ts) {
+    graph_.setFieldSize(v[field], ts.size());
+    if (!ts.empty())
+      graph_.connect(v[field], ts);
+  }
+
+  Graph &graph_;
+  const Target &target_;
+  const ConvShape &s_;
+  Pass pass_;
+  Plan plan_;
+  DebugContext dc_;
+  unsigned macs_;
+  unsigned parts_;
+  TileMapping mapping_;
+  ComputeSet cs_, reduceCs_;
+};
+
+/// Weights as the forward convolution reads them ([G, Cout, Cin, kH, kW]):
+/// given so, or transposed and flipped from [G, Cin, Cout, kH, kW].
+Tensor forwardWeights(const Tensor &w, bool transposeAndFlip) {
+  return transposeAndFlip ? w.dimShuffle({0, 2, 1, 3, 4}).reverse(3).reverse(4)
+                          : w;
+}
+
+void convolveInto(Graph &graph, const ConvShape &s, const Tensor &in,
+                  const Tensor &w, const Tensor &out, bool mapOut,
+                  program::Sequence &prog, const DebugContext &dc,
+                  const conv::ConvOptions &options) {
+  const Plan plan =
+      conv::choosePlan(graph.getTarget(), s, Pass::Forward, options);
+  ConvBuilder b(graph, s, Pass::Forward, plan, dc);
+  TileMapping m = b.forward(in, w, out, prog);
+  if (mapOut)
+    graph.setTileMapping(out, m);
+}
+
+} // namespace
+
+ConvParams::ConvParams(Type type, std::size_t batchSize,
+                       std::array<std::size_t, 2> inputFieldShape,
+                       std::array<std::size_t, 2> kernelShape,
+                       std::size_t inputChannelsPerConvGroup,
+                       std::size_t outputChannelsPerConvGroup,
+                       std::size_t numConvGroups)
+    : inputType(type), outputType(type), batchSize(batchSize),
+      inputFieldShape(inputFieldShape), kernelShape(kernelShape),
+      inputChannelsPerConvGroup(inputChannelsPerConvGroup),
+      outputChannelsPerConvGroup(outputChannelsPerConvGroup),
+      numConvGroups(numConvGroups) {}
+
+void ConvParams::validate() const {
+  if (!floating(inputType) || !floating(outputType))
+    throw TypeError("convolution: input type " +
+                    std::string(typeName(inputType)) + " and output type " +
+                    std::string(typeName(outputType)) +
+                    " are not supported; use float or half");
+  const std::pair<const char *, std::size_t> sizes[] = {
+      {"batchSize", batchSize},
+      {"inputFieldShape[0] (height)", inputFieldShape[0]},
+      {"inputFieldShape[1] (width)", inputFieldShape[1]},
+      {"kernelShape[0] (height)", kernelShape[0]},
+      {"kernelShape[1] (width)", kernelShape[1]},
+      {"inputChannelsPerConvGroup", inputChannelsPerConvGroup},
+      {"outputChannelsPerConvGroup", outputChannelsPerConvGroup},
+      {"numConvGroups", numConvGroups}};
+  for (const auto &[name, v] : sizes)
+    if (v == 0)
+      throw ShapeError(std::string("convolution: ") + name +
+                       " is 0; every size must be at least 1");
+  static const char *dimName[2] = {"height", "width"};
+  for (unsigned d = 0; d < 2; ++d) {
+    if (stride[d] == 0 || kernelDilation[d] == 0)
+      throw ShapeError(std::string("convolution: the ") + dimName[d] +
+                       " stride is " + str(stride[d]) + " and dilation " +
+                       str(kernelDilation[d]) + "; both must be at least 1");
+    const std::size_t padded =
+        inputFieldShape[d] + paddingLower[d] + paddingUpper[d];
+    const std::size_t extent = (kernelShape[d] - 1) * kernelDilation[d] + 1;
+    if (padded < extent)
+      throw ShapeError(std::string("convolution: the kernel ") + dimName[d] +
+                       " " + str(kernelShape[d]) + " (dilated by " +
+                       str(kernelDilation[d]) + ": " + str(extent) +
+                       ") is larger than the padded input " + dimName[d] + " " +
+                       str(inputFieldShape[d]) + " + " + str(paddingLower[d]) +
+                       " + " + str(paddingUpper[d]) + " = " + str(padded) +
+                       "; pad the input more or use a smaller kernel");
+  }
+}
+
+std::size_t ConvParams::getOutputSize(unsigned dim) const {
+  if (dim > 1)
+    throw ShapeError("ConvParams::getOutputSize: dimension " + str(dim) +
+                     " does not exist; use 0 (height) or 1 (width)");
+  const std::size_t padded =
+      inputFieldShape[dim] + paddingLower[dim] + paddingUpper[dim];
+  const std::size_t extent = (kernelShape[dim] - 1) * kernelDilation[dim] + 1;
+  return padded < extent ? 0 : (padded - extent) / stride[dim] + 1;
+}
+
+std::array<std::size_t, 2> ConvParams::getOutputFieldShape() const {
+  return {getOutputSize(0), getOutputSize(1)};
+}
+
+std::vector<std::size_t> ConvParams::getInputShape() const {
+  return {batchSize, numConvGroups * inputChannelsPerConvGroup,
+          inputFieldShape[0], inputFieldShape[1]};
+}
+
+std::vector<std::size_t> ConvParams::getWeightsShape() const {
+  return {numConvGroups, outputChannelsPerConvGroup, inputChannelsPerConvGroup,
+          kernelShape[0], kernelShape[1]};
+}
+
+std::vector<std::size_t> ConvParams::getOutputShape() const {
+  return {batchSize, numConvGroups * outputChannelsPerConvGroup,
+          getOutputSize(0), getOutputSize(1)};
+}
+
+std::uint64_t ConvParams::getNumMacs() const {
+  return std::uint64_t(batchSize) * numConvGroups * outputChannelsPerConvGroup *
+         getOutputSize(0) * getOutputSize(1) * inputChannelsPerConvGroup *
+         kernelShape[0] * kernelShape[1];
+}
+
+std::string ConvParams::toString() const {
+  const auto pair = [](auto a) { return str(a[0]) + "x" + str(a[1]); };
+  return "conv batch " + str(batchSize) + ", groups " + str(numConvGroups) +
+         ", channels " + str(inputChannelsPerConvGroup) + "->" +
+         str(outputChannelsPerConvGroup) + ", field " + pair(inputFieldShape) +
+         ", kernel " + pair(kernelShape) + ", stride " + pair(stride) +
+         ", dilation " + pair(kernelDilation) + ", padding " +
+         pair(paddingLower) + "/" + pair(paddingUpper) + ", " +
+         std::string(typeName(inputType)) + "->" +
+         std::string(typeName(outputType));
+}
+
+Tensor createInput(Graph &graph, const ConvParams &params,
+                   const DebugContext &dc, const OptionFlags &options) {
+  params.validate();
+  const auto o = conv::ConvOptions::parse(options);
+  const ConvShape s = conv::forwardShape(params, o.partialsType);
+  Tensor t = graph.addVariable(params.inputType, params.getInputShape(),
+                               nameOr(dc, "input"));
+  conv::mapInput(graph, t, s,
+                 conv::choosePlan(graph.getTarget(), s, Pass::Forward, o));
+  return t;
+}
+
+Tensor createWeights(Graph &graph, const ConvParams &params,
+                     const DebugContext &dc, const OptionFlags &options) {
+  params.validate();
+  const auto o = conv::ConvOptions::parse(options);
+  const ConvShape s = conv::forwardShape(params, o.partialsType);
+  Tensor t = graph.addVariable(params.inputType, params.getWeightsShape(),
+                               nameOr(dc, "weights"));
+  conv::mapWeights(graph, t, s,
+                   conv::choosePlan(graph.getTarget(), s, Pass::Forward, o));
+  return t;
+}
+
+void convolutionWithOutput(Graph &graph, const Tensor &in,
+                           const Tensor &weights, const Tensor &out,
+                           const ConvParams &params,
+                           bool transposeAndFlipWeights,
+                           program::Sequence &prog, const DebugContext &dc,
+                           const OptionFlags &options) {
+  params.validate();
+  const auto o = conv::ConvOptions::parse(options);
+  checkTensor("convolution", "the input", in, params.getInputShape(),
+              params.inputType);
+  auto wShape = params.getWeightsShape();
+  if (transposeAndFlipWeights)
+    std::swap(wShape[1], wShape[2]);
+  checkTensor("convolution", "the weights", weights, wShape, params.inputType);
+  checkTensor("convolution", "the output", out, params.getOutputShape(),
+              params.outputType);
+  const ConvShape s = conv::forwardShape(params, o.partialsType);
+  convolveInto(graph, s, in, forwardWeights(weights, transposeAndFlipWeights),
+               out, false, prog, nameOr(dc, "convolution"), o);
+}
+
+Tensor convolution(Graph &graph, const Tensor &in, const Tensor &weights,
+                   const ConvParams &params, bool transposeAndFlipWeights,
+                   program::Sequence &prog, const DebugContext &dc,
+                   const OptionFlags &options) {
+  params.validate();
+  const auto o = conv::ConvOptions::parse(options);
+  checkTensor("convolution", "the input", in, params.getInputShape(),
+              params.inputType);
+  auto wShape = params.getWeightsShape();
+  if (transposeAndFlipWeights)
+    std::swap(wShape[1], wShape[2]);
+  checkTensor("convolution", "the weights", weights, wShape, params.inputType);
+  const DebugContext name = nameOr(dc, "convolution");
+  Tensor out = graph.addVariable(params.outputType, params.getOutputShape(),
+                                 DebugContext(name, "out"));
+  const ConvShape s = conv::forwardShape(params, o.partialsType);
+  convolveInto(graph, s, in, forwardWeights(weights, transposeAndFlipWeights),
+               out, true, prog, name, o);
+  return out;
+}
+
+Tensor convolutionInputGradient(Graph &graph, const Tensor &zDeltas,
+                                const Tensor &weights,
+                                const ConvParams &fwdParams,
+                                program::Sequence &prog, const DebugContext &dc,
+                                const OptionFlags &options) {
+  fwdParams.validate();
+  const auto o = conv::ConvOptions::parse(options);
+  const char *op = "convolutionInputGradient";
+  checkTensor(op, "zDeltas", zDeltas, fwdParams.getOutputShape(),
+              fwdParams.inputType);
+  checkTensor(op, "the weights", weights, fwdParams.getWeightsShape(),
+              fwdParams.inputType);
+  const DebugContext name = nameOr(dc, op);
+  Tensor out = graph.addVariable(fwdParams.inputType, fwdParams.getInputShape(),
+                                 DebugContext(name, "out"));
+  const ConvShape s = conv::inputGradientShape(fwdParams, o.partialsType);
+  convolveInto(graph, s, zDeltas, forwardWeights(weights, true), out, true,
+               prog, name, o);
+  return out;
+}
+
+Tensor convolutionWeightGradient(Graph &graph, const Tensor &zDeltas,
+                                 const Tensor &activations,
+                                 const ConvParams &fwdParams,
+                                 program::Sequence &prog,
+                                 const DebugContext &dc,
+                                 const OptionFlags &options) {
+  fwdParams.validate();
+  const auto o = conv::ConvOptions::parse(options);
+  const char *op = "convolutionWeightGradient";
+  checkTensor(op, "zDeltas", zDeltas, fwdParams.getOutputShape(),
+              fwdParams.inputType);
+  checkTensor(op, "the activations", activations, fwdParams.getInputShape(),
+              fwdParams.inputType);
+  const DebugContext name = nameOr(dc, op);
+  Tensor dw =
+      graph.addVariable(fwdParams.inputType, fwdParams.getWeightsShape(),
+                        DebugContext(name, "out"));
+  const ConvShape s = conv::forwardShape(fwdParams, o.partialsType);
+  const Plan plan = conv::choosePlan(graph.getTarget(), s, Pass::WeightGrad, o);
+  ConvBuilder b(graph, s, Pass::WeightGrad, plan, name);
+  graph.setTileMapping(dw, b.weightGrad(zDeltas, activations, dw, prog));
+  return dw;
+}
+
+Tensor createBiases(Graph &graph, const ConvParams &params,
+                    const DebugContext &dc) {
+  params.validate();
+  Tensor b = graph.addVariable(
+      params.outputType,
+      {params.numConvGroups * params.outputChannelsPerConvGroup},
+      nameOr(dc, "biases"));
+  mapTensorLinearly(graph, b);
+  return b;
+}
+
+void addBias(Graph &graph, const Tensor &acts, const Tensor &biases,
+             program::Sequence &prog, const DebugContext &dc,
+             const OptionFlags &options) {
+  if (!acts.valid() || !biases.valid() || acts.rank() != 4 ||
+      biases.rank() != 1 || biases.dim(0) != acts.dim(1))
+    throw ShapeError("addBias: activations " +
+                     (acts.valid() ? acts.shapeToString() : "(empty)") +
+                     " and biases " +
+                     (biases.valid() ? biases.shapeToString() : "(empty)") +
+                     " do not fit; give activations [N, C, H, W] and biases "
+                     "[C]");
+  if (acts.elementType() != biases.elementType())
+    throw TypeError("addBias: activations are " +
+                    std::string(typeName(acts.elementType())) +
+                    " but biases are " +
+                    std::string(typeName(biases.elementType())) +
+                    "; give both the same type");
+  addInPlace(graph, acts, biases.reshape({biases.dim(0), 1, 1}), prog,
+             nameOr(dc, "addBias"), options);
+}
+
+} // namespace tessera::ops

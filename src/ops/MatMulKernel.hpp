@@ -1,0 +1,30 @@
+// Private to ops/: the host kernel behind the MatMulBlock vertex. A tile's
+// block product C[m x n] (+)= A[m x k] B[k x n] in float, with A given as row
+// pointers and B as row pointers, so that the blocks a vertex receives as
+// several panels (its own piece in place, the others gathered by exchange)
+// need no assembling copy. The benchmarks call it directly to compare it
+// with OpenBLAS on the same block shape.
+#pragma once
+
+#include "tessera/support/Half.hpp"
+
+#include <cstddef>
+
+namespace tessera::ops::matmul {
+
+/// C = A B (or C += A B when \p accumulate) for an m x n block over k.
+/// Row r of A is aRows[r][0..k), row q of B is bRows[q][0..n), C is
+/// row-major with leading dimension \p ldc. When \p roundToHalf, every
+/// output's running sum is rounded to half precision after each 16
+/// products (the first 16 of the call, the next 16, ...), so the result is
+/// what accumulating in half-precision partials at that granularity gives.
+void gemm(std::size_t m, std::size_t n, std::size_t k,
+          const float *const *aRows, const float *const *bRows, float *c,
+          std::size_t ldc, bool accumulate, bool roundToHalf = false);
+
+/// Converts \p n halves to floats (F16C, 8 at a time).
+void halfToFloat(const Half *src, float *dst, std::size_t n);
+/// Converts \p n floats to halves, rounding to nearest even.
+void floatToHalf(const float *src, Half *dst, std::size_t n);
+
+} // namespace tessera::ops::matmul

@@ -1,0 +1,411 @@
+// reduce() and reduceWithOutput(): checks, then the two-stage plan of
+// ReduceInternal.hpp turned into vertices.
+#include "tessera/ops/Reduce.hpp"
+
+#include "OpsInternal.hpp"
+#include "ReduceInternal.hpp"
+
+#include "tessera/device/Target.hpp"
+#include "tessera/support/Error.hpp"
+#include "tessera/support/OptionParser.hpp"
+
+#include <cmath>
+#include <map>
+#include <ostream>
+
+namespace tessera::ops {
+
+std::string_view operationName(Operation op) {
+  switch (op) {
+  case Operation::ADD:
+    return "ADD";
+  case Operation::MUL:
+    return "MUL";
+  case Operation::MIN:
+    return "MIN";
+  case Operation::MAX:
+    return "MAX";
+  case Operation::SQUARE_ADD:
+    return "SQUARE_ADD";
+  case Operation::LOG_ADD:
+    return "LOG_ADD";
+  case Operation::LOGICAL_AND:
+    return "LOGICAL_AND";
+  case Operation::LOGICAL_OR:
+    return "LOGICAL_OR";
+  }
+  return "?";
+}
+
+std::ostream &operator<<(std::ostream &os, Operation op) {
+  return os << operationName(op);
+}
+
+std::vector<std::size_t> reducedShape(const char *op,
+                                      const std::vector<std::size_t> &shape,
+                                      const std::vector<std::size_t> &dims) {
+  std::vector<bool> reduced(shape.size(), false);
+  for (std::size_t d : dims) {
+    if (d >= shape.size())
+      throw ShapeError(std::string(op) + ": dimension " + std::to_string(d) +
+                       " is out of range for a tensor of rank " +
+                       std::to_string(shape.size()) +
+                       (shape.empty() ? std::string("; a scalar has no "
+                                                    "dimensions to reduce")
+                                      : "; dimensions are numbered 0 to " +
+                                            std::to_string(shape.size() - 1)));
+    if (reduced[d])
+      throw ShapeError(std::string(op) + ": dimension " + std::to_string(d) +
+                       " is listed twice in the dimensions to reduce; list "
+                       "each dimension once");
+    reduced[d] = true;
+  }
+  std::vector<std::size_t> out;
+  for (std::size_t d = 0; d < shape.size(); ++d)
+    if (!reduced[d])
+      out.push_back(shape[d]);
+  return out;
+}
+
+namespace {
+
+using namespace reduceplan;
+
+bool isLogical(Operation op) {
+  return op == Operation::LOGICAL_AND || op == Operation::LOGICAL_OR;
+}
+
+std::string typeStr(Type t) { return std::string(typeName(t)); }
+std::string opStr(Operation op) { return std::string(operationName(op)); }
+
+void checkTypes(const char *name, Type in, Type out, Operation op) {
+  const std::string what = std::string(name) + ": " + opStr(op);
+  if (isLogical(op) != (in == BOOL)) {
+    if (in == BOOL)
+      throw TypeError(what + " needs a numeric input but the input is bool; "
+                             "use LOGICAL_AND or LOGICAL_OR, or cast it");
+    throw TypeError(what + " needs a bool input but the input is " +
+                    typeStr(in) + "; cast it to bool first");
+  }
+  if (in == FLOAT || in == HALF) {
+    if (out != FLOAT && out != HALF)
+      throw TypeError(what + " of a " + typeStr(in) +
+                      " input gives float or half, not " + typeStr(out));
+    return;
+  }
+  if (in == INT || in == UNSIGNED_INT) {
+    if (op == Operation::LOG_ADD)
+      throw TypeError(what +
+                      " needs a float or half input but the input "
+                      "is " +
+                      typeStr(in) + "; cast it to float first");
+  } else if (in != BOOL) {
+    throw TypeError(what + ": the input type " + typeStr(in) +
+                    " is not supported; reductions take float, half, int, "
+                    "unsigned int and bool (cast first)");
+  }
+  if (out != in)
+    throw TypeError(what + " of a " + typeStr(in) + " input gives " +
+                    typeStr(in) + ", not " + typeStr(out) +
+                    "; cast the result instead");
+}
+
+void checkScale(const char *name, const ReduceParams &params) {
+  if (!std::isfinite(params.scale))
+    throw UnsupportedError(std::string(name) +
+                           ": the scale must be finite, "
+                           "but it is " +
+                           std::to_string(params.scale));
+  if (isLogical(params.op) && params.scale != 1.0f)
+    throw UnsupportedError(std::string(name) + ": " + opStr(params.op) +
+                           " takes no scale, but the scale is " +
+                           std::to_string(params.scale) + "; use 1");
+  if (params.op == Operation::LOG_ADD && !(params.scale > 0.0f))
+    throw UnsupportedError(
+        std::string(name) +
+        ": LOG_ADD scales in the log domain (it adds log(scale)), so the "
+        "scale must be positive, but it is " +
+        std::to_string(params.scale));
+}
+
+// The type of the partials exchanged between tiles.
+Type partialType(const char *name, Type in, const OptionFlags &flags) {
+  std::string interTile = "float";
+  OptionParser p(name);
+  p.add("accumType.interTile", interTile);
+  p.parse(flags);
+  if (interTile != "float" && interTile != "half")
+    throw OptionError(std::string(name) +
+                      ": accumType.interTile must be \"float\" or \"half\", "
+                      "not \"" +
+                      interTile + "\"");
+  if (in != FLOAT && in != HALF)
+    return in;
+  return interTile == "half" ? HALF : FLOAT;
+}
+
+// The operation that combines partials: sums of squares are added.
+Operation partialOp(Operation op) {
+  return op == Operation::SQUARE_ADD ? Operation::ADD : op;
+}
+
+void addReduceVertex(Graph &graph, ComputeSet cs, const std::string &cls,
+                     unsigned tile, const std::vector<Tensor> &parts,
+                     const std::vector<unsigned> &meta, const Tensor &out,
+                     float scale) {
+  VertexRef v = graph.addVertex(cs, cls);
+  graph.setFieldSize(v["partials"], parts.size());
+  if (!parts.empty())
+    graph.connect(v["partials"], parts);
+  graph.connect(v["out"], out);
+  graph.setInitialValue(v["meta"], meta);
+  graph.setInitialValue(v["scale"], scale);
+  graph.setTileMapping(v, tile);
+}
+
+// Stage-1 vertex: the pieces of the canonical view into `out`.
+void addStage1Vertex(Graph &graph, ComputeSet cs, const std::string &cls,
+                     const CanonicalView &cv, const VertexWork &w,
+                     const Tensor &out, float scale) {
+  std::vector<Tensor> parts;
+  std::vector<unsigned> meta;
+  for (const Piece &p : w.pieces) {
+    parts.push_back(cv.flat.slice(p.begin, p.begin + p.size()));
+    meta.insert(meta.end(),
+                {static_cast<unsigned>(p.out - w.outBegin),
+                 static_cast<unsigned>(p.cover), static_cast<unsigned>(p.q)});
+  }
+  addReduceVertex(graph, cs, cls, w.tile, parts, meta, out, scale);
+}
+
+// Partials exchanged between stages: tensors[i] holds outputs
+// [ranges[i].begin, ranges[i].end) on tile ranges[i].tile.
+struct Sources {
+  std::vector<OwnedRange> ranges;
+  std::vector<Tensor> tensors;
+};
+
+// One variable of `type` holding every range, each on its own tile.
+Sources allocate(Graph &graph, Type type, const std::vector<OwnedRange> &ranges,
+                 const DebugContext &dc) {
+  Sources s;
+  s.ranges = ranges;
+  std::size_t total = 0;
+  TileMapping mapping(graph.getTarget().getNumTiles());
+  for (const OwnedRange &r : ranges) {
+    mapping[r.tile].emplace_back(total, total + (r.end - r.begin));
+    total += r.end - r.begin;
+  }
+  if (!total)
+    return s;
+  Tensor t = graph.addVariable(type, {total}, dc);
+  graph.setTileMapping(t, mapping);
+  total = 0;
+  for (const OwnedRange &r : ranges) {
+    s.tensors.push_back(t.slice(total, total + (r.end - r.begin)));
+    total += r.end - r.begin;
+  }
+  return s;
+}
+
+// A vertex reducing the parts of `src` that overlap outputs [v.begin,
+// v.end) into `out`.
+void addGatherVertex(Graph &graph, ComputeSet cs, const std::string &cls,
+                     const Stage2Vertex &v, const Sources &src,
+                     const Tensor &out, float scale) {
+  // Slices over the same outputs are joined into one multi-row partial:
+  // the exchange delivers them into one contiguous buffer, as it would on
+  // the IPU, and the vertex reads them as one vectorised run.
+  std::map<std::pair<std::size_t, std::size_t>, std::vector<Tensor>> byRange;
+  for (std::size_t s : v.sources) {
+    const OwnedRange &r = src.ranges[s];
+    const std::size_t lo = std::max(v.begin, r.begin),
+                      hi = std::min(v.end, r.end);
+    byRange[{lo, hi}].push_back(
+        src.tensors[s].slice(lo - r.begin, hi - r.begin));
+  }
+  std::vector<Tensor> parts;
+  std::vector<unsigned> meta;
+  for (const auto &[range, slices] : byRange) {
+    parts.push_back(concat(slices));
+    meta.insert(meta.end(),
+                {static_cast<unsigned>(range.first - v.begin),
+                 static_cast<unsigned>(range.second - range.first), 1u});
+  }
+  addReduceVertex(graph, cs, cls, v.tile, parts, meta, out, scale);
+}
+
+// Above this many partials for one output, an intermediate level reduces
+// them in groups first: with one partial per tile of a full ipu2 (1472),
+// the owner would receive 1472 values and the exchange would have that
+// many pieces per output; a level of sqrt-sized groups cuts both to ~40.
+constexpr std::size_t kMaxFanIn = 128;
+
+struct ReduceRequest {
+  const char *name;
+  Tensor in;
+  Type outType;
+  std::vector<std::size_t> dims;
+  ReduceParams params;
+};
+
+// Stage 1: finishing vertices write the output, the others partials
+// (returned).
+Sources addStage1(Graph &graph, const ReduceRequest &r, Type partType,
+                  const CanonicalView &cv, const SplitWork &split,
+                  const Tensor &outFlat, Sequence &prog,
+                  const DebugContext &dc) {
+  Sources partials = allocate(graph, partType, sourcesOf(split.partial),
+                              DebugContext(dc, "partials"));
+  const Type inType = r.in.elementType();
+  const ReduceParams &p = r.params;
+  ComputeSet cs = graph.addComputeSet(DebugContext(dc, "stage1"));
+  const std::string finishCls =
+      reduceVertexName(p.op, p.update, inType, r.outType);
+  for (const VertexWork &w : split.finishing)
+    addStage1Vertex(graph, cs, finishCls, cv, w,
+                    outFlat.slice(w.outBegin, w.outEnd), p.scale);
+  const std::string partialCls =
+      reduceVertexName(p.op, false, inType, partType);
+  for (std::size_t i = 0; i < split.partial.size(); ++i)
+    addStage1Vertex(graph, cs, partialCls, cv, split.partial[i],
+                    partials.tensors[i], 1.0f);
+  if (!split.finishing.empty() || !split.partial.empty())
+    prog.add(program::Execute(cs, DebugContext(dc, "stage1")));
+  return partials;
+}
+
+// Intermediate levels while some output has too many partials; returns the
+// partials of the last level.
+Sources addIntermediateLevels(Graph &graph, Operation op, Type partType,
+                              Sources partials, Sequence &prog,
+                              const DebugContext &dc) {
+  const unsigned workers = graph.getTarget().getNumWorkerContexts();
+  const std::string cls = reduceVertexName(op, false, partType, partType);
+  for (unsigned level = 1;; ++level) {
+    const std::vector<Stage2Vertex> inter =
+        planIntermediate(partials.ranges, workers, kMaxFanIn);
+    if (inter.empty())
+      return partials;
+    std::vector<OwnedRange> ranges;
+    for (const Stage2Vertex &v : inter)
+      ranges.push_back({v.begin, v.end, v.tile});
+    const std::string name = "intermediate" + std::to_string(level);
+    Sources next = allocate(graph, partType, ranges, DebugContext(dc, name));
+    ComputeSet cs = graph.addComputeSet(DebugContext(dc, name));
+    for (std::size_t i = 0; i < inter.size(); ++i)
+      addGatherVertex(graph, cs, cls, inter[i], partials, next.tensors[i],
+                      1.0f);
+    prog.add(program::Execute(cs, DebugContext(dc, name)));
+    partials = std::move(next);
+  }
+}
+
+// Plans and adds the reduction of r.in into `out` (created here, mapped
+// where its last stage runs, when not valid). Returns the output.
+Tensor reduceImpl(Graph &graph, const ReduceRequest &r, Tensor out,
+                  Sequence &prog, const DebugContext &dc,
+                  const OptionFlags &options) {
+  if (!r.in.valid())
+    throw ShapeError(std::string(r.name) + ": the input is an empty tensor");
+  const auto outShape = reducedShape(r.name, r.in.shape(), r.dims);
+  checkTypes(r.name, r.in.elementType(), r.outType, r.params.op);
+  checkScale(r.name, r.params);
+  const Type partType = partialType(r.name, r.in.elementType(), options);
+  std::vector<bool> reduced(r.in.rank(), false);
+  for (std::size_t d : r.dims)
+    reduced[d] = true;
+  std::size_t numOutputs = 1;
+  for (std::size_t d : outShape)
+    numOutputs *= d;
+
+  const Target &target = graph.getTarget();
+  const unsigned workers = target.getNumWorkerContexts();
+  const CanonicalView cv =
+      r.in.numElements() ? canonicalView(r.in, reduced) : CanonicalView{};
+  const std::vector<VertexWork> work = r.in.numElements()
+                                           ? planStage1(graph, cv, workers)
+                                           : std::vector<VertexWork>{};
+  const std::vector<Coverage> cov = coverage(work, numOutputs);
+  if (!out.valid()) {
+    out = graph.addVariable(r.outType, outShape, DebugContext(dc, "out"));
+    graph.setTileMapping(out,
+                         ownerMapping(cov, numOutputs, target.getNumTiles()));
+  }
+  if (numOutputs == 0)
+    return out;
+  const Tensor outFlat = out.flatten();
+  const std::vector<OwnedRange> owners =
+      ownedRanges(graph.getTileMapping(outFlat));
+  const SplitWork split = splitFinishing(work, cov, owners);
+  const Operation op2 = partialOp(r.params.op);
+  const Sources partials = addIntermediateLevels(
+      graph, op2, partType,
+      addStage1(graph, r, partType, cv, split, outFlat, prog, dc), prog, dc);
+
+  // Stage 2: the owners reduce the partials of their outputs.
+  const std::vector<Stage2Vertex> stage2 =
+      planStage2(partials.ranges, split, owners, workers);
+  if (stage2.empty())
+    return out;
+  ComputeSet cs = graph.addComputeSet(DebugContext(dc, "stage2"));
+  const std::string cls =
+      reduceVertexName(op2, r.params.update, partType, r.outType);
+  for (const Stage2Vertex &v : stage2)
+    addGatherVertex(graph, cs, cls, v, partials, outFlat.slice(v.begin, v.end),
+                    r.params.scale);
+  prog.add(program::Execute(cs, DebugContext(dc, "stage2")));
+  return out;
+}
+
+std::string shapeText(const std::vector<std::size_t> &shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+DebugContext nameOr(const DebugContext &dc, const char *name) {
+  return dc.name.empty() ? DebugContext(name) : dc;
+}
+
+} // namespace
+
+Tensor reduce(Graph &graph, const Tensor &in, Type outType,
+              const std::vector<std::size_t> &dims, ReduceParams params,
+              Sequence &prog, const DebugContext &dc,
+              const OptionFlags &options) {
+  if (params.update)
+    throw UnsupportedError("reduce: params.update combines the result into "
+                           "an existing output; use reduceWithOutput");
+  return reduceImpl(graph, {"reduce", in, outType, dims, params}, Tensor(),
+                    prog, nameOr(dc, "reduce"), options);
+}
+
+Tensor reduce(Graph &graph, const Tensor &in,
+              const std::vector<std::size_t> &dims, ReduceParams params,
+              Sequence &prog, const DebugContext &dc,
+              const OptionFlags &options) {
+  if (!in.valid())
+    throw ShapeError("reduce: the input is an empty tensor");
+  return reduce(graph, in, in.elementType(), dims, params, prog, dc, options);
+}
+
+void reduceWithOutput(Graph &graph, const Tensor &in, const Tensor &out,
+                      const std::vector<std::size_t> &dims, ReduceParams params,
+                      Sequence &prog, const DebugContext &dc,
+                      const OptionFlags &options) {
+  const char *name = "reduceWithOutput";
+  if (!in.valid() || !out.valid())
+    throw ShapeError(std::string(name) + ": the input or the output is an "
+                                         "empty tensor");
+  const auto shape = reducedShape(name, in.shape(), dims);
+  if (shape != out.shape())
+    throw ShapeError(std::string(name) + ": reducing " + in.shapeToString() +
+                     " gives " + shapeText(shape) +
+                     " but the output has shape " + out.shapeToString());
+  reduceImpl(graph, {name, in, out.elementType(), dims, params}, out, prog,
+             nameOr(dc, name), options);
+}
+
+} // namespace tessera::ops

@@ -1,0 +1,462 @@
+// Convolution: forward, input gradient and weight gradient against the host
+// reference in float and half on 1, 4 and 1472 tiles (stride, padding,
+// kernel dilation, groups, non-square shapes, both kernel orientations);
+// gradients against finite differences of the reference forward pass;
+// plans that split the reduced dimension; createInput / createWeights;
+// addBias; errors; cycle estimates.
+#include "OpsTestUtil.hpp"
+
+#include "ops/ConvInternal.hpp"
+
+#include "tessera/ops/Conv.hpp"
+#include "tessera/ops/Reference.hpp"
+#include "tessera/support/Error.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+using namespace tessera;
+using namespace tessera::ops;
+using namespace tessera::test;
+using ::testing::HasSubstr;
+
+namespace {
+
+std::size_t product(const std::vector<std::size_t> &s) {
+  std::size_t n = 1;
+  for (std::size_t d : s)
+    n *= d;
+  return n;
+}
+
+std::vector<double> rounded(Type t, std::vector<double> v) {
+  for (double &x : v)
+    x = reference::roundTo(t, x);
+  return v;
+}
+
+std::vector<double> absolute(std::vector<double> v) {
+  for (double &x : v)
+    x = std::fabs(x);
+  return v;
+}
+
+// Float sums differ from double ones by rounding that grows with the sum
+// of the terms' magnitudes (l1); half results add their own rounding.
+void expectClose(const std::vector<double> &got,
+                 const std::vector<double> &want, const std::vector<double> &l1,
+                 Type type, const std::string &what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  const double rel = type == HALF ? 2e-3 : 2e-6;
+  for (std::size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], rel * (l1[i] + 1.0))
+        << what << " at element " << i;
+}
+
+ConvParams makeParams(Type type, std::size_t n, std::array<std::size_t, 2> in,
+                      std::array<std::size_t, 2> k, std::size_t cin,
+                      std::size_t cout, std::size_t groups = 1) {
+  return ConvParams(type, n, in, k, cin, cout, groups);
+}
+
+struct Case {
+  const char *name;
+  ConvParams p;
+};
+
+// Shapes that exercise every addressing path of the vertices.
+std::vector<Case> forwardCases(Type t) {
+  std::vector<Case> cases;
+  ConvParams a = makeParams(t, 2, {7, 6}, {3, 3}, 3, 4);
+  a.paddingLower = a.paddingUpper = {1, 1};
+  cases.push_back({"3x3 same padding", a});
+  ConvParams b = makeParams(t, 1, {9, 8}, {3, 2}, 5, 7);
+  b.stride = {2, 1};
+  b.paddingLower = {1, 0};
+  b.paddingUpper = {2, 1};
+  cases.push_back({"stride 2x1, uneven padding", b});
+  ConvParams c = makeParams(t, 2, {8, 7}, {3, 3}, 2, 3);
+  c.kernelDilation = {2, 1};
+  c.paddingLower = c.paddingUpper = {2, 1};
+  cases.push_back({"dilation 2x1", c});
+  ConvParams d = makeParams(t, 1, {5, 6}, {3, 3}, 2, 3, 3);
+  d.stride = {2, 2};
+  d.paddingLower = {1, 1};
+  cases.push_back({"3 groups, stride 2x2", d});
+  ConvParams e = makeParams(t, 2, {4, 3}, {1, 1}, 6, 20);
+  cases.push_back({"1x1 kernel, narrow output, 20 channels", e});
+  ConvParams f = makeParams(t, 1, {2, 40}, {1, 3}, 2, 5);
+  f.kernelDilation = {1, 2};
+  cases.push_back({"wide rows with a partial panel", f});
+  ConvParams g = makeParams(t, 1, {6, 9}, {2, 3}, 3, 18);
+  g.stride = {1, 3};
+  g.paddingUpper = {0, 2};
+  cases.push_back({"column stride 3", g});
+  return cases;
+}
+
+RunResult runForward(unsigned tiles, const ConvParams &p,
+                     const std::vector<double> &x, const std::vector<double> &w,
+                     const OptionFlags &options = {}) {
+  return runOp(tiles,
+               {{p.inputType, p.getInputShape(), x},
+                {p.inputType, p.getWeightsShape(), w}},
+               [&](Graph &g, const auto &in, program::Sequence &prog) {
+                 return std::vector<Tensor>{convolution(
+                     g, in[0], in[1], p, false, prog, "conv", options)};
+               });
+}
+
+void checkForward(unsigned tiles, const ConvParams &p, const std::string &what,
+                  const OptionFlags &options = {}) {
+  const Type t = p.inputType;
+  const auto x = rounded(t, spread(product(p.getInputShape()), -1, 1));
+  const auto w = rounded(t, spread(product(p.getWeightsShape()), -0.5, 0.5));
+  const RunResult r = runForward(tiles, p, x, w, options);
+  expectClose(r.outputs[0], reference::convolution(p, x, w),
+              reference::convolution(p, absolute(x), absolute(w)), p.outputType,
+              what);
+}
+
+TEST(ConvForward, MatchesReferenceInFloatOnOneAndFourTiles) {
+  for (unsigned tiles : {1u, 4u})
+    for (const Case &c : forwardCases(FLOAT))
+      checkForward(tiles, c.p,
+                   std::string(c.name) + " on " + std::to_string(tiles));
+}
+
+TEST(ConvForward, MatchesReferenceInHalfOnOneAndFourTiles) {
+  for (unsigned tiles : {1u, 4u})
+    for (const Case &c : forwardCases(HALF))
+      checkForward(tiles, c.p,
+                   std::string(c.name) + " on " + std::to_string(tiles));
+}
+
+TEST(ConvForward, MatchesReferenceOn1472Tiles) {
+  for (Type t : {FLOAT, HALF}) {
+    ConvParams p = makeParams(t, 2, {5, 4}, {3, 3}, 3, 4, 2);
+    p.paddingLower = p.paddingUpper = {1, 1};
+    p.stride = {2, 1};
+    checkForward(1472, p, "1472 tiles");
+  }
+}
+
+TEST(ConvForward, MixedInputAndOutputTypes) {
+  ConvParams p = makeParams(HALF, 2, {5, 5}, {3, 3}, 3, 4);
+  p.outputType = FLOAT;
+  checkForward(4, p, "half to float");
+  ConvParams q = makeParams(FLOAT, 2, {5, 5}, {3, 3}, 3, 4);
+  q.outputType = HALF;
+  checkForward(4, q, "float to half");
+}
+
+// Deep inputs with few outputs on many tiles: the plan splits the input
+// channels and reduces the partial sums in a second compute set.
+TEST(ConvForward, SplitsInputChannelsAndReducesPartials) {
+  ConvParams p = makeParams(FLOAT, 1, {2, 2}, {1, 1}, 256, 2);
+  const Target target = Target::createIPUTarget(1, "ipu2");
+  const auto s = conv::forwardShape(p, FLOAT);
+  const conv::Plan plan =
+      conv::choosePlan(target, s, conv::Pass::Forward, conv::ConvOptions{});
+  EXPECT_GT(plan.inChans, 1u);
+  checkForward(1472, p, "input channels split, float");
+  ConvParams h = p;
+  h.inputType = h.outputType = HALF;
+  checkForward(1472, h, "input channels split, half partials",
+               {{"partialsType", "half"}});
+  checkForward(1472, h, "input channels split, float partials");
+}
+
+TEST(ConvForward, TransposedAndFlippedWeightsGiveTheInputGradient) {
+  // Stride 1: dIn = conv(dOut, flip(transpose(W))) with padding k-1-p.
+  ConvParams f = makeParams(FLOAT, 2, {6, 5}, {3, 2}, 3, 4);
+  f.paddingLower = {1, 0};
+  f.paddingUpper = {1, 1};
+  ConvParams b = makeParams(FLOAT, 2, {6, 5}, {3, 2}, 4, 3);
+  b.inputFieldShape = f.getOutputFieldShape();
+  b.paddingLower = {1, 1};
+  b.paddingUpper = {1, 0};
+  ASSERT_EQ(b.getOutputFieldShape(), f.inputFieldShape);
+  const auto dy = spread(product(f.getOutputShape()), -1, 1);
+  const auto w = spread(product(f.getWeightsShape()), -0.5, 0.5);
+  const RunResult r = runOp(
+      4, {{FLOAT, f.getOutputShape(), dy}, {FLOAT, f.getWeightsShape(), w}},
+      [&](Graph &g, const auto &in, program::Sequence &prog) {
+        return std::vector<Tensor>{
+            convolution(g, in[0], in[1], b, true, prog),
+            convolutionInputGradient(g, in[0], in[1], f, prog)};
+      });
+  const auto want = reference::convolutionInputGradient(f, dy, w);
+  const auto l1 =
+      reference::convolutionInputGradient(f, absolute(dy), absolute(w));
+  expectClose(r.outputs[0], want, l1, FLOAT, "transposed and flipped");
+  expectClose(r.outputs[1], want, l1, FLOAT, "input gradient");
+}
+
+// ---- Gradients -------------------------------------------------------------
+
+std::vector<Case> gradientCases(Type t) {
+  std::vector<Case> cases;
+  ConvParams a = makeParams(t, 2, {6, 5}, {3, 3}, 3, 4);
+  a.paddingLower = a.paddingUpper = {1, 1};
+  cases.push_back({"3x3 same padding", a});
+  ConvParams b = makeParams(t, 1, {9, 8}, {3, 2}, 2, 3);
+  b.stride = {2, 3};
+  b.paddingLower = {1, 0};
+  b.paddingUpper = {0, 2};
+  cases.push_back({"stride 2x3", b});
+  ConvParams c = makeParams(t, 2, {7, 7}, {2, 3}, 2, 2, 2);
+  c.kernelDilation = {2, 2};
+  c.paddingLower = {0, 2};
+  c.paddingUpper = {1, 0};
+  cases.push_back({"dilation and 2 groups", c});
+  ConvParams d = makeParams(t, 1, {5, 4}, {1, 1}, 4, 3);
+  d.paddingUpper = {3, 0};
+  d.stride = {2, 1};
+  cases.push_back({"1x1 kernel, padding only read as zeros", d});
+  return cases;
+}
+
+// Runs both gradients of p with deltas dy on \p tiles tiles.
+RunResult runGradients(unsigned tiles, const ConvParams &p,
+                       const std::vector<double> &x,
+                       const std::vector<double> &w,
+                       const std::vector<double> &dy) {
+  const Type t = p.inputType;
+  return runOp(tiles,
+               {{t, p.getInputShape(), x},
+                {t, p.getWeightsShape(), w},
+                {t, p.getOutputShape(), dy}},
+               [&](Graph &g, const auto &in, program::Sequence &prog) {
+                 return std::vector<Tensor>{
+                     convolutionInputGradient(g, in[2], in[1], p, prog),
+                     convolutionWeightGradient(g, in[2], in[0], p, prog)};
+               });
+}
+
+void checkGradients(unsigned tiles, const ConvParams &p,
+                    const std::string &what) {
+  const Type t = p.inputType;
+  const auto x = rounded(t, spread(product(p.getInputShape()), -1, 1));
+  const auto w = rounded(t, spread(product(p.getWeightsShape()), -0.5, 0.5));
+  const auto dy = rounded(t, spread(product(p.getOutputShape()), -1, 1));
+  const RunResult r = runGradients(tiles, p, x, w, dy);
+  expectClose(r.outputs[0], reference::convolutionInputGradient(p, dy, w),
+              reference::convolutionInputGradient(p, absolute(dy), absolute(w)),
+              t, what + ": input gradient");
+  expectClose(
+      r.outputs[1], reference::convolutionWeightGradient(p, dy, x),
+      reference::convolutionWeightGradient(p, absolute(dy), absolute(x)), t,
+      what + ": weight gradient");
+}
+
+TEST(ConvGradients, MatchReferenceInFloatAndHalfOnOneAndFourTiles) {
+  for (Type t : {FLOAT, HALF})
+    for (unsigned tiles : {1u, 4u})
+      for (const Case &c : gradientCases(t))
+        checkGradients(tiles, c.p,
+                       std::string(c.name) + " " + std::string(typeName(t)) +
+                           " on " + std::to_string(tiles));
+}
+
+TEST(ConvGradients, MatchReferenceOn1472Tiles) {
+  for (Type t : {FLOAT, HALF}) {
+    ConvParams p = makeParams(t, 3, {6, 5}, {3, 3}, 2, 3);
+    p.paddingLower = p.paddingUpper = {1, 1};
+    p.stride = {2, 1};
+    checkGradients(1472, p,
+                   std::string("1472 tiles ") + std::string(typeName(t)));
+  }
+}
+
+// Many output positions and few weights: the weight-gradient plan splits
+// the batch and rows and reduces the partial sums.
+TEST(ConvGradients, WeightGradientSplitsBatchAndRows) {
+  ConvParams p = makeParams(FLOAT, 4, {12, 12}, {3, 3}, 2, 2);
+  p.paddingLower = p.paddingUpper = {1, 1};
+  const auto s = conv::forwardShape(p, FLOAT);
+  const conv::Plan plan =
+      conv::choosePlan(Target::createIPUTarget(1, "ipu2"), s,
+                       conv::Pass::WeightGrad, conv::ConvOptions{});
+  EXPECT_GT(plan.reduceParts(conv::Pass::WeightGrad), 1u);
+  checkGradients(1472, p, "batch and rows split");
+}
+
+// The loss L = sum(out * dy) is linear in x and w, so central differences
+// of the reference forward pass equal the gradients up to rounding.
+TEST(ConvGradients, MatchFiniteDifferences) {
+  for (const Case &c : gradientCases(FLOAT)) {
+    const ConvParams &p = c.p;
+    const auto x = spread(product(p.getInputShape()), -1, 1);
+    const auto w = spread(product(p.getWeightsShape()), -0.5, 0.5);
+    const auto dy = spread(product(p.getOutputShape()), -1, 1);
+    const RunResult r = runGradients(4, p, x, w, dy);
+    const auto loss = [&](const std::vector<double> &xs,
+                          const std::vector<double> &ws) {
+      const auto out = reference::convolution(p, xs, ws);
+      double l = 0;
+      for (std::size_t i = 0; i < out.size(); ++i)
+        l += out[i] * dy[i];
+      return l;
+    };
+    const double h = 1e-3;
+    for (std::size_t i = 0; i < x.size(); i += 7) {
+      auto up = x, down = x;
+      up[i] += h;
+      down[i] -= h;
+      const double fd = (loss(up, w) - loss(down, w)) / (2 * h);
+      EXPECT_NEAR(r.outputs[0][i], fd, 1e-4) << c.name << " dIn " << i;
+    }
+    for (std::size_t i = 0; i < w.size(); i += 3) {
+      auto up = w, down = w;
+      up[i] += h;
+      down[i] -= h;
+      const double fd = (loss(x, up) - loss(x, down)) / (2 * h);
+      EXPECT_NEAR(r.outputs[1][i], fd, 1e-4) << c.name << " dW " << i;
+    }
+  }
+}
+
+// ---- Layouts, bias -------------------------------------------------------
+
+TEST(ConvLayout, CreatedTensorsAreMappedAndGiveTheSameResult) {
+  ConvParams p = makeParams(FLOAT, 2, {8, 8}, {3, 3}, 4, 6);
+  p.paddingLower = p.paddingUpper = {1, 1};
+  const auto x = spread(product(p.getInputShape()), -1, 1);
+  const auto w = spread(product(p.getWeightsShape()), -0.5, 0.5);
+  const RunResult r = runOp(
+      16, {{FLOAT, p.getInputShape(), x}, {FLOAT, p.getWeightsShape(), w}},
+      [&](Graph &g, const auto &in, program::Sequence &prog) {
+        Tensor a = createInput(g, p, "a");
+        Tensor b = createWeights(g, p, "b");
+        EXPECT_EQ(a.shape(), p.getInputShape());
+        EXPECT_EQ(b.shape(), p.getWeightsShape());
+        EXPECT_NO_THROW(g.getTileMapping(a));
+        EXPECT_NO_THROW(g.getTileMapping(b));
+        prog.add(program::Copy(in[0], a));
+        prog.add(program::Copy(in[1], b));
+        return std::vector<Tensor>{convolution(g, a, b, p, false, prog)};
+      });
+  expectClose(r.outputs[0], reference::convolution(p, x, w),
+              reference::convolution(p, absolute(x), absolute(w)), FLOAT,
+              "created tensors");
+}
+
+TEST(ConvLayout, AddBiasAddsPerChannel) {
+  ConvParams p = makeParams(FLOAT, 2, {3, 4}, {1, 1}, 1, 5);
+  const std::vector<std::size_t> shape = p.getOutputShape();
+  const auto a = spread(product(shape), -1, 1);
+  const auto b = spread(5, -3, 3);
+  const RunResult r = runOp(
+      4, {{FLOAT, shape, a}, {FLOAT, {5}, b}},
+      [&](Graph &g, const auto &in, program::Sequence &prog) {
+        EXPECT_EQ(createBiases(g, p).shape(), std::vector<std::size_t>{5});
+        addBias(g, in[0], in[1], prog);
+        return std::vector<Tensor>{in[0]};
+      });
+  for (std::size_t i = 0; i < a.size(); ++i)
+    ASSERT_NEAR(r.outputs[0][i], a[i] + b[i / 12 % 5], 1e-6) << i;
+}
+
+// ---- Errors ---------------------------------------------------------------
+
+template <typename E, typename F>
+void expectError(F &&f, const std::string &fragment) {
+  try {
+    f();
+    ADD_FAILURE() << "expected an error containing \"" << fragment << "\"";
+  } catch (const E &e) {
+    EXPECT_THAT(e.what(), HasSubstr(fragment));
+  }
+}
+
+TEST(ConvErrors, ParamsSayWhatIsWrong) {
+  ConvParams p = makeParams(FLOAT, 1, {4, 4}, {6, 3}, 1, 1);
+  p.paddingLower = {1, 0};
+  expectError<ShapeError>([&] { p.validate(); },
+                          "kernel height 6 (dilated by 1: 6) is larger than "
+                          "the padded input height 4 + 1 + 0 = 5");
+  ConvParams q = makeParams(FLOAT, 1, {4, 4}, {1, 1}, 0, 1);
+  expectError<ShapeError>([&] { q.validate(); },
+                          "inputChannelsPerConvGroup is 0");
+  ConvParams r = makeParams(INT, 1, {4, 4}, {1, 1}, 1, 1);
+  expectError<TypeError>([&] { r.validate(); }, "use float or half");
+  ConvParams s = makeParams(FLOAT, 1, {4, 4}, {1, 1}, 1, 1);
+  s.stride = {0, 1};
+  expectError<ShapeError>([&] { s.validate(); }, "height stride is 0");
+}
+
+TEST(ConvErrors, OperandsMustMatchTheParams) {
+  Graph g(Target::createIPUTarget(1, "ipu2", {{"tilesPerIPU", "4"}}));
+  addCodelets(g);
+  const ConvParams p = makeParams(FLOAT, 2, {5, 5}, {3, 3}, 3, 4);
+  Tensor x = g.addVariable(FLOAT, {2, 3, 5, 6});
+  Tensor w = g.addVariable(FLOAT, p.getWeightsShape());
+  Tensor xh = g.addVariable(HALF, p.getInputShape());
+  program::Sequence prog;
+  expectError<ShapeError>(
+      [&] { convolution(g, x, w, p, false, prog); },
+      "convolution: the input has shape [2, 3, 5, 6] but the parameters "
+      "need [2, 3, 5, 5]");
+  expectError<TypeError>([&] { convolution(g, xh, w, p, false, prog); },
+                         "the input has type half");
+  Tensor xg = g.addVariable(FLOAT, p.getInputShape());
+  expectError<ShapeError>(
+      [&] { convolution(g, xg, w, p, true, prog); },
+      "the weights has shape [1, 4, 3, 3, 3] but the parameters need "
+      "[1, 3, 4, 3, 3]");
+  expectError<OptionError>(
+      [&] {
+        createInput(g, p, {}, {{"partialType", "half"}});
+      },
+      "partialsType");
+  expectError<OptionError>(
+      [&] {
+        createInput(g, p, {}, {{"availableMemoryProportion", "1.5"}});
+      },
+      "availableMemoryProportion");
+}
+
+// ---- Estimates --------------------------------------------------------------
+
+std::uint64_t forwardCycles(unsigned tiles, const ConvParams &p) {
+  return runForward(tiles, p, std::vector<double>(product(p.getInputShape())),
+                    std::vector<double>(product(p.getWeightsShape())))
+      .cycles;
+}
+
+TEST(ConvEstimates, PositiveDeterministicAndGrowing) {
+  ConvParams small = makeParams(FLOAT, 1, {8, 8}, {3, 3}, 4, 4);
+  ConvParams large = small;
+  large.batchSize = 4;
+  const std::uint64_t a = forwardCycles(4, small);
+  EXPECT_GT(a, 0u);
+  EXPECT_EQ(a, forwardCycles(4, small));
+  EXPECT_GT(forwardCycles(4, large), a);
+  ConvParams half = small;
+  half.inputType = half.outputType = HALF;
+  EXPECT_GT(forwardCycles(4, half), 0u);
+}
+
+TEST(ConvEstimates, ManyTilesBeatOneTile) {
+  // Estimates only: build and compile, no run.
+  ConvParams p = makeParams(FLOAT, 4, {16, 16}, {3, 3}, 16, 16);
+  p.paddingLower = p.paddingUpper = {1, 1};
+  const auto s = conv::forwardShape(p, FLOAT);
+  const Target one = Target::createIPUTarget(1, "ipu2", {{"tilesPerIPU", "1"}});
+  const Target full = Target::createIPUTarget(1, "ipu2");
+  const conv::ConvOptions o;
+  const auto cyclesOne = conv::estimatePlanCycles(
+      one, s, conv::Pass::Forward,
+      conv::choosePlan(one, s, conv::Pass::Forward, o));
+  const auto cyclesFull = conv::estimatePlanCycles(
+      full, s, conv::Pass::Forward,
+      conv::choosePlan(full, s, conv::Pass::Forward, o));
+  EXPECT_GE(cyclesOne, p.getNumMacs() / 16);
+  EXPECT_LT(cyclesFull * 20, cyclesOne);
+}
+
+} // namespace
