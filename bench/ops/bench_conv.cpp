@@ -24,6 +24,7 @@
 #include <cblas.h>
 
 #include <cmath>
+#include <ctime>
 #include <memory>
 #include <vector>
 
@@ -47,6 +48,13 @@ std::vector<float> values(std::size_t n, unsigned seed) {
     f = float(x >> 8) / float(1u << 24) - 0.5f;
   }
   return v;
+}
+
+/// CPU seconds of the whole process (all threads).
+double processCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
 std::size_t product(const std::vector<std::size_t> &s) {
@@ -175,22 +183,31 @@ void runComparison(benchmark::State &state, unsigned tiles, bool weightGrad,
   double error = 0;
   for (std::size_t i = 0; i < got.size(); ++i)
     error = std::max(error, double(std::fabs(got[i] - ref[i])));
-  std::vector<double> engineMs, peerMs;
+  std::vector<double> engineMs, peerMs, engineCpu, peerCpu;
   for (auto _ : state) {
+    const double c0 = processCpuSeconds();
     auto t0 = Clock::now();
     l.engine->run();
     const double e = tessera::bench::secondsSince(t0);
+    const double c1 = processCpuSeconds();
     t0 = Clock::now();
     baseline(p, weightGrad, x.data(), w.data(), dy.data(), ref.data(), col);
     benchmark::DoNotOptimize(ref.data());
     const double q = tessera::bench::secondsSince(t0);
+    const double c2 = processCpuSeconds();
     state.SetIterationTime(e);
     engineMs.push_back(e * 1e3);
     peerMs.push_back(q * 1e3);
+    engineCpu.push_back(c1 - c0);
+    peerCpu.push_back(c2 - c1);
   }
   const double ms = tessera::bench::median(engineMs);
   const double peer = tessera::bench::median(peerMs);
   const double ratio = peer / ms;
+  // On a shared machine the wall clock also counts time spent waiting for
+  // a core; the ratio of CPU times shows what a quiet machine would.
+  const double cpuRatio =
+      tessera::bench::median(peerCpu) / tessera::bench::median(engineCpu);
   const double gflops = 2.0 * double(p.getNumMacs()) / (ms * 1e6);
   state.counters["engine_ms"] = ms;
   state.counters["im2col_openblas_ms"] = peer;
@@ -199,6 +216,7 @@ void runComparison(benchmark::State &state, unsigned tiles, bool weightGrad,
   std::string text = fixed(ratio, 2) + " engine_ms=" + fixed(ms, 2) +
                      " im2col_openblas_ms=" + fixed(peer, 2) +
                      " engine_gflops=" + fixed(gflops, 1) +
+                     " cpu_time_ratio=" + fixed(cpuRatio, 2) +
                      " max_abs_error=" + fixed(error, 6) +
                      " compile_s=" + fixed(l.compileSeconds, 2) +
                      " tiles=" + std::to_string(tiles) +

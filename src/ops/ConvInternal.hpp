@@ -90,13 +90,12 @@ struct FwdWork {
     for (std::size_t cp = 1; cp <= std::min<std::size_t>(panels(), kWorkers);
          ++cp)
       for (std::size_t kp = 1;
-           kp <= std::min<std::size_t>(std::max<std::size_t>(outChans, 1),
-                                       kWorkers);
+           kp <=
+           std::min<std::size_t>(std::max<std::size_t>(outChans, 1), kWorkers);
            ++kp) {
         const std::size_t perWorker =
             (units * cp * kp + kWorkers - 1) / kWorkers;
-        const std::size_t cols =
-            std::min(outW, (panels() + cp - 1) / cp * 16);
+        const std::size_t cols = std::min(outW, (panels() + cp - 1) / cp * 16);
         const std::size_t chans = (outChans + kp - 1) / kp;
         const std::size_t cost =
             perWorker * (chans * cols * kElems + kItemOverhead);

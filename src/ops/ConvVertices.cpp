@@ -132,8 +132,7 @@ public:
     const std::size_t rows = g[gRows], cout = g[gOutChans];
     const FwdWork work(static_cast<std::size_t>(g[gBatch]) * rows, cout,
                        static_cast<std::size_t>(g[gOutW]),
-                       static_cast<std::size_t>(g[gInChans]) * g[gKH] *
-                           g[gKW]);
+                       static_cast<std::size_t>(g[gInChans]) * g[gKH] * g[gKW]);
     const std::size_t i0 = work.begin(worker), i1 = work.begin(worker + 1);
     if (i0 == i1)
       return true;

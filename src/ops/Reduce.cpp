@@ -158,7 +158,8 @@ void addReduceVertex(Graph &graph, ComputeSet cs, const std::string &cls,
   if (!parts.empty())
     graph.connect(v["partials"], parts);
   graph.connect(v["out"], out);
-  graph.setInitialValue(v["meta"], meta);
+  if (!meta.empty()) // an unset plain-state vector is empty
+    graph.setInitialValue(v["meta"], meta);
   graph.setInitialValue(v["scale"], scale);
   graph.setTileMapping(v, tile);
 }

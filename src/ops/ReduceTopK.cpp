@@ -47,7 +47,8 @@ void addTopKVertex(Graph &graph, ComputeSet cs, const std::string &cls,
   graph.setFieldSize(v["indices"], indices.size());
   if (explicitIndices)
     graph.connect(v["indices"], indices);
-  graph.setInitialValue(v["base"], bases);
+  if (!bases.empty()) // an unset plain-state vector is empty
+    graph.setInitialValue(v["base"], bases);
   graph.setFieldSize(v["outValues"], outValues.size());
   graph.connect(v["outValues"], outValues);
   graph.setFieldSize(v["outIndices"], outIndices.size());

@@ -142,6 +142,8 @@ public:
     std::size_t rows = 1;
     for (unsigned k = 0; k < d; ++k)
       rows *= baseShape[k];
+    if (d == 0 || rows == 0)
+      return false; // the plan always slices a dimension of some size
     const std::size_t w = base.size() / rows;
     const std::size_t outRows = w ? out.size() / w : 0;
     const std::size_t j0 = workerColumn(worker, w),
@@ -189,17 +191,19 @@ public:
 template <typename T, bool Add> class MultiUpdateVertex;
 
 template <typename T, bool Add>
-void runUpdate(MultiUpdateVertex<T, Add> &v, unsigned worker, float scale) {
+bool runUpdate(MultiUpdateVertex<T, Add> &v, unsigned worker, float scale) {
   const unsigned d = static_cast<unsigned>(v.baseShape.size());
   std::size_t rows = 1;
   for (unsigned k = 0; k < d; ++k)
     rows *= v.baseShape[k];
+  if (d == 0 || rows == 0)
+    return false; // the plan always slices a dimension of some size
   const std::size_t w = v.base.size() / rows;
   const std::size_t subRows = w ? v.sub.size() / w : 0;
   const std::size_t j0 = workerColumn(worker, w),
                     j1 = workerColumn(worker + 1, w);
   if (j0 == j1)
-    return;
+    return true;
   const Layout bl = Layout::of(v.baseColumnMajor, rows, w);
   const Layout sl = Layout::of(v.subColumnMajor, subRows, w);
   T *b = v.base.data();
@@ -224,6 +228,7 @@ void runUpdate(MultiUpdateVertex<T, Add> &v, unsigned worker, float scale) {
                       }
                     }
                   });
+  return true;
 }
 
 template <typename T> class MultiUpdateVertex<T, false> : public MultiVertex {
@@ -236,8 +241,7 @@ public:
   unsigned baseColumnMajor, subColumnMajor, clamp;
 
   bool compute(unsigned worker) {
-    runUpdate<T, false>(*this, worker, 1.0f);
-    return true;
+    return runUpdate<T, false>(*this, worker, 1.0f);
   }
 };
 
@@ -252,8 +256,7 @@ public:
   unsigned baseColumnMajor, subColumnMajor, clamp;
 
   bool compute(unsigned worker) {
-    runUpdate<T, true>(*this, worker, scale);
-    return true;
+    return runUpdate<T, true>(*this, worker, scale);
   }
 };
 

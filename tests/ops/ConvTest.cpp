@@ -441,6 +441,20 @@ TEST(ConvEstimates, PositiveDeterministicAndGrowing) {
   EXPECT_GT(forwardCycles(4, half), 0u);
 }
 
+TEST(ConvEstimates, WorkersShareSmallBlocksEvenly) {
+  // Four output rows over six workers: rows are cut into column and
+  // channel parts, so each worker does about two thirds of a row.
+  const CostFigures c = Target::createIPUTarget(1).costs();
+  const auto cycles = [&](std::size_t rows) {
+    return conv::convPartialCycles(rows, 64, 32, 576, 16, c);
+  };
+  const std::uint64_t row = 64 * 32 * 576 / 16;
+  EXPECT_LT(cycles(4), row);
+  EXPECT_GT(cycles(4), row * 4 / 6);
+  for (std::size_t rows = 1; rows < 24; ++rows)
+    EXPECT_LE(cycles(rows), cycles(rows + 1)) << rows;
+}
+
 TEST(ConvEstimates, ManyTilesBeatOneTile) {
   // Estimates only: build and compile, no run.
   ConvParams p = makeParams(FLOAT, 4, {16, 16}, {3, 3}, 16, 16);
