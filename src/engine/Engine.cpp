@@ -201,7 +201,7 @@ void checkSize(const char *what, const std::string &handle,
   const std::size_t need = h.numElements * typeSize(h.type);
   const auto have = static_cast<std::size_t>(
       static_cast<const std::byte *>(end) - static_cast<const std::byte *>(buf));
-  if (!buf || end < buf || have != need)
+  if ((need > 0 && !buf) || end < buf || have != need)
     throw StreamError(std::string(what) + " \"" + handle + "\": the host " +
                       "buffer holds " + str(have) + " bytes but the tensor is " +
                       str(need) + " bytes (" + str(h.numElements) + " x " +

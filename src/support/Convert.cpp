@@ -52,6 +52,8 @@ template <typename D, typename S> D convertOne(S s) {
 
 void convertElements(Type srcType, const void *src, Type dstType, void *dst,
                      std::size_t n) {
+  if (n == 0)
+    return; // src and dst may be null
   if (srcType == dstType) {
     std::memcpy(dst, src, n * typeSize(srcType));
     return;

@@ -193,3 +193,16 @@ TEST(EngineRemoteBuffers, CopiesInAndOutByOffset) {
   e.writeTensor("slot", &bad, &bad + 1);
   EXPECT_THROW(e.run(0), RuntimeError);
 }
+
+TEST(EngineHostAccess, EmptyTensorsAndEmptyInitialValues) {
+  Device device = modelDevice();
+  Graph g(device.getTarget());
+  Tensor empty = g.addVariable(FLOAT, {0}, "empty");
+  g.setInitialValue(empty, std::vector<float>{});
+  g.createHostWrite("empty", empty);
+  g.createHostRead("empty-read", empty);
+  Engine e(g, Sequence());
+  e.load(device);
+  EXPECT_NO_THROW(e.writeTensor("empty", nullptr, nullptr));
+  EXPECT_NO_THROW(e.readTensor("empty-read", nullptr, nullptr));
+}
