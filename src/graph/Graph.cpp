@@ -134,7 +134,7 @@ Tensor Graph::addVariable(Type type, const std::vector<std::size_t> &shape,
   std::vector<Run> runs;
   if (n > 0)
     runs.push_back(Run{id, 0, 1, n});
-  return Tensor(type, shape, std::move(runs));
+  return Tensor(type, shape, runs);
 }
 
 Tensor Graph::addVariable(Type type, const std::vector<std::size_t> &shape,
