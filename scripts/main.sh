@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The main job: builds Tessera and runs the Poplar-style examples on the IPU
-# Model (the default simulated IPU). Installs missing Debian packages first.
+# The main job: builds Tessera and runs the examples on the IPU Model (the
+# default simulated IPU), ending with logistic regression on Fashion-MNIST
+# from Debian's dataset-fashion-mnist. Installs missing Debian packages first.
 # Usage: scripts/main.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,3 +17,8 @@ done
 echo "== examples/poplar/executable (save, then load in a new process)"
 build/examples/poplar_executable save build/example.tsx
 build/examples/poplar_executable load build/example.tsx
+echo "== examples/poplibs: popops on views, a matMul and its profile"
+build/examples/poplibs_popops_add
+build/examples/poplibs_matmul_profile
+echo "== examples/poplibs/mnist_logistic: logistic regression on Fashion-MNIST (IPU Model, 4 tiles)"
+build/examples/poplibs_mnist_logistic
