@@ -56,10 +56,10 @@ Runtime::Runtime(Executable &exe, const EngineOptions &options)
   programStreams_.resize(exe_.programEntry.size());
   for (std::size_t p = 0; p < exe_.programEntry.size(); ++p) {
     std::set<std::uint32_t> seen, ids;
-    std::vector<std::uint32_t> todo{exe_.programEntry[p]};
-    while (!todo.empty()) {
-      std::uint32_t pc = todo.back();
-      todo.pop_back();
+    std::vector<std::uint32_t> worklist{exe_.programEntry[p]};
+    while (!worklist.empty()) {
+      std::uint32_t pc = worklist.back();
+      worklist.pop_back();
       for (; pc < exe_.steps.size() && seen.insert(pc).second; ++pc) {
         const Step &st = exe_.steps[pc];
         if (st.kind == StepKind::StreamIn || st.kind == StepKind::StreamOut)
@@ -67,13 +67,13 @@ Runtime::Runtime(Executable &exe, const EngineOptions &options)
         if (st.kind == StepKind::Call || st.kind == StepKind::Jump ||
             st.kind == StepKind::JumpIfZero ||
             st.kind == StepKind::JumpIfNonZero)
-          todo.push_back(st.a);
+          worklist.push_back(st.a);
         if (st.kind == StepKind::RepeatStart)
-          todo.push_back(st.b);
+          worklist.push_back(st.b);
         if (st.kind == StepKind::Switch) {
-          todo.push_back(st.c);
+          worklist.push_back(st.c);
           for (std::uint32_t i = 0; i < st.b; ++i)
-            todo.push_back(exe_.switchTable[st.a + i].second);
+            worklist.push_back(exe_.switchTable[st.a + i].second);
         }
         if (st.kind == StepKind::End || st.kind == StepKind::Return ||
             st.kind == StepKind::Jump)
