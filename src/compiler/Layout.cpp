@@ -110,13 +110,13 @@ std::vector<Live> computeLiveness(const State &s) {
     if (l.def < 0 || s.vars[v].isConstant || !s.vars[v].initialValue.empty())
       l.always = true;
   }
-  // A value defined before a loop and used inside it must survive every
-  // iteration; repeat until nested loops agree.
+  // A value first written before a loop and used inside it must survive
+  // every iteration; repeat until nested loops agree.
   for (bool changed = true; changed;) {
     changed = false;
     for (const LoopRange &loop : s.loops)
       for (Live &l : live)
-        if (!l.always && l.def < loop.begin && l.last >= loop.begin &&
+        if (!l.always && l.first < loop.begin && l.last >= loop.begin &&
             l.last < loop.end) {
           l.last = loop.end;
           changed = true;
