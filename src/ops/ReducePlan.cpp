@@ -463,7 +463,7 @@ std::vector<OwnedRange> unfinished(const SplitWork &split,
   for (const VertexWork &f : split.finishing)
     done.emplace_back(f.outBegin, f.outEnd);
   std::sort(done.begin(), done.end());
-  std::vector<OwnedRange> todo;
+  std::vector<OwnedRange> pending;
   std::size_t di = 0;
   for (const OwnedRange &r : owners) {
     std::size_t pos = r.begin;
@@ -471,13 +471,13 @@ std::vector<OwnedRange> unfinished(const SplitWork &split,
       ++di;
     for (std::size_t k = di; k < done.size() && done[k].first < r.end; ++k) {
       if (done[k].first > pos)
-        todo.push_back({pos, done[k].first, r.tile});
+        pending.push_back({pos, done[k].first, r.tile});
       pos = std::max(pos, done[k].second);
     }
     if (pos < r.end)
-      todo.push_back({pos, r.end, r.tile});
+      pending.push_back({pos, r.end, r.tile});
   }
-  return todo;
+  return pending;
 }
 
 // The partials as runs of constant membership: bounds[i] to bounds[i + 1]
@@ -526,16 +526,16 @@ constexpr std::size_t kMinStage2Weight = 64;
 // overhead (and exchanged pieces) than the split saves.
 constexpr std::size_t kMinGatherOutputs = 8;
 
-// Vertices producing the outputs `todo` (runs on their tiles) from the
+// Vertices producing the outputs `pending` (runs on their tiles) from the
 // partials `sources`: at most about `workers` a tile, each reading the
 // partials that overlap its outputs.
 std::vector<Stage2Vertex> planGather(const std::vector<OwnedRange> &sources,
-                                     const std::vector<OwnedRange> &todo,
+                                     const std::vector<OwnedRange> &pending,
                                      unsigned workers) {
   const PartialSegments segs(sources);
   // Work per output: one per partial read, plus the store.
   std::map<unsigned, std::size_t> tileWeight, tileOutputs;
-  for (const OwnedRange &r : todo) {
+  for (const OwnedRange &r : pending) {
     tileOutputs[r.tile] += r.end - r.begin;
     segs.spans(r.begin, r.end, [&](std::size_t b, std::size_t e, long seg) {
       tileWeight[r.tile] += (e - b) * (segs.fanIn(seg) + 1);
@@ -556,7 +556,7 @@ std::vector<Stage2Vertex> planGather(const std::vector<OwnedRange> &sources,
                     v.sources.end());
     result.push_back(std::move(v));
   };
-  for (const OwnedRange &r : todo) {
+  for (const OwnedRange &r : pending) {
     const std::size_t parts = std::clamp<std::size_t>(
         tileOutputs[r.tile] / kMinGatherOutputs, 1, workers);
     const std::size_t per =
@@ -663,18 +663,18 @@ planIntermediate(const std::vector<OwnedRange> &sources, unsigned workers,
     for (const auto &r : runs)
       total += r.second - r.first;
     const std::size_t n = g1 - g0;
-    std::vector<OwnedRange> todo;
+    std::vector<OwnedRange> pending;
     std::size_t rank = 0;
     for (const auto &[b, e] : runs)
       for (std::size_t o = b; o < e;) {
         const std::size_t k = rank * n / total;
         const std::size_t take =
             std::min(e - o, ceilDiv((k + 1) * total, n) - rank);
-        todo.push_back({o, o + take, tiles[g0 + k]});
+        pending.push_back({o, o + take, tiles[g0 + k]});
         o += take;
         rank += take;
       }
-    for (Stage2Vertex &v : planGather(local, todo, workers)) {
+    for (Stage2Vertex &v : planGather(local, pending, workers)) {
       for (std::size_t &s : v.sources)
         s = members[s];
       result.push_back(std::move(v));
