@@ -24,6 +24,12 @@ const Tensor &State::fieldTensor(unsigned vertex, unsigned field,
   return data.vertices[vertex].fields[field].tensors[index];
 }
 
+const Tensor *State::inPlaceSource(unsigned vertex, unsigned field,
+                                   unsigned index) const {
+  auto it = inPlaceSources.find(substitutionKey(vertex, field, index));
+  return it == inPlaceSources.end() ? nullptr : &it->second;
+}
+
 std::uint32_t State::intern(const std::string &s) {
   // Names repeat (every step of one program node); reuse the last equal one.
   if (!exe.strings.empty() && exe.strings.back() == s)
@@ -116,8 +122,8 @@ Executable compileGraph(const Graph &graph,
   s.exe.registry = graph.data().registry;
   logging::info("compiled {} steps, {} vertices, {} copy ops, {} bytes per "
                 "replica",
-                s.exe.steps.size(), s.exe.vertices.size(),
-                s.exe.copyOps.size(), s.exe.replicaBytes());
+                s.exe.steps.size(), s.exe.vertices.size(), s.exe.copyOps.size(),
+                s.exe.replicaBytes());
   report("done", 1.0);
   return std::move(s.exe);
 }

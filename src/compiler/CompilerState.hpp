@@ -20,8 +20,11 @@ struct Draft {
   /// steps: the predicate last.
   std::vector<Tensor> tensors;
   std::vector<std::pair<Tensor, Tensor>> copies;
+  /// Exchange: copies costed as the IPU would move them, whose destination
+  /// the simulator never fills because the vertex reads the source in place.
+  std::vector<std::pair<Tensor, Tensor>> costOnlyCopies;
   int computeSet = -1;
-  int program = -1;       ///< -1 inside a function body
+  int program = -1;         ///< -1 inside a function body
   bool conditional = false; ///< may not run every time its program runs
 };
 
@@ -33,7 +36,9 @@ struct LoopRange {
 /// Vertex fields whose tensors are replaced by compiler temporaries.
 struct ComputeSetPlan {
   bool planned = false;
-  std::vector<std::pair<Tensor, Tensor>> gathers;  ///< before compute
+  std::vector<std::pair<Tensor, Tensor>> gathers; ///< before compute
+  /// Gathers the simulator skips: the vertex reads the source in place.
+  std::vector<std::pair<Tensor, Tensor>> costOnlyGathers;
   std::vector<std::pair<Tensor, Tensor>> scatters; ///< after compute
   std::uint32_t firstVertex = 0;                   ///< in Executable order
 };
@@ -54,6 +59,10 @@ struct State {
   std::vector<ComputeSetPlan> csPlans;
   /// (vertex << 32 | field << 20 | list index) -> replacing temporary.
   std::unordered_map<std::uint64_t, Tensor> substitutions;
+  /// Same keys: input temporaries the vertex does not read, because it reads
+  /// this contiguous source in place (DESIGN.md section 5.4). The temporary
+  /// still takes its tile memory and its exchange is still costed.
+  std::unordered_map<std::uint64_t, Tensor> inPlaceSources;
   /// Byte address of each mapping interval of each variable.
   std::vector<std::vector<std::uint64_t>> intervalAddr;
   Executable exe;
@@ -61,10 +70,13 @@ struct State {
   /// The tensor a vertex field element reads or writes, after temporaries.
   const Tensor &fieldTensor(unsigned vertex, unsigned field,
                             unsigned index) const;
+  /// The source a vertex field element reads in place instead of its
+  /// temporary, or null.
+  const Tensor *inPlaceSource(unsigned vertex, unsigned field,
+                              unsigned index) const;
   static std::uint64_t substitutionKey(unsigned vertex, unsigned field,
                                        unsigned index) {
-    return (std::uint64_t(vertex) << 32) | (std::uint64_t(field) << 20) |
-           index;
+    return (std::uint64_t(vertex) << 32) | (std::uint64_t(field) << 20) | index;
   }
   std::uint32_t intern(const std::string &s);
 };

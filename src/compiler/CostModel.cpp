@@ -125,9 +125,8 @@ private:
     std::map<unsigned, std::vector<std::pair<std::uint64_t, bool>>> perTile;
     for (std::size_t i = 0; i < n; ++i) {
       const VertexInstance &inst = s_.exe.vertices[plan.firstVertex + i];
-      const bool multi =
-          s_.data.vertices[s_.data.computeSets[cs].vertices[i]]
-              .vertexClass->info.multiVertex;
+      const bool multi = s_.data.vertices[s_.data.computeSets[cs].vertices[i]]
+                             .vertexClass->info.multiVertex;
       perTile[inst.tile].emplace_back(inst.cycles, multi);
     }
     e.firstTileCycle = static_cast<std::uint32_t>(s_.exe.tileCycles.size());
@@ -182,8 +181,9 @@ StepEstimate estimateTraffic(const State &s, const Traffic &t) {
     }
   }
   const std::uint64_t host =
-      t.hostBytes ? cyclesFor(t.hostBytes, hostPerCycle) + c.hostTransferFixedCycles
-                  : 0;
+      t.hostBytes
+          ? cyclesFor(t.hostBytes, hostPerCycle) + c.hostTransferFixedCycles
+          : 0;
   for (unsigned i = 0; i < tg.getNumIPUs(); ++i) {
     if (!touched[i])
       continue;

@@ -108,10 +108,9 @@ template <class IO, class T> void field(IO &io, T &x) {
     each(io, x.arch, x.numIPUs, x.tilesPerIPU, x.replicationFactor,
          x.bytesPerTile, x.clockHz);
     each(io, x.tileBase, x.initRegions, x.initData);
-    each(io, x.steps, x.programEntry, x.numCounters, x.switchTable, x.replicaPairs,
-         x.copyOps,
-         x.vertexClasses, x.codelets, x.vertices, x.fields, x.spans,
-         x.stateBytes, x.strings, x.prints);
+    each(io, x.steps, x.programEntry, x.numCounters, x.switchTable,
+         x.replicaPairs, x.copyOps, x.vertexClasses, x.codelets, x.vertices,
+         x.fields, x.spans, x.stateBytes, x.strings, x.prints);
     each(io, x.streams, x.hostAccesses, x.remoteBuffers);
     each(io, x.estimates, x.tileCycleTiles, x.tileCycles, x.tileMemory,
          x.variables, x.computeSetNames);
@@ -284,11 +283,10 @@ namespace {
 
 std::string_view stepKindName(StepKind k) {
   static constexpr std::string_view names[] = {
-      "Compute",       "Exchange",    "StreamIn",  "StreamOut",
-      "RemoteIn",      "RemoteOut",   "Jump",      "JumpIfZero",
-      "JumpIfNonZero", "RepeatStart", "RepeatEnd", "Switch",
-      "Call",          "Return",      "Print",     "Abort",
-      "AbortIf",       "Sync",        "CrossReplica", "End"};
+      "Compute",   "Exchange", "StreamIn",   "StreamOut",     "RemoteIn",
+      "RemoteOut", "Jump",     "JumpIfZero", "JumpIfNonZero", "RepeatStart",
+      "RepeatEnd", "Switch",   "Call",       "Return",        "Print",
+      "Abort",     "AbortIf",  "Sync",       "CrossReplica",  "End"};
   static_assert(std::size(names) == std::size_t(StepKind::End) + 1);
   return names[static_cast<std::size_t>(k)];
 }
@@ -508,10 +506,10 @@ private:
     for (std::size_t k = 0; k < e_.replicaPairs.size(); ++k)
       if (e_.replicaPairs[k].first >= e_.replicationFactor ||
           e_.replicaPairs[k].second >= e_.replicationFactor)
-        fail("replica pair " + str(k) + " names replica " +
-             str(std::max(e_.replicaPairs[k].first,
-                          e_.replicaPairs[k].second)) +
-             " but there are only " + str(e_.replicationFactor));
+        fail(
+            "replica pair " + str(k) + " names replica " +
+            str(std::max(e_.replicaPairs[k].first, e_.replicaPairs[k].second)) +
+            " but there are only " + str(e_.replicationFactor));
     for (std::size_t c = 0; c < e_.vertexClasses.size(); ++c) {
       const std::int32_t codelet = e_.vertexClasses[c].codelet;
       if (codelet < -1 || (codelet >= 0 && static_cast<std::size_t>(codelet) >=

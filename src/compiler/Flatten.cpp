@@ -5,6 +5,7 @@
 #include "tessera/support/Error.hpp"
 
 #include <string>
+#include <unordered_set>
 
 namespace tessera::compiler {
 namespace {
@@ -25,17 +26,23 @@ std::string vertexName(const GraphData &d, unsigned v) {
 
 // A field operand can be used in place when it is one contiguous run inside
 // a single mapping interval on the vertex's own tile.
-bool usableInPlace(const State &s, const Tensor &t, unsigned tile) {
-  if (t.numElements() == 0)
-    return true;
+// One contiguous run inside one mapping interval: a vertex could address it
+// directly, wherever it lives.
+bool contiguousInOneInterval(const State &s, const Tensor &t, unsigned *tile) {
   const auto &runs = t.runs();
   if (runs.size() != 1 || (runs[0].stride != 1 && runs[0].count != 1))
     return false;
   const Run &r = runs[0];
   const VariableData &v = s.vars[r.var];
   auto [t0, idx] = locate(v, static_cast<std::size_t>(r.start));
-  return t0 == tile &&
-         v.mapping[idx].end >= static_cast<std::size_t>(r.start + r.count);
+  *tile = t0;
+  return v.mapping[idx].end >= static_cast<std::size_t>(r.start + r.count);
+}
+
+bool usableInPlace(const State &s, const Tensor &t, unsigned tile) {
+  unsigned where = 0;
+  return t.numElements() == 0 ||
+         (contiguousInOneInterval(s, t, &where) && where == tile);
 }
 
 class Flattener {
@@ -162,10 +169,9 @@ private:
       const unsigned replicas = s_.data.replicationFactor;
       for (const auto &[from, to] : n.replicaMap) {
         if (from >= replicas || to >= replicas)
-          throw GraphError("CrossReplicaCopy: replica " +
-                           str(std::max(from, to)) +
-                           " does not exist; the graph has " + str(replicas) +
-                           " replicas");
+          throw GraphError(
+              "CrossReplicaCopy: replica " + str(std::max(from, to)) +
+              " does not exist; the graph has " + str(replicas) + " replicas");
         s_.exe.replicaPairs.emplace_back(from, to);
       }
       emit(StepKind::CrossReplica, std::move(d));
@@ -189,9 +195,10 @@ private:
     ComputeSetPlan &plan = s_.csPlans[n.id];
     if (!plan.planned)
       planComputeSet(n.id);
-    if (!plan.gathers.empty()) {
+    if (!plan.gathers.empty() || !plan.costOnlyGathers.empty()) {
       Draft d = named(n);
       d.copies = plan.gathers;
+      d.costOnlyCopies = plan.costOnlyGathers;
       emit(StepKind::Exchange, std::move(d));
     }
     Draft d = named(n);
@@ -299,6 +306,17 @@ private:
   void planComputeSet(unsigned cs) {
     ComputeSetPlan &plan = s_.csPlans[cs];
     plan.planned = true;
+    writtenVars_.clear();
+    for (unsigned v : s_.data.computeSets[cs].vertices) {
+      const VertexData &vd = s_.data.vertices[v];
+      const auto &fields = vd.vertexClass->info.fields;
+      for (unsigned f = 0; f < fields.size(); ++f)
+        if (fields[f].direction == codelet::Direction::Output ||
+            fields[f].direction == codelet::Direction::InOut)
+          for (const Tensor &t : vd.fields[f].tensors)
+            for (const Run &r : t.runs())
+              writtenVars_.insert(r.var);
+    }
     for (unsigned v : s_.data.computeSets[cs].vertices)
       planVertex(plan, v);
   }
@@ -317,15 +335,17 @@ private:
           vertexName(s_.data, v) + " field \"" + fi.name + "\"";
       if (fi.direction == codelet::Direction::State) {
         if (!b.connected && fi.shape == codelet::Shape::Scalar)
-          throw GraphError(where + " has no value; set it with "
-                                   "graph.setInitialValue(v[\"" +
+          throw GraphError(where +
+                           " has no value; set it with "
+                           "graph.setInitialValue(v[\"" +
                            fi.name + "\"], value)");
         continue;
       }
       const bool list = isList(fi.shape);
       if (!b.connected && !(list && b.size && *b.size == 0))
-        throw GraphError(where + " is not connected; connect a tensor with "
-                                 "graph.connect(v[\"" +
+        throw GraphError(where +
+                         " is not connected; connect a tensor with "
+                         "graph.connect(v[\"" +
                          fi.name + "\"], tensor)");
       if (list && b.size && b.tensors.size() != *b.size)
         throw GraphError(where + " has size " + str(*b.size) + " but " +
@@ -334,8 +354,7 @@ private:
       for (unsigned i = 0; i < b.tensors.size(); ++i) {
         const Tensor &t = b.tensors[i];
         if (!t.valid())
-          throw GraphError(where + " element " + str(i) +
-                           " is not connected");
+          throw GraphError(where + " element " + str(i) + " is not connected");
         if (!usableInPlace(s_, t, *vd.tile))
           addTemporary(plan, v, f, i, t, fi);
       }
@@ -357,6 +376,18 @@ private:
     Tensor temp(t.elementType(), {t.numElements()},
                 {Run{id, 0, 1, static_cast<std::int64_t>(t.numElements())}});
     s_.substitutions[State::substitutionKey(v, f, i)] = temp;
+    unsigned srcTile = 0;
+    // The IPU would copy the operand over the exchange; the simulator lets
+    // the vertex read a contiguous source where it lies, since no vertex of
+    // this compute set writes the source and so the result cannot differ.
+    // The temporary keeps its memory and the copy keeps its cost.
+    if (fi.direction == codelet::Direction::Input &&
+        contiguousInOneInterval(s_, t, &srcTile) &&
+        !writtenVars_.count(t.runs()[0].var)) {
+      s_.inPlaceSources[State::substitutionKey(v, f, i)] = t.flatten();
+      plan.costOnlyGathers.emplace_back(t.flatten(), temp);
+      return;
+    }
     if (fi.direction != codelet::Direction::Output)
       plan.gathers.emplace_back(t.flatten(), temp);
     if (fi.direction != codelet::Direction::Input)
@@ -367,6 +398,7 @@ private:
   int program_ = -1;
   int conditional_ = 0;
   std::vector<std::uint32_t> calls_;
+  std::unordered_set<std::uint32_t> writtenVars_; ///< by the planned set
 };
 
 } // namespace

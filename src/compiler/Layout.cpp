@@ -15,7 +15,9 @@ namespace {
 std::string str(std::uint64_t v) { return std::to_string(v); }
 
 constexpr std::uint64_t kAlign = 8;
-std::uint64_t alignUp(std::uint64_t v) { return (v + kAlign - 1) & ~(kAlign - 1); }
+std::uint64_t alignUp(std::uint64_t v) {
+  return (v + kAlign - 1) & ~(kAlign - 1);
+}
 
 struct Live {
   std::int64_t first = -1, def = -1, last = -1;
@@ -25,7 +27,8 @@ struct Live {
 };
 
 // Calls fn(var, read, write, elements) for every tensor a draft touches.
-template <typename F> void forEachTouch(const State &s, const Draft &d, F &&fn) {
+template <typename F>
+void forEachTouch(const State &s, const Draft &d, F &&fn) {
   auto tensor = [&](const Tensor &t, bool read, bool write) {
     for (const Run &r : t.runs())
       fn(r.var, read, write, static_cast<std::size_t>(r.count));
@@ -39,18 +42,24 @@ template <typename F> void forEachTouch(const State &s, const Draft &d, F &&fn) 
         const auto dir = fields[f].direction;
         if (dir == codelet::Direction::State)
           continue;
-        for (unsigned i = 0; i < vd.fields[f].tensors.size(); ++i)
+        for (unsigned i = 0; i < vd.fields[f].tensors.size(); ++i) {
           tensor(s.fieldTensor(v, f, i), dir != codelet::Direction::Output,
                  dir != codelet::Direction::Input);
+          // A source read in place must not share bytes with what this
+          // compute set writes.
+          if (const Tensor *src = s.inPlaceSource(v, f, i))
+            tensor(*src, true, false);
+        }
       }
     }
     return;
   }
   case StepKind::Exchange:
-    for (const auto &[src, dst] : d.copies) {
-      tensor(src, true, false);
-      tensor(dst, false, true);
-    }
+    for (const auto *copies : {&d.copies, &d.costOnlyCopies})
+      for (const auto &[src, dst] : *copies) {
+        tensor(src, true, false);
+        tensor(dst, false, true);
+      }
     return;
   case StepKind::CrossReplica:
     // Replicas outside the map keep their values: never a definition.
@@ -84,23 +93,23 @@ std::vector<Live> computeLiveness(const State &s) {
   std::vector<Live> live(s.vars.size());
   for (std::size_t i = 0; i < s.drafts.size(); ++i) {
     const Draft &d = s.drafts[i];
-    forEachTouch(s, d, [&](std::uint32_t var, bool read, bool write,
-                           std::size_t elems) {
-      Live &l = live[var];
-      if (d.program == -1 || (l.program != -2 && l.program != d.program))
-        l.always = true;
-      l.program = d.program;
-      if (read && l.def < 0)
-        l.always = true;
-      if (write && l.def < 0 && !d.conditional) {
-        l.written += elems;
-        if (l.written >= s.vars[var].numElements)
-          l.def = static_cast<std::int64_t>(i);
-      }
-      if (l.first < 0)
-        l.first = static_cast<std::int64_t>(i);
-      l.last = static_cast<std::int64_t>(i);
-    });
+    forEachTouch(
+        s, d, [&](std::uint32_t var, bool read, bool write, std::size_t elems) {
+          Live &l = live[var];
+          if (d.program == -1 || (l.program != -2 && l.program != d.program))
+            l.always = true;
+          l.program = d.program;
+          if (read && l.def < 0)
+            l.always = true;
+          if (write && l.def < 0 && !d.conditional) {
+            l.written += elems;
+            if (l.written >= s.vars[var].numElements)
+              l.def = static_cast<std::int64_t>(i);
+          }
+          if (l.first < 0)
+            l.first = static_cast<std::int64_t>(i);
+          l.last = static_cast<std::int64_t>(i);
+        });
   }
   for (const auto &h : s.data.hostAccesses)
     for (const Run &r : h.tensor.runs())
@@ -176,9 +185,8 @@ std::uint64_t vertexStateBytes(const State &s, unsigned v) {
     const FieldBinding &b = vd.fields[f];
     switch (fields[f].shape) {
     case codelet::Shape::Scalar:
-      bytes += fields[f].direction == codelet::Direction::State
-                   ? b.state.size()
-                   : 4;
+      bytes +=
+          fields[f].direction == codelet::Direction::State ? b.state.size() : 4;
       break;
     case codelet::Shape::Vector:
       bytes += fields[f].direction == codelet::Direction::State
@@ -212,7 +220,9 @@ std::uint64_t vertexStateBytes(const State &s, unsigned v) {
       ", not always live " + str(m.notAlwaysLive) + ", vertex state " +
       str(m.vertexState) + ", code " + str(m.code) +
       "). Largest variables on the tile: " + (list.empty() ? "none" : list) +
-      "." + (numOver > 1 ? " " + str(numOver - 1) + " other tiles are over too." : "") +
+      "." +
+      (numOver > 1 ? " " + str(numOver - 1) + " other tiles are over too."
+                   : "") +
       " Spread large tensors over more tiles (mapTensorLinearly), or set the "
       "engine option debug.allowOutOfMemory to \"true\" to compile anyway "
       "and read the memory report.");

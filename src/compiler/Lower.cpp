@@ -89,22 +89,25 @@ private:
   void emit(const Span &a, const Span &b, std::int64_t ss, std::int64_t ds,
             std::int64_t k) {
     const std::uint64_t bytes = static_cast<std::uint64_t>(k) * size_;
+    contiguousSource_ = k == 1 || ss == 1;
     account(a, b, bytes);
+    if (costOnly_)
+      return;
     const auto sz = static_cast<std::int64_t>(size_);
     auto &ops = s_.exe.copyOps;
     const bool contiguous = k == 1 || (ss * sz == sz && ds * sz == sz) ||
                             (a.host && ds == 1) || (b.host && ss == 1);
     if (contiguous) {
       const bool sameTiles = a.tile == lastSrcTile_ && b.tile == lastDstTile_;
-      if (sameTiles && mergeable_ && !ops.empty() &&
-          ops.back().count == 1 &&
+      if (sameTiles && mergeable_ && !ops.empty() && ops.back().count == 1 &&
           ops.back().src + ops.back().elemBytes == a.addr &&
           ops.back().dst + ops.back().elemBytes == b.addr &&
           ops.back().elemBytes + bytes < (1ull << 31)) {
         ops.back().elemBytes += static_cast<std::uint32_t>(bytes);
         return;
       }
-      ops.push_back({a.addr, b.addr, 0, 0, 1, static_cast<std::uint32_t>(bytes)});
+      ops.push_back(
+          {a.addr, b.addr, 0, 0, 1, static_cast<std::uint32_t>(bytes)});
     } else {
       const std::int64_t hs = a.host ? 1 : ss, hd = b.host ? 1 : ds;
       ops.push_back({a.addr, b.addr, hs * sz, hd * sz,
@@ -138,17 +141,25 @@ private:
       traffic_.onTile[a.tile] += bytes;
       return;
     }
-    traffic_.out[a.tile] += bytes;
     traffic_.in[b.tile] += bytes;
     if (a.tile / perIpu != b.tile / perIpu) {
+      traffic_.out[a.tile] += bytes;
       traffic_.ipuOut[a.tile / perIpu] += bytes;
       traffic_.ipuIn[b.tile / perIpu] += bytes;
+      return;
     }
+    // On chip, every tile listening to the sender's exchange bus receives
+    // what it sends, so a broadcast costs the sender once.
+    if (contiguousSource_)
+      traffic_.sends.push_back({a.tile, a.addr, a.addr + bytes});
+    else
+      traffic_.out[a.tile] += bytes;
   }
 
 public:
   void startStep() { mergeable_ = false; }
   void setCrossReplica(bool on) { crossReplica_ = on; }
+  void setCostOnly(bool on) { costOnly_ = on; }
 
 private:
   State &s_;
@@ -156,6 +167,8 @@ private:
   std::uint32_t size_ = 4;
   bool mergeable_ = false;
   bool crossReplica_ = false;
+  bool costOnly_ = false;
+  bool contiguousSource_ = false;
   unsigned lastSrcTile_ = 0, lastDstTile_ = 0;
 };
 
@@ -196,6 +209,7 @@ private:
     ops_.startStep();
     traffic_.reset();
     build();
+    traffic_.sendsToOut();
     const auto n = static_cast<std::uint32_t>(s_.exe.copyOps.size()) - first;
     if (st.kind == StepKind::Exchange || st.kind == StepKind::CrossReplica) {
       st.a = first;
@@ -240,6 +254,11 @@ private:
         for (const auto &[src, dst] : d.copies)
           ops_.copy(src.runs(), dst.runs(),
                     static_cast<std::uint32_t>(typeSize(src.elementType())));
+        ops_.setCostOnly(true);
+        for (const auto &[src, dst] : d.costOnlyCopies)
+          ops_.copy(src.runs(), dst.runs(),
+                    static_cast<std::uint32_t>(typeSize(src.elementType())));
+        ops_.setCostOnly(false);
       });
       return;
     case StepKind::StreamIn:
@@ -247,8 +266,8 @@ private:
     case StepKind::StreamOut:
     case StepKind::RemoteOut: {
       const Tensor &t = d.tensors[0];
-      const bool in = st.kind == StepKind::StreamIn ||
-                      st.kind == StepKind::RemoteIn;
+      const bool in =
+          st.kind == StepKind::StreamIn || st.kind == StepKind::RemoteIn;
       const auto size = static_cast<std::uint32_t>(typeSize(t.elementType()));
       opsFor(i, [&] {
         if (in)
@@ -310,6 +329,11 @@ private:
     return {scalarAddr(s_, t), static_cast<std::uint32_t>(t.numElements())};
   }
 
+  const Tensor &readTensor(unsigned v, unsigned f, unsigned i) const {
+    const Tensor *src = s_.inPlaceSource(v, f, i);
+    return src ? *src : s_.fieldTensor(v, f, i);
+  }
+
   void lowerVertices() {
     for (unsigned cs = 0; cs < s_.csPlans.size(); ++cs) {
       ComputeSetPlan &plan = s_.csPlans[cs];
@@ -344,14 +368,14 @@ private:
       }
       if (fields[f].shape == codelet::Shape::Scalar ||
           fields[f].shape == codelet::Shape::Vector) {
-        s_.exe.fields.push_back(edge(s_.fieldTensor(v, f, 0)));
+        s_.exe.fields.push_back(edge(readTensor(v, f, 0)));
         continue;
       }
       FieldValue list;
       list.addr = s_.exe.spans.size();
       list.size = static_cast<std::uint32_t>(b.tensors.size());
       for (unsigned i = 0; i < b.tensors.size(); ++i)
-        s_.exe.spans.push_back(edge(s_.fieldTensor(v, f, i)));
+        s_.exe.spans.push_back(edge(readTensor(v, f, i)));
       s_.exe.fields.push_back(list);
     }
     s_.exe.vertices.push_back(inst);

@@ -84,13 +84,13 @@ public:
                    : 0;
     };
     // Operand exchange: A's block arrives as nS row pieces and B's as mS
-    // K-row pieces, one of each already local; each tile sends its own
-    // pieces to the other users.
+    // K-row pieces, one of each already local; each tile broadcasts its own
+    // pieces to the other users once (the exchange multicasts).
     const std::size_t aLocal = part(mb, 1, nS).minSize() * kb;
     const std::size_t bLocal = part(kb, 1, mS).minSize() * nb;
     const std::size_t aIn = mb * kb - aLocal, bIn = kb * nb - bLocal;
-    const std::size_t aOut = (nS - 1) * part(mb, 1, nS).maxSize() * kb;
-    const std::size_t bOut = (mS - 1) * part(kb, 1, mS).maxSize() * nb;
+    const std::size_t aOut = nS > 1 ? part(mb, 1, nS).maxSize() * kb : 0;
+    const std::size_t bOut = mS > 1 ? part(kb, 1, mS).maxSize() * nb : 0;
     p.exchangeCycles = exchange(gb * eb * std::max(aIn + bIn, aOut + bOut));
     p.computeCycles = gb * (workers * blockWorkerCycles(cost_, mb, kb, nb) +
                             c.supervisorCyclesPerVertex) +
