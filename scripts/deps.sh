@@ -8,6 +8,7 @@ packages=(
   nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
   libopenblas-dev libzstd-dev libxxhash-dev zlib1g-dev
   dataset-fashion-mnist
+  chromium python3-torch
 )
 missing=()
 for p in "${packages[@]}"; do
