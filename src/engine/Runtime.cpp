@@ -132,6 +132,9 @@ void Runtime::load() {
                                                 typeSize(rb.type)));
   }
   buildVertices();
+  auto checker = std::make_unique<FloatChecker>(exe_, classes_, options_);
+  if (checker->enabled())
+    floatChecker_ = std::move(checker);
   pool_ = std::make_unique<ThreadPool>(options_.hostThreads);
   planChunks();
   loaded_ = true;
@@ -259,9 +262,10 @@ void Runtime::planChunks() {
         maxEnd[j] = std::max(src[j].second, j ? maxEnd[j - 1] : 0);
       bool overlap = false;
       for (const auto &[lo, hi] : dst) {
-        const auto idx = std::lower_bound(src.begin(), src.end(),
-                                          std::make_pair(hi, std::uint64_t{0})) -
-                         src.begin();
+        const auto idx =
+            std::lower_bound(src.begin(), src.end(),
+                             std::make_pair(hi, std::uint64_t{0})) -
+            src.begin();
         if (idx > 0 && maxEnd[idx - 1] > lo) {
           overlap = true;
           break;
@@ -271,7 +275,9 @@ void Runtime::planChunks() {
       if (overlap)
         maxStaged = std::max<std::size_t>(maxStaged, total);
       const std::uint64_t target =
-          threads == 1 ? total + 1 : std::max<std::uint64_t>(total / (threads * 2), 1 << 20);
+          threads == 1
+              ? total + 1
+              : std::max<std::uint64_t>(total / (threads * 2), 1 << 20);
       c.push_back(0);
       std::uint64_t acc = 0;
       for (std::uint32_t i = 0; i < st.b; ++i) {
@@ -323,8 +329,8 @@ void Runtime::checkStreamsConnected(unsigned prog) const {
             "stream \"" + exe_.streams[id].handle + "\"" +
             (replicas() > 1 ? " of replica " + str(r) : std::string()) +
             " is not connected, but program " + str(prog) +
-            " uses it; call engine.connectStream(\"" +
-            exe_.streams[id].handle + "\", ...) before engine.run()");
+            " uses it; call engine.connectStream(\"" + exe_.streams[id].handle +
+            "\", ...) before engine.run()");
 }
 
 std::int64_t Runtime::scalar(const Step &st, const char *what) const {
@@ -464,13 +470,15 @@ void Runtime::compute(const Step &st, std::size_t pc) {
     runChunk(0, 0);
   else
     pool_->parallelFor(tasks, runChunk);
+  if (floatChecker_ && failed.load() == ~std::uint64_t(0))
+    for (unsigned r = 0; r < replicas(); ++r)
+      floatChecker_->check(st, pc, replicaMemory(r), r);
   if (failed.load() != ~std::uint64_t(0)) {
     const VertexInstance &inst = exe_.vertices[st.a + failed.load()];
     throw RuntimeError("vertex " + str(failed.load()) + " of compute set \"" +
                        exe_.computeSetNames[st.c] + "\" (class " +
-                       exe_.vertexClasses[inst.vertexClass].name +
-                       ", tile " + str(inst.tile) +
-                       ") returned false from compute()");
+                       exe_.vertexClasses[inst.vertexClass].name + ", tile " +
+                       str(inst.tile) + ") returned false from compute()");
   }
 }
 

@@ -2,6 +2,8 @@
 // interpreter. Everything the inner loop touches is resolved at load time.
 #pragma once
 
+#include "FloatChecks.hpp"
+
 #include "tessera/compiler/Executable.hpp"
 #include "tessera/compiler/Options.hpp"
 #include "tessera/engine/ExecutionCounts.hpp"
@@ -26,7 +28,13 @@ struct RtVertex {
 
 /// One replica's connection of one stream.
 struct StreamConnection {
-  enum class Kind { None, Buffer, Pointer, Function, Callback } kind = Kind::None;
+  enum class Kind {
+    None,
+    Buffer,
+    Pointer,
+    Function,
+    Callback
+  } kind = Kind::None;
   std::byte *begin = nullptr, *end = nullptr;
   std::size_t pos = 0;
   std::function<void(void *)> function;
@@ -67,8 +75,8 @@ public:
   static void applyOps(const CopyOp *ops, std::size_t n, const std::byte *src,
                        std::byte *dst);
   /// The sources of the ops, packed one after another into \p packed.
-  static void gatherOps(const CopyOp *ops, std::size_t n,
-                        const std::byte *src, std::byte *packed);
+  static void gatherOps(const CopyOp *ops, std::size_t n, const std::byte *src,
+                        std::byte *packed);
   /// The inverse: packed bytes to the ops' destinations.
   static void scatterOps(const CopyOp *ops, std::size_t n,
                          const std::byte *packed, std::byte *dst);
@@ -94,7 +102,7 @@ private:
   std::vector<const RegisteredVertex *> classes_;
   Bytes memory_, objects_, lists_, state_;
   std::size_t objectBytes_ = 0, listBytes_ = 0, stateBytes_ = 0;
-  std::vector<RtVertex> vertices_; // replica-major
+  std::vector<RtVertex> vertices_;                 // replica-major
   std::vector<std::vector<std::uint32_t>> chunks_; // per step: boundaries
   std::vector<bool> staged_;                       // per exchange step
   std::vector<std::byte> scratch_;
@@ -107,6 +115,7 @@ private:
   std::vector<std::byte> transfer_;
   ExecutionCounts counts_;
   std::ostream *print_;
+  std::unique_ptr<FloatChecker> floatChecker_; ///< when a flag is set
 };
 
 } // namespace tessera::engine

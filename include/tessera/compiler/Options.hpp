@@ -24,6 +24,10 @@ struct EngineOptions {
   unsigned hostThreads = 0;
   /// debug.instrument: record every step's estimated cycles while running.
   bool instrument = false;
+  /// debug.floatingPointBehaviour.{inv,div0,oflo,nanoo}: stop a run at the
+  /// first compute step whose outputs hold a NaN (inv, nanoo) or an
+  /// infinity (div0, oflo), as the IPU's floating-point exception flags do.
+  bool fpInv = false, fpDiv0 = false, fpOflo = false, fpNanoo = false;
 
   bool profileGraph() const { return autoReportAll || autoReportGraph; }
   bool profileExecution() const {

@@ -69,6 +69,12 @@ class RuntimeError : public Error {
 public:
   using Error::Error;
 };
+/// A value the enabled floating-point behaviour flags forbid (an invalid
+/// operation's NaN, an overflow's or a division by zero's infinity).
+class FloatingPointError : public RuntimeError {
+public:
+  using RuntimeError::RuntimeError;
+};
 
 namespace detail {
 [[noreturn]] void internalAssertFailed(const char *cond, const char *file,

@@ -1,0 +1,103 @@
+#include "FloatChecks.hpp"
+
+#include "tessera/support/Error.hpp"
+#include "tessera/support/Half.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+namespace tessera::engine {
+namespace {
+
+std::string str(std::uint64_t v) { return std::to_string(v); }
+
+bool writes(codelet::Direction d) {
+  return d == codelet::Direction::Output || d == codelet::Direction::InOut;
+}
+
+} // namespace
+
+FloatChecker::FloatChecker(const Executable &exe,
+                           const std::vector<const RegisteredVertex *> &classes,
+                           const EngineOptions &options)
+    : exe_(exe), classes_(classes), nan_(options.fpInv || options.fpNanoo),
+      inf_(options.fpDiv0 || options.fpOflo) {
+  if (!enabled())
+    return;
+  first_.reserve(exe.vertices.size() + 1);
+  for (const VertexInstance &inst : exe.vertices) {
+    first_.push_back(static_cast<std::uint32_t>(outputs_.size()));
+    const auto &fields = classes[inst.vertexClass]->info.fields;
+    for (std::uint32_t f = 0; f < fields.size(); ++f) {
+      const codelet::FieldInfo &fi = fields[f];
+      if (!writes(fi.direction) ||
+          (fi.elementType != FLOAT && fi.elementType != HALF))
+        continue;
+      const FieldValue &fv = exe.fields[inst.firstField + f];
+      if (fi.shape == codelet::Shape::Scalar) {
+        outputs_.push_back({fv.addr, 1, fi.elementType, f});
+      } else if (fi.shape == codelet::Shape::Vector) {
+        outputs_.push_back({fv.addr, fv.size, fi.elementType, f});
+      } else {
+        for (std::uint32_t k = 0; k < fv.size; ++k) {
+          const FieldValue &e = exe.spans[fv.addr + k];
+          const std::uint32_t n =
+              fi.shape == codelet::Shape::VectorList ? e.size : 1;
+          outputs_.push_back({e.addr, n, fi.elementType, f});
+        }
+      }
+    }
+  }
+  first_.push_back(static_cast<std::uint32_t>(outputs_.size()));
+}
+
+void FloatChecker::check(const Step &st, std::size_t pc, const std::byte *mem,
+                         unsigned replica) const {
+  // Vertices of a compute step are st.a .. st.a + st.b; scan in order so
+  // the error names the first one, whatever the thread count.
+  for (std::uint32_t v = st.a; v < st.a + st.b; ++v) {
+    for (std::uint32_t o = first_[v]; o < first_[v + 1]; ++o) {
+      const Output &out = outputs_[o];
+      for (std::uint32_t i = 0; i < out.count; ++i) {
+        double x;
+        if (out.type == FLOAT) {
+          float f;
+          std::memcpy(&f, mem + out.addr + 4 * std::uint64_t(i), 4);
+          x = f;
+        } else {
+          std::uint16_t h;
+          std::memcpy(&h, mem + out.addr + 2 * std::uint64_t(i), 2);
+          x = halfBitsToFloat(h);
+        }
+        if ((nan_ && std::isnan(x)) || (inf_ && std::isinf(x)))
+          throwFor(st, pc, v, out, i, x, replica);
+      }
+    }
+  }
+}
+
+void FloatChecker::throwFor(const Step &st, std::size_t pc,
+                            std::uint32_t vertex, const Output &o,
+                            std::size_t element, double value,
+                            unsigned replica) const {
+  const VertexInstance &inst = exe_.vertices[vertex];
+  const RegisteredVertex &cls = *classes_[inst.vertexClass];
+  const bool nan = std::isnan(value);
+  std::string msg =
+      std::string("floating-point exception: ") +
+      (nan ? "invalid operation (a NaN; flags inv/nanoo)"
+           : "overflow or division by zero (an infinity; flags oflo/div0)") +
+      " first produced at step " + str(pc) + ", compute set \"" +
+      exe_.computeSetNames[st.c] + "\", by vertex " + str(vertex - st.a) +
+      " (class " + cls.info.name + ", tile " + str(inst.tile) +
+      ") in field \"" + cls.info.fields[o.field].name + "\" element " +
+      str(element) +
+      (exe_.replicationFactor > 1 ? " of replica " + str(replica) : "") +
+      ". Check this op's inputs (a NaN read from the host shows up here "
+      "first), lower the learning rate or use loss scaling, or turn the "
+      "debug.floatingPointBehaviour flags off to let it through";
+  throw FloatingPointError(msg);
+}
+
+} // namespace tessera::engine

@@ -1,0 +1,51 @@
+// Private to the engine: the floating-point behaviour checks. The IPU traps
+// on an invalid operation, a division by zero or an overflow when its
+// exception flags are set; the IPU Model finds the same first offending
+// compute step by scanning the float outputs of each step's vertices.
+#pragma once
+
+#include "tessera/compiler/Executable.hpp"
+#include "tessera/compiler/Options.hpp"
+#include "tessera/graph/VertexRegistry.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace tessera::engine {
+
+class FloatChecker {
+public:
+  /// Collects the float and half outputs of every vertex of \p exe.
+  FloatChecker(const Executable &exe,
+               const std::vector<const RegisteredVertex *> &classes,
+               const EngineOptions &options);
+
+  /// Whether any flag is set.
+  bool enabled() const { return nan_ || inf_; }
+
+  /// Throws FloatingPointError naming compute step \p pc, its compute set,
+  /// the vertex, tile, field and element of the first forbidden value the
+  /// step wrote in the memory \p mem of replica \p replica.
+  void check(const Step &st, std::size_t pc, const std::byte *mem,
+             unsigned replica) const;
+
+private:
+  struct Output {
+    std::uint64_t addr;
+    std::uint32_t count;
+    Type type;
+    std::uint32_t field; ///< index into the class's fields
+  };
+  void throwFor(const Step &st, std::size_t pc, std::uint32_t vertex,
+                const Output &o, std::size_t element, double value,
+                unsigned replica) const;
+
+  const Executable &exe_;
+  const std::vector<const RegisteredVertex *> &classes_;
+  bool nan_ = false, inf_ = false;
+  std::vector<std::uint32_t> first_; ///< per vertex into outputs_, + end
+  std::vector<Output> outputs_;
+};
+
+} // namespace tessera::engine
