@@ -3,7 +3,7 @@
 # does nothing when everything is already there.
 set -euo pipefail
 packages=(
-  cmake ninja-build g++ pkg-config
+  cmake ninja-build g++ pkg-config ccache
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
   libopenblas-dev libzstd-dev libxxhash-dev zlib1g-dev

@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 jobs="${JOBS:-$(nproc)}"
+export CCACHE_BASEDIR="$PWD"
 export TESSERA_CACHE_DIR="${TESSERA_CACHE_DIR:-$PWD/build/cache}"
 
 echo "== Release build and tests"
