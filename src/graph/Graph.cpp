@@ -94,7 +94,7 @@ void forEachPiece(const Tensor &t, std::size_t begin, std::size_t end, F &&fn) {
 } // namespace
 
 Graph::Graph(const Target &target, replication_factor r)
-    : data_(std::make_unique<GraphData>()) {
+    : data_(std::make_shared<GraphData>()) {
   if (r.value == 0)
     throw GraphError("Graph: the replication factor must be at least 1");
   if (target.getNumIPUs() % r.value != 0)
@@ -109,14 +109,47 @@ Graph::Graph(const Target &target, replication_factor r)
                                              target.figuresAsOptions()));
   data_->replicationFactor = r.value;
   data_->registry = std::make_shared<VertexRegistry>();
+  target_ = data_->target;
 }
 
 Graph::Graph(const Device &device, replication_factor r)
     : Graph(device.getTarget(), r) {}
 
-Graph::~Graph() = default;
+Graph::Graph(std::shared_ptr<GraphData> data,
+             std::shared_ptr<const Target> target, unsigned tileOffset)
+    : data_(std::move(data)), target_(std::move(target)),
+      tileOffset_(tileOffset) {}
 
-const Target &Graph::getTarget() const { return *data_->target; }
+Graph::~Graph() = default;
+Graph::Graph(Graph &&) noexcept = default;
+Graph &Graph::operator=(Graph &&) noexcept = default;
+
+Graph Graph::createVirtualGraph(unsigned lowerTile, unsigned upperTile) {
+  const Target &t = getTarget();
+  if (lowerTile >= upperTile || upperTile > t.getNumTiles())
+    throw GraphError("createVirtualGraph: tiles [" + str(lowerTile) + ", " +
+                     str(upperTile) + ") are not a non-empty range within " +
+                     "this graph's " + str(t.getNumTiles()) + " tiles");
+  const unsigned perIpu = t.getTilesPerIPU();
+  const unsigned count = upperTile - lowerTile;
+  const bool wholeIpus = lowerTile % perIpu == 0 && count % perIpu == 0;
+  if (!wholeIpus && lowerTile / perIpu != (upperTile - 1) / perIpu)
+    throw GraphError("createVirtualGraph: tiles [" + str(lowerTile) + ", " +
+                     str(upperTile) + ") cover part of more than one IPU (" +
+                     str(perIpu) +
+                     " tiles each); use whole IPUs or a "
+                     "range within one IPU");
+  // Ops plan over getTarget(): a range inside one IPU must look like a
+  // smaller IPU to them, and whole IPUs like themselves.
+  OptionFlags figures = t.figuresAsOptions();
+  if (!wholeIpus)
+    figures.set("tilesPerIPU", str(count));
+  auto target = std::make_shared<const Target>(Target::createIPUTarget(
+      wholeIpus ? count / perIpu : 1, t.getTargetArchString(), figures));
+  return Graph(data_, std::move(target), tileOffset_ + lowerTile);
+}
+
+const Target &Graph::getTarget() const { return *target_; }
 unsigned Graph::getReplicationFactor() const {
   return data_->replicationFactor;
 }
@@ -208,6 +241,7 @@ void Graph::setTileMapping(const Tensor &t, unsigned tile) {
                      " is out of range: the target has " +
                      str(getTarget().getNumTiles()) + " tiles (0.." +
                      str(getTarget().getNumTiles() - 1) + ")");
+  tile += tileOffset_;
   for (const Run &r : t.runs()) {
     auto &m = data_->variables[r.var].mapping;
     if (r.stride == 1 || r.count == 1) {
@@ -280,7 +314,13 @@ TileMapping Graph::getTileMapping(const Tensor &t, bool requireComplete) const {
         n = std::min<std::int64_t>(r.count - i, it->end - e);
       else if (r.stride == 0)
         n = r.count - i;
-      add(it->tile, pos + i, pos + i + n);
+      if (it->tile < tileOffset_ || it->tile - tileOffset_ >= result.size())
+        throw GraphError(
+            "tensor \"" + var.name + "\" element " + str(e) + " is on tile " +
+            str(it->tile) + ", outside this virtual graph's tiles [" +
+            str(tileOffset_) + ", " + str(tileOffset_ + result.size()) +
+            "); copy it to a tensor of this graph first");
+      add(it->tile - tileOffset_, pos + i, pos + i + n);
       i += n;
     }
     pos += r.count;
@@ -353,7 +393,7 @@ void Graph::setTileMapping(VertexRef v, unsigned tile) {
     throw GraphError("setTileMapping: tile " + str(tile) +
                      " is out of range for a vertex: the target has " +
                      str(getTarget().getNumTiles()) + " tiles");
-  vertexOf(v).tile = tile;
+  vertexOf(v).tile = tile + tileOffset_;
 }
 
 namespace {

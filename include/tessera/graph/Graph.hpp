@@ -2,7 +2,9 @@
 /// Graph: the Poplar graph a program runs on. Variables and constants with a
 /// tile mapping, compute sets of vertices connected to tensors, host streams,
 /// remote buffers and functions. A graph with a replication factor R
-/// describes one replica; the engine runs R copies.
+/// describes one replica; the engine runs R copies. A virtual graph
+/// (createVirtualGraph) is a view of a range of its parent's tiles: what is
+/// added through it belongs to the parent, with tile numbers offset.
 #pragma once
 
 #include "tessera/graph/DebugContext.hpp"
@@ -52,8 +54,22 @@ public:
   ~Graph();
   Graph(const Graph &) = delete;
   Graph &operator=(const Graph &) = delete;
+  /// Moving a graph invalidates the VertexRefs made through it.
+  Graph(Graph &&) noexcept;
+  Graph &operator=(Graph &&) noexcept;
 
-  /// The target of one replica.
+  /// A graph over this graph's tiles [lowerTile, upperTile) (Poplar's
+  /// createVirtualGraph): variables, vertices and compute sets added
+  /// through it belong to this graph's data, and its tile t is this graph's
+  /// tile lowerTile + t. Its target has upperTile - lowerTile tiles: whole
+  /// IPUs when the range covers whole IPUs, else one IPU of that many
+  /// tiles. Throws GraphError for an empty range, one beyond the tiles, or
+  /// one that covers part of more than one IPU.
+  Graph createVirtualGraph(unsigned lowerTile, unsigned upperTile);
+  /// The top-level tile this graph's tile 0 is (0 unless virtual).
+  unsigned getTileOffset() const { return tileOffset_; }
+
+  /// The target of one replica (of a virtual graph: its tile range).
   const Target &getTarget() const;
   unsigned getReplicationFactor() const;
 
@@ -180,8 +196,13 @@ private:
   std::pair<VertexData *, unsigned> fieldOf(const FieldRef &f);
   void checkTensor(const Tensor &t, const char *what) const;
   void checkHandle(const std::string &handle, const char *what) const;
+  Graph(std::shared_ptr<GraphData> data, std::shared_ptr<const Target> target,
+        unsigned tileOffset);
 
-  std::unique_ptr<GraphData> data_;
+  std::shared_ptr<GraphData> data_;
+  /// data_->target for a top-level graph, the tile range's for a virtual one.
+  std::shared_ptr<const Target> target_;
+  unsigned tileOffset_ = 0;
 };
 
 /// Maps \p t over the tiles linearly in grains of \p grainSize elements,
