@@ -32,6 +32,25 @@ void checkConfig(const SystemConfig &config, std::string_view where) {
         where, config.arch));
 }
 
+// "1, 2, 4 or 8": the device sizes of a system of \p numIPUs IPUs.
+std::string deviceSizes(unsigned numIPUs) {
+  std::string out;
+  for (unsigned size = 1; size <= numIPUs; size *= 2) {
+    if (!out.empty())
+      out += size * 2 > numIPUs ? " or " : ", ";
+    out += std::to_string(size);
+  }
+  return out;
+}
+
+std::string holderText(const AttachRecord &r) {
+  if (r.pid == 0)
+    return "a process whose holder record is not readable";
+  return fmt::format("process {} (user {}, command \"{}\", device {}, since "
+                     "{})",
+                     r.pid, r.user, r.command, r.deviceId, r.attachTime);
+}
+
 } // namespace
 
 SystemConfig SystemConfig::fromSpec(std::string_view spec,
@@ -187,6 +206,52 @@ std::vector<Device> DeviceManager::getDevices(TargetType type,
   for (unsigned id = first; id < first + count; ++id)
     devices.push_back(getDevice(id));
   return devices;
+}
+
+Device DeviceManager::acquireAvailableDevice(unsigned numIPUs) const {
+  std::vector<Device> devices = getDevices(numIPUs);
+  if (devices.empty())
+    throw DeviceError(fmt::format(
+        "no device has {} IPUs: this system of {} {} IPUs has devices of {} "
+        "IPUs; ask for one of those sizes (`tessera info` lists the devices)",
+        numIPUs, config_.numIPUs, config_.arch, deviceSizes(config_.numIPUs)));
+  // d refers into the vector, so it must be moved out (cppcheck takes it for
+  // a local).
+  for (Device &d : devices)
+    if (d.tryAttach())
+      // cppcheck-suppress returnStdMoveLocal
+      return std::move(d);
+  // Every device of the size was busy: say who holds each, so the user can
+  // tell whether to wait, ask for fewer IPUs or stop a forgotten process.
+  const std::vector<AttachRecord> held = attachments();
+  std::string holders;
+  for (Device &d : devices) {
+    auto it = std::find_if(held.begin(), held.end(), [&](const auto &r) {
+      return std::find(d.ipuIds().begin(), d.ipuIds().end(), r.ipu) !=
+             d.ipuIds().end();
+    });
+    // Its holder detached since the first try.
+    if (it == held.end() && d.tryAttach())
+      // cppcheck-suppress returnStdMoveLocal
+      return std::move(d);
+    const auto &ipus = d.ipuIds();
+    holders += ipus.size() == 1
+                   ? fmt::format("; device {} (IPU {}): ", d.getId(), ipus[0])
+                   : fmt::format("; device {} (IPUs {}-{}): ", d.getId(),
+                                 ipus.front(), ipus.back());
+    holders += it == held.end() ? std::string("attached by another process")
+                                : "IPU " + std::to_string(it->ipu) +
+                                      " held by " + holderText(*it);
+  }
+  const std::string which =
+      devices.size() == 1 ? fmt::format("the only device of {} IPUs", numIPUs)
+                          : fmt::format("each of the {} devices of {} IPUs",
+                                        devices.size(), numIPUs);
+  throw DeviceError(fmt::format(
+      "no free device of {} IPUs: {} in this system of {} IPUs has an "
+      "attached IPU{}. Wait for a holder to detach, stop it, or ask for "
+      "fewer IPUs; `tessera monitor` lists the holders",
+      numIPUs, which, config_.numIPUs, holders));
 }
 
 std::vector<DeviceInfo> DeviceManager::listDevices() const {

@@ -15,6 +15,7 @@
 
 #include <fcntl.h>
 #include <pwd.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -160,12 +161,22 @@ std::optional<AttachRecord> readHolderRecord(const std::string &dir,
     r.command = j.at("command").get<std::string>();
     r.user = j.at("user").get<std::string>();
     r.attachTime = j.at("attachTime").get<std::string>();
+    if (!processExists(r.pid))
+      return std::nullopt;
     return r;
   } catch (const Error &) {
     return std::nullopt;
   } catch (const nlohmann::json::exception &) {
     return std::nullopt;
   }
+}
+
+bool processExists(long pid) {
+  if (pid <= 0)
+    return false;
+  // Signal 0 checks for existence only; EPERM means it exists under
+  // another user.
+  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
 }
 
 } // namespace tessera::detail

@@ -35,8 +35,12 @@ bool isIpuHeld(const std::string &dir, unsigned ipu);
 /// Writes the record of this process holding \p ipu for device \p deviceId.
 void writeHolderRecord(const std::string &dir, unsigned ipu, unsigned deviceId);
 void removeHolderRecord(const std::string &dir, unsigned ipu);
-/// The record of \p ipu, or nothing when there is none or it is unreadable.
+/// The record of \p ipu, or nothing when there is none, it is unreadable or
+/// the process it names is gone (a record left behind by a killed holder,
+/// whose lock a process it forked may still hold).
 std::optional<AttachRecord> readHolderRecord(const std::string &dir,
                                              unsigned ipu);
+/// Whether process \p pid exists (possibly owned by another user).
+bool processExists(long pid);
 
 } // namespace tessera::detail

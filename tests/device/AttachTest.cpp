@@ -1,5 +1,6 @@
 #include "tessera/device/DeviceManager.hpp"
 #include "tessera/support/Error.hpp"
+#include "tessera/support/File.hpp"
 
 #include "device/TempSystemDir.hpp"
 
@@ -179,4 +180,106 @@ TEST_F(AttachTest, IpusAreExclusiveAcrossProcessesAndFreedWhenTheHolderDies) {
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0].ipu, 1u);
   EXPECT_EQ(records[0].pid, static_cast<long>(::getpid()));
+}
+
+TEST_F(AttachTest, AcquireAvailableDeviceTakesTheLowestFreeDevice) {
+  DeviceManager m = manager();
+  Device first = m.acquireAvailableDevice(4);
+  EXPECT_TRUE(first.isAttached());
+  EXPECT_EQ(first.getId(), 24u);  // IPUs 0-3
+  Device single = m.getDevice(5); // IPU 5 blocks device 25 (IPUs 4-7)
+  ASSERT_TRUE(single.attach());
+  Device second = m.acquireAvailableDevice(4);
+  EXPECT_EQ(second.getId(), 26u); // IPUs 8-11
+  EXPECT_EQ(second.ipuIds().front(), 8u);
+}
+
+TEST_F(AttachTest, AcquireAvailableDeviceOfAMissingSizeSaysWhichSizesExist) {
+  DeviceManager m(SystemConfig{4, "ipu2"}, dir_);
+  try {
+    m.acquireAvailableDevice(3);
+    FAIL() << "expected DeviceError";
+  } catch (const DeviceError &e) {
+    EXPECT_THAT(e.what(), HasSubstr("no device has 3 IPUs: this system of 4 "
+                                    "ipu2 IPUs has devices of 1, 2 or 4 IPUs"));
+  }
+  EXPECT_THROW(m.acquireAvailableDevice(8), DeviceError);
+  EXPECT_THROW(m.acquireAvailableDevice(0), DeviceError);
+}
+
+TEST_F(AttachTest, AcquireAvailableDeviceWhenAllAreHeldNamesTheHolders) {
+  DeviceManager m(SystemConfig{4, "ipu2"}, dir_);
+  Device a = m.acquireAvailableDevice(2);
+  Device b = m.getDevice(3); // IPU 3 of device 5 (IPUs 2-3)
+  ASSERT_TRUE(b.attach());
+  try {
+    m.acquireAvailableDevice(2);
+    FAIL() << "expected DeviceError";
+  } catch (const DeviceError &e) {
+    const std::string pid = std::to_string(::getpid());
+    EXPECT_THAT(e.what(), HasSubstr("no free device of 2 IPUs: each of the 2 "
+                                    "devices of 2 IPUs in this system of 4 "
+                                    "IPUs has an attached IPU"));
+    EXPECT_THAT(e.what(), HasSubstr("device 4 (IPUs 0-1): IPU 0 held by "
+                                    "process " +
+                                    pid));
+    EXPECT_THAT(e.what(), HasSubstr("device 5 (IPUs 2-3): IPU 3 held by "
+                                    "process " +
+                                    pid));
+    EXPECT_THAT(e.what(), HasSubstr("tessera monitor"));
+  }
+  try {
+    m.acquireAvailableDevice(4);
+    FAIL() << "expected DeviceError";
+  } catch (const DeviceError &e) {
+    EXPECT_THAT(e.what(), HasSubstr("no free device of 4 IPUs: the only "
+                                    "device of 4 IPUs in this system of 4 "
+                                    "IPUs has an attached IPU; device 6 "
+                                    "(IPUs 0-3): IPU 0 held by process"));
+  }
+  a.detach();
+  std::vector<Device> singles;
+  for (unsigned i = 0; i < 3; ++i) // IPUs 0-2; IPU 3 is b's
+    singles.push_back(m.acquireAvailableDevice(1));
+  EXPECT_EQ(singles[2].getId(), 2u);
+  try {
+    m.acquireAvailableDevice(1);
+    FAIL() << "expected DeviceError: every IPU is held";
+  } catch (const DeviceError &e) {
+    EXPECT_THAT(e.what(), HasSubstr("device 3 (IPU 3): IPU 3 held by"));
+  }
+  singles.clear();
+  b.detach();
+  Device c = m.acquireAvailableDevice(2);
+  EXPECT_EQ(c.getId(), 4u);
+  Device d = m.acquireAvailableDevice(2);
+  EXPECT_EQ(d.getId(), 5u);
+}
+
+TEST_F(AttachTest, ARecordNamingAGoneProcessIsNotShownAsTheHolder) {
+  DeviceManager m = manager();
+  Device d = m.getDevice(7);
+  ASSERT_TRUE(d.attach());
+  // A pid that surely exists no more: a child that has exited and been
+  // reaped.
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0)
+    ::_exit(0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  const std::string record = dir_ + "/ipu7.holder.json";
+  std::string text = readFile(record);
+  const std::string mine = "\"pid\":" + std::to_string(::getpid());
+  ASSERT_NE(text.find(mine), std::string::npos) << text;
+  text.replace(text.find(mine), mine.size(),
+               "\"pid\":" + std::to_string(child));
+  writeFileAtomically(record, text);
+
+  auto records = m.attachments();
+  ASSERT_EQ(records.size(), 1u); // the lock is still held
+  EXPECT_EQ(records[0].ipu, 7u);
+  EXPECT_EQ(records[0].pid, 0);
+  EXPECT_EQ(records[0].command, "unknown");
+  Device other = m.getDevice(7);
+  EXPECT_THAT(attachError(other), HasSubstr("holder record is not readable"));
 }

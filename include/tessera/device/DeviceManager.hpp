@@ -44,7 +44,9 @@ struct AttachRecord {
   /// The device the holder attached (which may span more IPUs).
   unsigned deviceId = 0;
   /// 0 when the lock is held but its record is not readable (being written,
-  /// or removed by hand).
+  /// or removed by hand) or names a process that no longer exists (the
+  /// lock then belongs to a process the holder forked); command and user
+  /// are then "unknown".
   long pid = 0;
   /// The holder's command line, arguments separated by spaces.
   std::string command;
@@ -97,6 +99,12 @@ public:
   /// The device with id \p id, not attached; throws DeviceError with the
   /// valid range for an unknown id.
   Device getDevice(unsigned id) const;
+  /// Attaches and returns the free device of \p numIPUs IPUs with the lowest
+  /// id (as PopART's acquireAvailableDevice). Throws DeviceError when the
+  /// system has no device of that size (saying which sizes it has) or when
+  /// every device of that size has an attached IPU (naming each device's
+  /// holder).
+  Device acquireAvailableDevice(unsigned numIPUs) const;
   /// The IPUs of device \p id; throws DeviceError for an unknown id.
   std::vector<unsigned> deviceIpus(unsigned id) const;
 
