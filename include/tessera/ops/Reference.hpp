@@ -4,6 +4,7 @@
 /// tile-parallel ops. One section per op family.
 #pragma once
 
+#include "tessera/ops/Collectives.hpp"
 #include "tessera/ops/Conv.hpp"
 #include "tessera/ops/Expr.hpp"
 #include "tessera/ops/Loss.hpp"
@@ -199,5 +200,20 @@ void multiUpdateAdd(std::vector<double> &t,
                     const std::vector<std::size_t> &offsets,
                     const std::vector<std::size_t> &dims,
                     const std::vector<std::size_t> &sizes, double scale);
+
+// ---- Collectives ---------------------------------------------------------
+
+/// allReduce() of the values every replica holds (replicas[r] is replica
+/// r's flattened tensor), element by element in double; LOCAL gives
+/// replica 0's values.
+std::vector<double> allReduce(CollectiveOperator op,
+                              const std::vector<std::vector<double>> &replicas);
+/// reduceScatter(): replica \p replica's chunk of allReduce() of the
+/// tensors zero-padded to a multiple of the number of replicas (LOCAL:
+/// the chunk of that replica's own values).
+std::vector<double>
+reduceScatter(CollectiveOperator op,
+              const std::vector<std::vector<double>> &replicas,
+              unsigned replica);
 
 } // namespace tessera::ops::reference
