@@ -1,118 +1,132 @@
 #include "tessera/data/Idx.hpp"
 
+#include "Files.hpp"
+#include "tessera/data/Dataset.hpp"
+#include "tessera/support/Convert.hpp"
 #include "tessera/support/Error.hpp"
 
-#include <zlib.h>
-
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <memory>
 
 namespace tessera::data {
 namespace {
-
-// The whole (decompressed) file. gzread reads plain files as they are, so
-// one path serves both.
-std::string readAll(const std::string &path) {
-  if (!std::filesystem::exists(path))
-    throw Error("IDX file \"" + path + "\" does not exist");
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f)
-    throw Error("cannot open IDX file \"" + path + "\"");
-  std::unique_ptr<gzFile_s, int (*)(gzFile)> closer(f, gzclose);
-  std::string data;
-  char buf[1 << 16];
-  for (;;) {
-    const int n = gzread(f, buf, sizeof buf);
-    if (n < 0)
-      throw Error("IDX file \"" + path + "\" is corrupt: " +
-                  gzerror(f, nullptr));
-    if (n == 0)
-      break;
-    data.append(buf, static_cast<std::size_t>(n));
-  }
-  return data;
-}
 
 std::uint32_t bigEndian32(const unsigned char *p) {
   return (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) |
          (std::uint32_t(p[2]) << 8) | std::uint32_t(p[3]);
 }
 
-std::size_t elementBytes(unsigned code, const std::string &path) {
-  switch (code) {
-  case 0x08: // unsigned byte
-  case 0x09: // signed byte
-    return 1;
-  case 0x0B: // short
-    return 2;
-  case 0x0C: // int
-  case 0x0D: // float
-    return 4;
-  case 0x0E: // double
-    return 8;
-  }
-  throw Error("IDX file \"" + path + "\" has an unknown element type code " +
-              std::to_string(code) + "; it is not an IDX file");
-}
+struct IdxElementType {
+  std::size_t fileBytes; // bytes of one element in the file
+  Type type;             // what it is read as
+};
 
-float element(unsigned code, const unsigned char *p) {
+IdxElementType idxElementType(unsigned code, const std::string &path) {
   switch (code) {
   case 0x08:
-    return static_cast<float>(p[0]);
+    return {1, Type::UNSIGNED_CHAR};
   case 0x09:
-    return static_cast<float>(static_cast<signed char>(p[0]));
+    return {1, Type::SIGNED_CHAR};
   case 0x0B:
-    return static_cast<float>(static_cast<std::int16_t>((p[0] << 8) | p[1]));
+    return {2, Type::SHORT};
   case 0x0C:
-    return static_cast<float>(static_cast<std::int32_t>(bigEndian32(p)));
-  case 0x0D: {
-    const std::uint32_t bits = bigEndian32(p);
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
+    return {4, Type::INT};
+  case 0x0D:
+    return {4, Type::FLOAT};
+  case 0x0E:
+    return {8, Type::FLOAT};
   }
-  default: {
-    const std::uint64_t bits =
-        (std::uint64_t(bigEndian32(p)) << 32) | bigEndian32(p + 4);
-    double d;
-    std::memcpy(&d, &bits, 8);
-    return static_cast<float>(d);
+  throw SerializationError("IDX file \"" + path +
+                           "\" has an unknown element type code " +
+                           std::to_string(code) + "; it is not an IDX file");
+}
+
+// IDX stores elements big-endian; the host is little-endian (x86, Arm).
+void decodeElements(unsigned code, const unsigned char *in, void *out,
+                    std::size_t count) {
+  static_assert(std::endian::native == std::endian::little);
+  switch (code) {
+  case 0x08:
+  case 0x09:
+    std::memcpy(out, in, count);
+    return;
+  case 0x0B:
+    for (std::size_t i = 0; i < count; ++i)
+      static_cast<std::int16_t *>(out)[i] =
+          static_cast<std::int16_t>((in[2 * i] << 8) | in[2 * i + 1]);
+    return;
+  case 0x0C:
+  case 0x0D:
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::uint32_t bits = bigEndian32(in + 4 * i);
+      std::memcpy(static_cast<std::byte *>(out) + 4 * i, &bits, 4);
+    }
+    return;
+  default:
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::uint64_t bits =
+          (std::uint64_t(bigEndian32(in + 8 * i)) << 32) |
+          bigEndian32(in + 8 * i + 4);
+      double d;
+      std::memcpy(&d, &bits, 8);
+      static_cast<float *>(out)[i] = static_cast<float>(d);
+    }
   }
-  }
+}
+
+// The path of one Fashion-MNIST file, which must exist.
+std::string fashionMnistFile(const std::string &directory, const char *name) {
+  const std::string path = directory + "/" + name;
+  if (!std::filesystem::exists(path))
+    throw Error("Fashion-MNIST file \"" + path +
+                "\" is missing; install Debian's dataset-fashion-mnist "
+                "package (apt-get install dataset-fashion-mnist) or set "
+                "TESSERA_FASHION_MNIST_DIR to a folder holding it");
+  return path;
 }
 
 } // namespace
 
-IdxArray readIdx(const std::string &path) {
-  const std::string data = readAll(path);
+HostTensor readIdxTensor(const std::string &path) {
+  const std::string data = detail::readMaybeGzip(path, "IDX file");
   const auto *bytes = reinterpret_cast<const unsigned char *>(data.data());
   if (data.size() < 4 || bytes[0] != 0 || bytes[1] != 0)
-    throw Error("IDX file \"" + path +
-                "\" does not start with an IDX magic number; it is not an "
-                "IDX file");
+    throw SerializationError("IDX file \"" + path +
+                             "\" does not start with an IDX magic number; it "
+                             "is not an IDX file");
   const unsigned code = bytes[2], rank = bytes[3];
-  const std::size_t size = elementBytes(code, path);
+  const IdxElementType element = idxElementType(code, path);
   const std::size_t header = 4 + 4 * std::size_t(rank);
   if (data.size() < header)
-    throw Error("IDX file \"" + path + "\" is truncated: its header needs " +
-                std::to_string(header) + " bytes but the file has " +
-                std::to_string(data.size()));
+    throw SerializationError(
+        "IDX file \"" + path + "\" is truncated: its header needs " +
+        std::to_string(header) + " bytes but the file has " +
+        std::to_string(data.size()));
+  Shape shape;
+  for (unsigned d = 0; d < rank; ++d)
+    shape.push_back(bigEndian32(bytes + 4 + 4 * d));
+  const std::size_t count = numElements(shape);
+  if (data.size() - header < count * element.fileBytes)
+    throw SerializationError(
+        "IDX file \"" + path + "\" is truncated: its header promises " +
+        std::to_string(count) + " elements (" +
+        std::to_string(count * element.fileBytes) + " bytes) but only " +
+        std::to_string(data.size() - header) + " bytes follow");
+  HostTensor t;
+  t.reset(element.type, shape);
+  decodeElements(code, bytes + header, t.data(), count);
+  return t;
+}
+
+IdxArray readIdx(const std::string &path) {
+  const HostTensor t = readIdxTensor(path);
   IdxArray a;
-  std::size_t count = 1;
-  for (unsigned d = 0; d < rank; ++d) {
-    a.shape.push_back(bigEndian32(bytes + 4 + 4 * d));
-    count *= a.shape.back();
-  }
-  if (data.size() - header < count * size)
-    throw Error("IDX file \"" + path + "\" is truncated: its header promises " +
-                std::to_string(count) + " elements (" +
-                std::to_string(count * size) + " bytes) but only " +
-                std::to_string(data.size() - header) + " bytes follow");
-  a.values.resize(count);
-  for (std::size_t i = 0; i < count; ++i)
-    a.values[i] = element(code, bytes + header + i * size);
+  a.shape = t.shape();
+  a.values.resize(t.numElements());
+  convertElements(t.type(), t.data(), Type::FLOAT, a.values.data(),
+                  t.numElements());
   return a;
 }
 
@@ -124,20 +138,73 @@ std::string fashionMnistDirectory() {
 
 Mnist loadFashionMnist(const std::string &directory) {
   auto load = [&](const char *name) {
-    const std::string path = directory + "/" + name;
-    if (!std::filesystem::exists(path))
-      throw Error("Fashion-MNIST file \"" + path +
-                  "\" is missing; install Debian's dataset-fashion-mnist "
-                  "package (apt-get install dataset-fashion-mnist) or set "
-                  "TESSERA_FASHION_MNIST_DIR to a folder holding it");
-    return readIdx(path);
+    return readIdx(fashionMnistFile(directory, name));
   };
-  Mnist m{load("train-images-idx3-ubyte.gz"), load("train-labels-idx1-ubyte.gz"),
-          load("t10k-images-idx3-ubyte.gz"), load("t10k-labels-idx1-ubyte.gz")};
+  Mnist m{load("train-images-idx3-ubyte.gz"),
+          load("train-labels-idx1-ubyte.gz"), load("t10k-images-idx3-ubyte.gz"),
+          load("t10k-labels-idx1-ubyte.gz")};
   for (auto *images : {&m.trainImages, &m.testImages})
     for (float &v : images->values)
       v /= 255.0f;
   return m;
+}
+
+Dataset Dataset::idx(const std::string &imagesPath,
+                     const std::string &labelsPath, const IdxOptions &options) {
+  HostTensor images = readIdxTensor(imagesPath);
+  HostTensor labels = readIdxTensor(labelsPath);
+  if (images.rank() == 0 || labels.rank() != 1)
+    throw ShapeError("idx: the images file \"" + imagesPath + "\" holds " +
+                     shapeString(images.shape()) + " and the labels file \"" +
+                     labelsPath + "\" holds " + shapeString(labels.shape()) +
+                     "; images need at least one dimension and labels "
+                     "exactly one");
+  if (images.dim(0) != labels.dim(0))
+    throw ShapeError("idx: the images file \"" + imagesPath + "\" holds " +
+                     std::to_string(images.dim(0)) +
+                     " images but the labels file \"" + labelsPath +
+                     "\" holds " + std::to_string(labels.dim(0)) +
+                     " labels; pair each images file with its own labels");
+  const std::size_t count = images.dim(0);
+  Shape imageShape(images.shape().begin() + 1, images.shape().end());
+  if (!options.imageShape.empty()) {
+    if (numElements(options.imageShape) != numElements(imageShape))
+      throw ShapeError("idx: an image of \"" + imagesPath + "\" is " +
+                       shapeString(imageShape) + " (" +
+                       std::to_string(numElements(imageShape)) +
+                       " elements) but imageShape " +
+                       shapeString(options.imageShape) + " holds " +
+                       std::to_string(numElements(options.imageShape)) +
+                       "; give a shape with the same element count");
+    imageShape = options.imageShape;
+  }
+  Shape shape{count};
+  shape.insert(shape.end(), imageShape.begin(), imageShape.end());
+  if (options.normalize) {
+    HostTensor scaled = images.cast(Type::FLOAT);
+    if (images.type() == Type::UNSIGNED_CHAR)
+      for (float &v : scaled.values<float>())
+        v /= 255.0f;
+    images = std::move(scaled);
+  }
+  images.reshape(std::move(shape));
+  std::vector<HostTensor> tensors;
+  tensors.push_back(std::move(images));
+  tensors.push_back(labels.cast(options.labelType));
+  return fromTensors(std::move(tensors), {"image", "label"});
+}
+
+Dataset fashionMnist(Split split, const FashionMnistOptions &options) {
+  const bool train = split == Split::Train;
+  const std::string images =
+      fashionMnistFile(options.directory, train ? "train-images-idx3-ubyte.gz"
+                                                : "t10k-images-idx3-ubyte.gz");
+  const std::string labels =
+      fashionMnistFile(options.directory, train ? "train-labels-idx1-ubyte.gz"
+                                                : "t10k-labels-idx1-ubyte.gz");
+  IdxOptions idx;
+  idx.imageShape = options.imageShape;
+  return Dataset::idx(images, labels, idx);
 }
 
 } // namespace tessera::data

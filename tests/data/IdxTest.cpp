@@ -72,7 +72,7 @@ TEST(Idx, MissingDatasetNamesTheDebianPackage) {
 TEST(Idx, FashionMnistFromDebianHasItsKnownShape) {
   if (!std::filesystem::exists(data::fashionMnistDirectory()))
     GTEST_SKIP() << "dataset-fashion-mnist is not installed";
-  data::IdxArray labels =
-      data::readIdx(data::fashionMnistDirectory() + "/t10k-labels-idx1-ubyte.gz");
+  data::IdxArray labels = data::readIdx(data::fashionMnistDirectory() +
+                                        "/t10k-labels-idx1-ubyte.gz");
   EXPECT_EQ(labels.shape, std::vector<std::size_t>{10000});
 }

@@ -4,6 +4,7 @@
 /// the elements in row-major order, big-endian.
 #pragma once
 
+#include "tessera/data/HostTensor.hpp"
 #include "tessera/support/Type.hpp"
 
 #include <cstddef>
@@ -23,6 +24,11 @@ struct IdxArray {
 /// Reads an IDX file (".gz" or not). Errors (tessera::Error) name the file
 /// and what is wrong: missing, truncated, a bad magic number.
 IdxArray readIdx(const std::string &path);
+
+/// Reads an IDX file (".gz" or not) keeping its element type: unsigned
+/// bytes as UNSIGNED_CHAR, signed bytes as SIGNED_CHAR, shorts as SHORT,
+/// ints as INT, floats as FLOAT; doubles become FLOAT. Errors as readIdx.
+HostTensor readIdxTensor(const std::string &path);
 
 /// Where Debian's dataset-fashion-mnist package installs the data set
 /// (TESSERA_FASHION_MNIST_DIR overrides it).
