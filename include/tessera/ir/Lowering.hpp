@@ -1,0 +1,79 @@
+/// \file
+/// Lowering: each IR operation becomes calls of the ops library (ops::map,
+/// matMul, convolution, pool, nonLinearity, reduce, calcLoss, ...) on a
+/// Graph, appended to a program in module order.
+///
+///     Graph graph(target);
+///     program::Sequence prog;
+///     ir::LoweredModule lowered = ir::lowerToGraph(module, graph, prog);
+///     graph.createHostWrite("x", lowered.tensor(x));
+///     graph.createHostRead("loss", lowered.tensor(loss));
+///
+/// Placement: a module whose operations carry @ipu annotations is sharded:
+/// each IPU k of the graph's target gets a virtual graph over its tiles,
+/// operations annotated @ipu(k) (IPU 0 when unannotated) create their
+/// tensors and vertices there, and a value used on another IPU than its
+/// own is copied there once (a Copy program: IPU-link traffic). A module
+/// without annotations uses every tile of the graph.
+///
+/// Layouts: inputs and variables are created when their first user is
+/// lowered, with the layout that user prefers (matmul operands by
+/// ops::createMatMulInputLHS / RHS, conv2d inputs and weights by
+/// ops::createInput / createWeights, gather tables by
+/// ops::createSliceableTensor), otherwise mapped linearly; an @ipu
+/// annotation on a leaf places it, otherwise it lives on its first user's
+/// IPU. Variables get their initialisers' values as initial values.
+/// Scalar constants in elementwise operations become constants of the
+/// expression rather than tensors. Reshapes, transposes, broadcasts,
+/// slices and concatenations are views and copy nothing.
+#pragma once
+
+#include "tessera/graph/Graph.hpp"
+#include "tessera/graph/Program.hpp"
+#include "tessera/ir/Builder.hpp"
+#include "tessera/support/OptionFlags.hpp"
+
+#include <vector>
+
+namespace tessera::ir {
+
+struct LoweringOptions {
+  /// Options for every ops::matMul (e.g. "availableMemoryProportion").
+  OptionFlags matMulOptions;
+  /// Options for every ops::convolution and its gradients.
+  OptionFlags convOptions;
+  /// Give the graph variables of IR variables their initialisers' values.
+  bool initialiseVariables = true;
+};
+
+/// What lowering made: a tensor per value, and where it lives.
+class LoweredModule {
+public:
+  /// The tensor of \p id on its own IPU (IrError for a value that was not
+  /// lowered: one of another module, or an unused constant).
+  const Tensor &tensor(ValueId id) const;
+  const Tensor &tensor(const Value &v) const { return tensor(v.id()); }
+  /// The IPU the value lives on (0 in an unsharded module).
+  unsigned ipu(ValueId id) const;
+  /// How many inter-IPU copies lowering inserted.
+  std::size_t numCopies() const { return numCopies_; }
+  /// Whether the module was lowered onto per-IPU virtual graphs.
+  bool sharded() const { return sharded_; }
+
+private:
+  friend class Lowering;
+  std::vector<Tensor> tensors_;
+  std::vector<unsigned> ipus_;
+  std::size_t numCopies_ = 0;
+  bool sharded_ = false;
+};
+
+/// Lowers \p module into \p graph, appending its work to \p prog. The
+/// module is verified first against the target's IPU count (IrError for
+/// an @ipu beyond it); the ops library's errors propagate (a plan that
+/// does not fit, for example). ops::addCodelets(graph) is called.
+LoweredModule lowerToGraph(const Module &module, Graph &graph,
+                           program::Sequence &prog,
+                           const LoweringOptions &options = {});
+
+} // namespace tessera::ir

@@ -1,0 +1,251 @@
+/// \file
+/// The model IR: a Module is a straight-line program of operations on
+/// values with static shapes and element types. Values are defined once
+/// (SSA): as an input (fed by the host each step), a variable (a parameter
+/// with an initialiser, trainable or not), a constant, or a result of an
+/// operation. Operations appear in execution order and use only values
+/// defined before them. Every operation carries annotations: the IPU
+/// (shard) it runs on, its pipeline stage, whether to recompute it, and
+/// whether autodiff made it (backward).
+///
+/// Modules are built with the Builder (Builder.hpp), printed and parsed as
+/// text (Text.hpp), checked by verify() (Verifier.hpp), run on the host in
+/// double precision (Interpreter.hpp) and lowered to a Graph (Lowering.hpp).
+#pragma once
+
+#include "tessera/ir/Initialiser.hpp"
+#include "tessera/ir/OpKind.hpp"
+#include "tessera/support/Error.hpp"
+#include "tessera/support/Type.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+namespace tessera::ir {
+
+/// IR that is malformed: an attribute missing or of the wrong kind, a value
+/// used before it is defined or from another module, bad annotations, a
+/// name used twice.
+class IrError : public Error {
+public:
+  using Error::Error;
+};
+
+using Shape = std::vector<std::size_t>;
+using ValueId = std::uint32_t;
+
+/// "[32, 784]"; "[]" for a scalar.
+std::string shapeToString(const Shape &shape);
+/// The product of the dimensions (1 for a scalar).
+std::size_t numElements(const Shape &shape);
+
+/// An element type and a static shape.
+struct ValueType {
+  Type dtype = FLOAT;
+  Shape shape;
+  std::size_t numElements() const { return ir::numElements(shape); }
+  std::size_t rank() const { return shape.size(); }
+  /// "float[32, 784]", as the text format writes it.
+  std::string toString() const;
+  bool operator==(const ValueType &) const = default;
+};
+
+/// The text format's name of a type: float, half, int, uint, short,
+/// ushort, char, schar, uchar, bool.
+std::string_view dtypeName(Type type);
+std::optional<Type> dtypeFromName(std::string_view name);
+
+/// One attribute value: an integer, a float, a string or a list of integers.
+using AttrValue =
+    std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>>;
+
+/// An operation's attributes by name, in name order. The typed getters
+/// throw IrError naming the attribute when it is missing or of another
+/// kind.
+class Attributes {
+public:
+  Attributes() = default;
+  Attributes(std::initializer_list<std::pair<const std::string, AttrValue>> a)
+      : map_(a) {}
+  void set(const std::string &name, AttrValue value) {
+    map_[name] = std::move(value);
+  }
+  bool has(std::string_view name) const { return map_.count(name) != 0; }
+  std::int64_t getInt(std::string_view name) const;
+  double getFloat(std::string_view name) const;
+  const std::string &getString(std::string_view name) const;
+  const std::vector<std::int64_t> &getInts(std::string_view name) const;
+  /// getInts with every element checked to be non-negative.
+  std::vector<std::size_t> getSizes(std::string_view name) const;
+  const std::map<std::string, AttrValue, std::less<>> &all() const {
+    return map_;
+  }
+  bool operator==(const Attributes &) const = default;
+
+private:
+  const AttrValue &get(std::string_view name, const char *kind) const;
+  std::map<std::string, AttrValue, std::less<>> map_;
+};
+
+/// Where and how an operation runs.
+struct Annotations {
+  /// The IPU (shard) the operation runs on; unset: IPU 0 of a sharded
+  /// module, the whole target of an unsharded one.
+  std::optional<unsigned> ipu;
+  /// The pipeline stage the operation belongs to.
+  std::optional<unsigned> pipelineStage;
+  /// Recompute the operation in the backward pass instead of keeping its
+  /// results.
+  bool recompute = false;
+  /// Made by autodiff: part of the backward pass.
+  bool backward = false;
+  bool operator==(const Annotations &) const = default;
+};
+
+/// How a value is defined.
+enum class ValueKind : std::uint8_t { Input, Variable, Constant, OpResult };
+
+/// What the module knows about a value.
+struct ValueInfo {
+  ValueType type;
+  /// Unique within the module, or empty.
+  std::string name;
+  ValueKind kind = ValueKind::OpResult;
+  /// Index of the defining op (OpResult) or of the entry in inputs(),
+  /// variables() or constants().
+  std::uint32_t def = 0;
+  /// Which result of its op.
+  unsigned resultIndex = 0;
+  /// The IPU an input, variable or constant lives on, when given; unset
+  /// for op results (they live where their op runs).
+  std::optional<unsigned> ipu;
+};
+
+/// One operation.
+struct Op {
+  OpKind kind = OpKind::ADD;
+  std::vector<ValueId> operands;
+  std::vector<ValueId> results;
+  Attributes attrs;
+  Annotations annotations;
+};
+
+/// A parameter.
+struct Variable {
+  ValueId value = 0;
+  Initialiser init;
+  /// Whether autodiff differentiates with respect to it by default.
+  bool trainable = true;
+};
+
+/// A constant: one value per element, or one value for every element.
+struct Constant {
+  ValueId value = 0;
+  std::vector<double> data;
+};
+
+/// A named result of the module.
+struct Output {
+  std::string name;
+  ValueId value = 0;
+};
+
+/// A module of operations. Creating values and operations checks them:
+/// result types are inferred (ShapeError, TypeError with the shapes) and
+/// names made unique (a taken name gets a suffix _1, _2, ...).
+class Module {
+public:
+  explicit Module(std::string name = "") : name_(std::move(name)) {}
+
+  const std::string &name() const { return name_; }
+
+  /// A host-fed input of \p type.
+  ValueId addInput(const std::string &name, ValueType type,
+                   std::optional<unsigned> ipu = std::nullopt);
+  /// A parameter of \p type; throws ShapeError when \p init holds explicit
+  /// values of the wrong count.
+  ValueId addVariable(const std::string &name, ValueType type, Initialiser init,
+                      bool trainable = true,
+                      std::optional<unsigned> ipu = std::nullopt);
+  /// A constant; \p data holds one value per element or one for all.
+  ValueId addConstant(const std::string &name, ValueType type,
+                      std::vector<double> data,
+                      std::optional<unsigned> ipu = std::nullopt);
+  /// Appends an operation; its results' types are inferred. \p names names
+  /// the results (fewer names leave the rest unnamed). Throws IrError for
+  /// operand counts and undefined operands, ShapeError and TypeError from
+  /// shape inference.
+  std::vector<ValueId> addOp(OpKind kind, const std::vector<ValueId> &operands,
+                             Attributes attrs = {},
+                             const Annotations &annotations = {},
+                             const std::vector<std::string> &names = {});
+  /// Names \p value as a result of the module. Throws IrError when the
+  /// name is taken by another output.
+  void addOutput(const std::string &name, ValueId value);
+
+  std::size_t numValues() const { return values_.size(); }
+  const ValueInfo &value(ValueId id) const;
+  const ValueType &typeOf(ValueId id) const { return value(id).type; }
+  /// The value named \p name, if any.
+  std::optional<ValueId> findValue(std::string_view name) const;
+  /// A value's name, or "%<id>" for an unnamed one (for messages).
+  std::string describe(ValueId id) const;
+  /// Renames \p id to \p name (made unique as new names are); an empty
+  /// name leaves it unnamed. Returns the name given.
+  std::string setName(ValueId id, const std::string &name);
+
+  const std::vector<Op> &ops() const { return ops_; }
+  const std::vector<ValueId> &inputs() const { return inputs_; }
+  const std::vector<Variable> &variables() const { return variables_; }
+  const std::vector<Constant> &constants() const { return constants_; }
+  const std::vector<Output> &outputs() const { return outputs_; }
+  /// The variable entry of a Variable value.
+  const Variable &variableOf(ValueId id) const;
+  const Constant &constantOf(ValueId id) const;
+  /// The op defining an OpResult value.
+  const Op &producer(ValueId id) const;
+  /// The output named \p name; throws IrError when there is none.
+  ValueId output(std::string_view name) const;
+
+  /// The annotations new operations get (the Builder's scopes set them).
+  Annotations &currentAnnotations() { return current_; }
+  const Annotations &currentAnnotations() const { return current_; }
+
+  /// Direct access for passes that rewrite operations in place; run
+  /// verify() afterwards.
+  std::vector<Op> &mutableOps() { return ops_; }
+  ValueInfo &mutableValue(ValueId id);
+
+private:
+  ValueId newValue(const std::string &name, ValueType type, ValueKind kind,
+                   std::uint32_t def, std::optional<unsigned> ipu);
+  std::string uniqueName(const std::string &name) const;
+
+  std::string name_;
+  std::vector<ValueInfo> values_;
+  std::vector<Op> ops_;
+  std::vector<ValueId> inputs_;
+  std::vector<Variable> variables_;
+  std::vector<Constant> constants_;
+  std::vector<Output> outputs_;
+  std::unordered_map<std::string, ValueId> names_;
+  Annotations current_;
+};
+
+/// The result types of an operation of \p kind on operands of \p operands
+/// types with \p attrs: the shape inference that Module::addOp and the
+/// verifier run. \p operandNames (may be empty) name the operands in
+/// messages. Throws ShapeError, TypeError or IrError.
+std::vector<ValueType>
+inferResultTypes(OpKind kind, const std::vector<ValueType> &operands,
+                 const Attributes &attrs,
+                 const std::vector<std::string> &operandNames = {});
+
+} // namespace tessera::ir

@@ -1,0 +1,77 @@
+/// \file
+/// Optimizers as an IR pass: makeTrainingStep() differentiates a loss and
+/// appends, for every trainable variable, the operations computing its new
+/// value. A variable's new value is the module output "update/<variable>";
+/// running the module and writing each such output back to its variable is
+/// one training step (the session does this on the device, the interpreter
+/// test on the host). Optimizer state (momentum, Adam's moments, the step
+/// count) lives in non-trainable, zero-initialised variables named
+/// "<variable>/momentum", "<variable>/adam_m", "<variable>/adam_v" and
+/// "optimizer/step", updated the same way.
+///
+/// Semantics follow PyTorch's optimizers, so results can be compared with it:
+///   SGD:   g += wd w; buf = m buf + (1 - dampening) g;
+///          g = nesterov ? g + m buf : buf; w -= lr g
+///   Adam:  g += wd w (AdamW instead: w -= lr wd w); m = b1 m + (1 - b1) g;
+///          v = b2 v + (1 - b2) g^2; w -= lr (m / (1 - b1^t)) /
+///          (sqrt(v / (1 - b2^t)) + eps)
+/// One difference: PyTorch starts SGD's momentum buffer at the first
+/// gradient, here it starts at zero, which is the same unless dampening > 0.
+#pragma once
+
+#include "tessera/ir/Builder.hpp"
+
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace tessera::passes {
+
+struct SGD {
+  double learningRate = 0.01;
+  double momentum = 0;
+  double dampening = 0;
+  double weightDecay = 0;
+  bool nesterov = false;
+};
+
+struct Adam {
+  double learningRate = 0.001;
+  double beta1 = 0.9, beta2 = 0.999;
+  double epsilon = 1e-8;
+  double weightDecay = 0;
+  /// AdamW: decay the weights directly instead of adding to the gradient.
+  bool decoupledWeightDecay = false;
+};
+
+using Optimizer = std::variant<SGD, Adam>;
+
+struct TrainingOptions {
+  Optimizer optimizer = SGD{};
+  /// The loss is multiplied by this before differentiation and the
+  /// gradients divided by it after, so small half gradients do not flush
+  /// to zero.
+  double lossScaling = 1;
+};
+
+/// A variable and the value it takes after a step.
+struct VariableUpdate {
+  ir::Value variable;
+  ir::Value newValue;
+};
+
+/// Differentiates \p loss with respect to every trainable variable and adds
+/// the optimizer's updates as outputs "update/<variable>". Throws
+/// OptionError for a non-positive learning rate or loss scaling, or betas
+/// outside [0, 1).
+std::vector<VariableUpdate> makeTrainingStep(ir::Module &module, ir::Value loss,
+                                             const TrainingOptions &options);
+
+/// The updates of \p module: every output named "update/<v>" with its
+/// variable <v>. Throws IrError when <v> is not a variable or its type
+/// differs from the update's.
+std::vector<std::pair<ir::ValueId, ir::ValueId>>
+variableUpdates(const ir::Module &module);
+
+} // namespace tessera::passes

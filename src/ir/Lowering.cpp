@@ -1,0 +1,223 @@
+// The lowering driver: decides where each value lives, creates inputs and
+// variables lazily with their first user's preferred layout, inserts
+// inter-IPU copies, and hands each op to LoweringOps.cpp.
+#include "LoweringInternal.hpp"
+
+#include "tessera/device/Target.hpp"
+#include "tessera/ir/Verifier.hpp"
+#include "tessera/ops/Codelets.hpp"
+
+#include <map>
+#include <memory>
+
+namespace tessera::ir {
+
+const Tensor &LoweredModule::tensor(ValueId id) const {
+  if (id >= tensors_.size() || !tensors_[id].valid())
+    throw IrError("%" + std::to_string(id) +
+                  " has no tensor: it is not a lowered value of the module");
+  return tensors_[id];
+}
+
+unsigned LoweredModule::ipu(ValueId id) const {
+  (void)tensor(id);
+  return ipus_[id];
+}
+
+class Lowering {
+public:
+  Lowering(const Module &m, Graph &graph, program::Sequence &prog,
+           const LoweringOptions &options)
+      : m_(m), top_(graph), prog_(prog), options_(options) {}
+  LoweredModule run();
+
+private:
+  Graph &graphFor(unsigned ipu);
+  DebugContext nameOf(ValueId id) const;
+  Tensor operandOn(ValueId v, unsigned ipu, const Op &op, unsigned index);
+  Tensor constantOn(ValueId v, unsigned ipu);
+  void createLeaf(ValueId v, unsigned ipu, const Op *op, unsigned index);
+  Tensor copyTo(const Tensor &src, unsigned from, unsigned to,
+                const DebugContext &dc);
+  std::optional<double> inlinable(const Op &op, unsigned index) const;
+  void lower(const Op &op);
+
+  const Module &m_;
+  Graph &top_;
+  program::Sequence &prog_;
+  const LoweringOptions &options_;
+  LoweredModule out_;
+  std::map<unsigned, std::unique_ptr<Graph>> shards_;
+  std::map<std::pair<ValueId, unsigned>, Tensor> copies_;
+};
+
+Graph &Lowering::graphFor(unsigned ipu) {
+  if (!out_.sharded_)
+    return top_;
+  auto &g = shards_[ipu];
+  if (!g) {
+    const unsigned perIpu = top_.getTarget().getTilesPerIPU();
+    g = std::make_unique<Graph>(
+        top_.createVirtualGraph(ipu * perIpu, (ipu + 1) * perIpu));
+  }
+  return *g;
+}
+
+DebugContext Lowering::nameOf(ValueId id) const {
+  const std::string &name = m_.value(id).name;
+  return DebugContext(name.empty() ? "ir/%" + std::to_string(id) : name);
+}
+
+Tensor Lowering::constantOn(ValueId v, unsigned ipu) {
+  auto key = std::make_pair(v, ipu);
+  auto it = copies_.find(key);
+  if (it != copies_.end())
+    return it->second;
+  // Constants are cheap to duplicate, so each IPU gets its own rather than
+  // a copy over the IPU-links.
+  Tensor t = detail::addConstantTensor(graphFor(ipu), m_.typeOf(v),
+                                       m_.constantOf(v).data, nameOf(v));
+  if (!out_.tensors_[v].valid()) {
+    out_.tensors_[v] = t;
+    out_.ipus_[v] = ipu;
+  }
+  return copies_[key] = t;
+}
+
+void Lowering::createLeaf(ValueId v, unsigned ipu, const Op *op,
+                          unsigned index) {
+  const ValueInfo &info = m_.value(v);
+  const unsigned home = out_.sharded_ ? info.ipu.value_or(ipu) : 0;
+  Graph &g = graphFor(home);
+  Tensor t;
+  if (op && home == ipu) {
+    std::vector<ValueType> types;
+    for (ValueId o : op->operands)
+      types.push_back(m_.typeOf(o));
+    t = detail::preferredLayout(g, *op, index, types, options_, nameOf(v));
+  }
+  if (!t.valid()) {
+    t = g.addVariable(info.type.dtype, info.type.shape, nameOf(v));
+    mapTensorLinearly(g, t);
+  }
+  if (info.kind == ValueKind::Variable && options_.initialiseVariables) {
+    detail::setInitialValues(
+        g, t,
+        materialise(m_.variableOf(v).init, info.type.dtype, info.type.shape));
+  }
+  out_.tensors_[v] = t;
+  out_.ipus_[v] = home;
+}
+
+Tensor Lowering::copyTo(const Tensor &src, unsigned from, unsigned to,
+                        const DebugContext &dc) {
+  // The copy keeps the source's spread over tiles, shifted to the other
+  // IPU, so each tile sends its part to its counterpart.
+  const unsigned perIpu = top_.getTarget().getTilesPerIPU();
+  const TileMapping srcMap = top_.getTileMapping(src);
+  TileMapping dstMap(perIpu);
+  for (unsigned tile = 0; tile < srcMap.size(); ++tile)
+    for (const Interval &iv : srcMap[tile])
+      dstMap[tile - from * perIpu].push_back(iv);
+  Graph &g = graphFor(to);
+  Tensor dst = g.addVariable(src.elementType(), src.shape(),
+                             DebugContext(dc, "to ipu" + std::to_string(to)));
+  g.setTileMapping(dst, dstMap);
+  prog_.add(program::Copy(src, dst));
+  ++out_.numCopies_;
+  return dst;
+}
+
+Tensor Lowering::operandOn(ValueId v, unsigned ipu, const Op &op,
+                           unsigned index) {
+  if (m_.value(v).kind == ValueKind::Constant)
+    return constantOn(v, ipu);
+  if (!out_.tensors_[v].valid())
+    createLeaf(v, ipu, &op, index);
+  if (out_.ipus_[v] == ipu)
+    return out_.tensors_[v];
+  auto key = std::make_pair(v, ipu);
+  auto it = copies_.find(key);
+  if (it != copies_.end())
+    return it->second;
+  return copies_[key] = copyTo(out_.tensors_[v], out_.ipus_[v], ipu, nameOf(v));
+}
+
+// A scalar constant operand of an elementwise op can be an expression
+// constant, unless it is what gives the result its shape.
+std::optional<double> Lowering::inlinable(const Op &op, unsigned index) const {
+  const OpClass cls = opClass(op.kind);
+  if (cls != OpClass::Binary && cls != OpClass::Compare)
+    return std::nullopt;
+  const ValueId v = op.operands[index], other = op.operands[1 - index];
+  if (m_.value(v).kind != ValueKind::Constant ||
+      m_.constantOf(v).data.size() != 1 ||
+      m_.typeOf(other).shape != m_.typeOf(op.results[0]).shape ||
+      (m_.value(other).kind == ValueKind::Constant &&
+       m_.constantOf(other).data.size() == 1 && index == 1))
+    return std::nullopt;
+  return m_.constantOf(v).data[0];
+}
+
+void Lowering::lower(const Op &op) {
+  const unsigned ipu = out_.sharded_ ? op.annotations.ipu.value_or(0) : 0;
+  detail::LowerContext c{graphFor(ipu),         prog_,   op, {}, {}, {}, {},
+                         nameOf(op.results[0]), options_};
+  c.dc =
+      DebugContext(DebugContext(std::string(opKindName(op.kind))), c.dc.name);
+  for (unsigned i = 0; i < op.operands.size(); ++i) {
+    c.splat.push_back(inlinable(op, i));
+    c.in.push_back(c.splat.back() ? Tensor()
+                                  : operandOn(op.operands[i], ipu, op, i));
+    c.inTypes.push_back(m_.typeOf(op.operands[i]));
+  }
+  for (ValueId r : op.results)
+    c.outTypes.push_back(m_.typeOf(r));
+  const std::vector<Tensor> results = detail::lowerOp(c);
+  TESSERA_INTERNAL_ASSERT(results.size() == op.results.size(),
+                          "lowering of " + std::string(opKindName(op.kind)) +
+                              " gave the wrong number of results");
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const ValueType &t = c.outTypes[i];
+    TESSERA_INTERNAL_ASSERT(
+        results[i].elementType() == t.dtype && results[i].shape() == t.shape,
+        "lowering of " + std::string(opKindName(op.kind)) + " gave " +
+            results[i].shapeToString() + " for " + t.toString());
+    out_.tensors_[op.results[i]] = results[i];
+    out_.ipus_[op.results[i]] = ipu;
+  }
+}
+
+LoweredModule Lowering::run() {
+  const unsigned numIpus = top_.getTarget().getNumIPUs();
+  verify(m_, {.numIpus = numIpus});
+  ops::addCodelets(top_);
+  for (const Op &op : m_.ops())
+    out_.sharded_ |= op.annotations.ipu.has_value();
+  for (ValueId id = 0; id < m_.numValues(); ++id)
+    out_.sharded_ |= m_.value(id).ipu.has_value();
+  out_.tensors_.assign(m_.numValues(), Tensor());
+  out_.ipus_.assign(m_.numValues(), 0);
+  for (const Op &op : m_.ops())
+    lower(op);
+  // Inputs and variables nothing uses still get tensors, for the host to
+  // write; constants only when they are outputs.
+  for (ValueId id = 0; id < m_.numValues(); ++id) {
+    const ValueInfo &v = m_.value(id);
+    if (v.kind == ValueKind::Input || v.kind == ValueKind::Variable)
+      if (!out_.tensors_[id].valid())
+        createLeaf(id, v.ipu.value_or(0), nullptr, 0);
+  }
+  for (const Output &o : m_.outputs())
+    if (!out_.tensors_[o.value].valid())
+      constantOn(o.value, m_.value(o.value).ipu.value_or(0));
+  return std::move(out_);
+}
+
+LoweredModule lowerToGraph(const Module &module, Graph &graph,
+                           program::Sequence &prog,
+                           const LoweringOptions &options) {
+  return Lowering(module, graph, prog, options).run();
+}
+
+} // namespace tessera::ir

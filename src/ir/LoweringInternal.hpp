@@ -1,0 +1,47 @@
+// Shared by the lowering driver (Lowering.cpp) and the per-kind lowering
+// (LoweringOps.cpp): what one operation's lowering gets to work with.
+#pragma once
+
+#include "tessera/ir/Lowering.hpp"
+
+#include <optional>
+#include <vector>
+
+namespace tessera::ir::detail {
+
+struct LowerContext {
+  /// The graph of the op's IPU (a virtual graph when sharded).
+  Graph &graph;
+  program::Sequence &prog;
+  const Op &op;
+  /// Operand tensors, on the op's IPU; invalid where splat[i] is set.
+  std::vector<Tensor> in;
+  /// Scalar constants to use as expression constants instead of tensors
+  /// (elementwise kinds only).
+  std::vector<std::optional<double>> splat;
+  std::vector<ValueType> inTypes, outTypes;
+  DebugContext dc;
+  const LoweringOptions &options;
+};
+
+/// The result tensors of one operation.
+std::vector<Tensor> lowerOp(LowerContext &c);
+
+/// A new tensor for operand \p operand of \p op (of type \p t) laid out as
+/// the op's ops-library call prefers, or an invalid tensor when it has no
+/// preference.
+Tensor preferredLayout(Graph &graph, const Op &op, unsigned operand,
+                       const std::vector<ValueType> &operandTypes,
+                       const LoweringOptions &options, const DebugContext &dc);
+
+/// Sets the initial value of \p t (of type \p type) to \p values.
+void setInitialValues(Graph &graph, const Tensor &t,
+                      const std::vector<double> &values);
+
+/// A constant tensor holding \p values (one per element, or one for all),
+/// mapped linearly.
+Tensor addConstantTensor(Graph &graph, const ValueType &t,
+                         const std::vector<double> &values,
+                         const DebugContext &dc);
+
+} // namespace tessera::ir::detail

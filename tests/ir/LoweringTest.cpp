@@ -1,0 +1,166 @@
+// Lowering: IR modules run on the IPU Model give the interpreter's values,
+// sharded modules put each shard's tensors on its own IPU, and leaves get
+// the layouts their users prefer.
+#include "IrTestModels.hpp"
+#include "LoweringTestUtil.hpp"
+
+#include "tessera/device/Target.hpp"
+#include "tessera/ops/MatMul.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+using namespace tessera;
+using namespace tessera::ir;
+using ::testing::HasSubstr;
+
+namespace {
+
+// The IPUs a tensor's elements are on.
+std::set<unsigned> ipusOf(const Graph &g, const Tensor &t) {
+  std::set<unsigned> ipus;
+  const TileMapping m = g.getTileMapping(t);
+  for (unsigned tile = 0; tile < m.size(); ++tile)
+    if (!m[tile].empty())
+      ipus.insert(g.getTarget().tileIpu(tile));
+  return ipus;
+}
+
+} // namespace
+
+// The seed tutorial's sharding example: three shards add pairs of the
+// inputs in parallel and the fourth sums their results.
+TEST(Lowering, FourIpuShardedSumPutsEachShardOnItsIpu) {
+  Module m("sharded sum");
+  Builder b(m);
+  Value pa = b.input("pa", FLOAT, {2});
+  Value pb = b.input("pb", FLOAT, {2});
+  Value pc = b.input("pc", FLOAT, {2});
+  Value o1, o2, o3, out;
+  {
+    ShardScope s(b, 0);
+    o1 = pa + pb;
+  }
+  {
+    ShardScope s(b, 1);
+    o2 = pa + pc;
+  }
+  {
+    ShardScope s(b, 2);
+    o3 = pb + pc;
+  }
+  {
+    ShardScope s(b, 3);
+    out = o1 + o2 + o3;
+  }
+  b.output("out", out);
+  const Feeds feeds{{"pa", {FLOAT, {2}, {1, 1}}},
+                    {"pb", {FLOAT, {2}, {0, 1}}},
+                    {"pc", {FLOAT, {2}, {1, 5}}}};
+  bool inspected = false;
+  test::LoweredRun r = test::runLowered(
+      m, feeds, {out.id(), o1.id()}, 4, 8,
+      [&](const Graph &g, const LoweredModule &l) {
+        inspected = true;
+        EXPECT_TRUE(l.sharded());
+        EXPECT_EQ(ipusOf(g, l.tensor(o1)), std::set<unsigned>{0});
+        EXPECT_EQ(ipusOf(g, l.tensor(o2)), std::set<unsigned>{1});
+        EXPECT_EQ(ipusOf(g, l.tensor(o3)), std::set<unsigned>{2});
+        EXPECT_EQ(ipusOf(g, l.tensor(out)), std::set<unsigned>{3});
+        EXPECT_EQ(l.ipu(out.id()), 3u);
+        // Inputs live with their first user: pa and pb on IPU 0, pc on 1.
+        EXPECT_EQ(ipusOf(g, l.tensor(pc)), std::set<unsigned>{1});
+        // pa to IPU 1, pb and pc to IPU 2, o1, o2 and o3 to IPU 3.
+        EXPECT_EQ(l.numCopies(), 6u);
+      });
+  EXPECT_TRUE(inspected);
+  EXPECT_EQ(r.values[out.id()].values, (std::vector<double>{4, 14}));
+  EXPECT_EQ(r.values[o1.id()].values, (std::vector<double>{1, 2}));
+}
+
+TEST(Lowering, ShardsBeyondTheDeviceAreAnError) {
+  Module m;
+  Builder b(m);
+  Value x = b.input("x", FLOAT, {2});
+  {
+    ShardScope s(b, 3);
+    b.output("y", -x);
+  }
+  IPUModel model;
+  model.numIPUs = 2;
+  model.tilesPerIPU = 4;
+  Graph g(model.createDevice().getTarget());
+  program::Sequence prog;
+  try {
+    lowerToGraph(m, g, prog);
+    FAIL();
+  } catch (const IrError &e) {
+    EXPECT_THAT(e.what(), HasSubstr("op 0 (neg) is on IPU 3 but there are 2 "
+                                    "IPUs"));
+  }
+}
+
+TEST(Lowering, EveryOpKindMatchesTheInterpreter) {
+  const Module m = test::everyOpModule();
+  Feeds feeds;
+  for (ValueId id : m.inputs()) {
+    const ValueType &t = m.typeOf(id);
+    std::vector<double> v(t.numElements());
+    for (std::size_t k = 0; k < v.size(); ++k)
+      v[k] = t.dtype == INT ? double((k * 7) % 5) - 1
+                            : 0.3 + 0.7 * double((k * 37 + 11) % 17) / 17.0 -
+                                  (m.value(id).name == "x" ? 0.6 : 0.0);
+    feeds[m.value(id).name] = {t.dtype, t.shape, v};
+  }
+  std::vector<ValueId> read;
+  for (const Op &op : m.ops())
+    read.insert(read.end(), op.results.begin(), op.results.end());
+  const Evaluation want = interpret(m, feeds);
+  test::LoweredRun got = test::runLowered(m, feeds, read, 2, 16);
+  for (const Op &op : m.ops())
+    for (ValueId r : op.results)
+      test::expectClose(got.values.at(r), want.at(r), 2e-5,
+                        std::string(opKindName(op.kind)) + " %" +
+                            std::to_string(r));
+}
+
+TEST(Lowering, LeavesTakeTheLayoutTheirFirstUserPrefers) {
+  Module m;
+  Builder b(m);
+  Value x = b.input("x", FLOAT, {64, 96});
+  Value w = b.variable("w", {96, 128}, init::glorotUniform(3));
+  b.output("y", matmul(x, w));
+  IPUModel model;
+  model.tilesPerIPU = 16;
+  Device device = model.createDevice();
+  Graph g(device.getTarget());
+  program::Sequence prog;
+  LoweredModule l = lowerToGraph(m, g, prog);
+  Graph ref(device.getTarget());
+  const Tensor rhs = ops::createMatMulInputRHS(ref, FLOAT, {64, 96}, {96, 128});
+  const Tensor lhs = ops::createMatMulInputLHS(ref, FLOAT, {64, 96}, {96, 128});
+  EXPECT_EQ(g.getTileMapping(l.tensor(w)), ref.getTileMapping(rhs));
+  EXPECT_EQ(g.getTileMapping(l.tensor(x)), ref.getTileMapping(lhs));
+  EXPECT_FALSE(l.sharded());
+  EXPECT_EQ(l.numCopies(), 0u);
+}
+
+TEST(Lowering, VariablesStartFromTheirInitialisers) {
+  Module m;
+  Builder b(m);
+  Value w = b.variable("w", {3, 4}, init::glorotNormal(9));
+  Value unused = b.variable("unused", {5}, init::uniform(-2, 2, 4));
+  Value c = b.constant({1, 2, 3}, {3}, INT, "c");
+  b.output("c", c);
+  test::LoweredRun r = test::runLowered(m, {}, {w.id(), unused.id(), c.id()});
+  auto asFloat = [](std::vector<double> v) {
+    for (double &x : v)
+      x = static_cast<float>(x);
+    return v;
+  };
+  EXPECT_EQ(r.values[w.id()].values,
+            asFloat(materialise(init::glorotNormal(9), FLOAT, {3, 4})));
+  EXPECT_EQ(r.values[unused.id()].values,
+            asFloat(materialise(init::uniform(-2, 2, 4), FLOAT, {5})));
+  EXPECT_EQ(r.values[c.id()].values, (std::vector<double>{1, 2, 3}));
+}
