@@ -1,0 +1,128 @@
+/// \file
+/// Config and Session: compile an IR module for the IPU Model and run it in
+/// device loops, as TensorFlow-for-IPU's IPUConfig and on-device training
+/// loops do.
+///
+///     session::Config config;                 // ipu2, 1472 tiles, 1 IPU
+///     config.executableCachePath = "cache";
+///     session::Session s(module, config, {.feeds = {"x", "y"},
+///                                         .outfeeds = {"loss"},
+///                                         .stepsPerExecution = 100});
+///     s.compile(&std::cerr);                  // progress bar on stderr
+///     session::Infeed in(dataset);  session::Outfeed out;
+///     s.connect(in, out);
+///     s.run();                                // 100 steps on the device
+///
+/// One run is a Repeat of stepsPerExecution steps; each step copies the
+/// next element of each feed in, runs the module, writes each variable's
+/// "update/<variable>" output back to it (passes/Optimizer.hpp), and copies
+/// the outfeed outputs out. Variables start at their initialisers' values
+/// on the device; readVariables / writeVariables move them to and from the
+/// host, for checkpoints.
+#pragma once
+
+#include "tessera/compiler/ExecutableCache.hpp"
+#include "tessera/device/Device.hpp"
+#include "tessera/engine/Engine.hpp"
+#include "tessera/ir/Module.hpp"
+#include "tessera/session/Checkpoint.hpp"
+#include "tessera/session/Feeds.hpp"
+
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessera::session {
+
+/// The IPU Model to run on (IPUConfig.ipu_model).
+struct IpuModelConfig {
+  unsigned tilesPerIpu = 1472;
+  std::string version = "ipu2";
+  /// Accepted for compatibility; the IPU Model always runs host code.
+  bool compileIpuCode = true;
+};
+
+/// IPUConfig.floating_point_behaviour: which exceptions stop a run.
+struct FloatingPointBehaviour {
+  bool inv = false, div0 = false, oflo = false, nanoo = false;
+};
+
+/// Mirrors IPUConfig.
+struct Config {
+  /// auto_select_ipus: how many IPUs the model uses.
+  unsigned autoSelectIpus = 1;
+  IpuModelConfig ipuModel;
+  FloatingPointBehaviour floatingPointBehaviour;
+  /// Where compiled executables are cached (empty: no cache).
+  std::string executableCachePath;
+  /// Run without host I/O: inputs keep their last values, so the device's
+  /// speed is measured alone.
+  bool syntheticData = false;
+  /// Host threads that run the model (0: all cores).
+  unsigned hostThreads = 0;
+  /// Further engine options ("autoReport.all", "autoReport.directory", ...;
+  /// TESSERA_ENGINE_OPTIONS still overrides them).
+  OptionFlags engineOptions;
+};
+
+/// What a session runs: which inputs are fed, which outputs are outfed,
+/// and how many steps one run takes.
+struct RunSpec {
+  std::vector<std::string> feeds;
+  std::vector<std::string> outfeeds;
+  unsigned stepsPerExecution = 1;
+};
+
+class Session {
+public:
+  /// Checks that every feed names an input and every outfeed an output of
+  /// \p module (IrError naming the missing one) and that the module's
+  /// inputs are all fed unless syntheticData is set.
+  Session(ir::Module module, Config config, RunSpec spec);
+  ~Session();
+
+  /// Compiles (or takes from the cache) and loads onto the IPU Model,
+  /// drawing the compile bar on \p progress when given. Returns whether
+  /// the executable came from the cache.
+  bool compile(std::ostream *progress = nullptr);
+
+  /// Connects the feeds (in RunSpec order) and outfeeds. Not needed with
+  /// syntheticData.
+  void connect(Infeed &infeed, Outfeed &outfeed);
+
+  /// Runs stepsPerExecution steps.
+  void run();
+
+  /// The module's variables as they are on the device now.
+  Checkpoint readVariables(std::uint64_t step = 0);
+  /// Sets the device's variables from \p ckpt (read from \p path, for
+  /// messages); SerializationError when it is of another model.
+  void writeVariables(const Checkpoint &ckpt, const std::string &path);
+
+  /// The estimated IPU cycles of one run, from the executable's estimates
+  /// (the busiest IPU's, counting each step once per loop iteration).
+  std::uint64_t estimatedCyclesPerRun() const;
+  /// The IPU clock in Hz, to turn cycles into time.
+  double clockHz() const;
+  const ir::Module &module() const { return module_; }
+  Engine &engine();
+
+private:
+  Executable build(std::ostream *progress);
+  std::vector<VariableSpec> variableSpecs() const;
+
+  ir::Module module_;
+  Config config_;
+  RunSpec spec_;
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<Engine> engine_;
+};
+
+/// The executable-cache key of a module and config: a hash of the
+/// module's text and every setting that changes the executable.
+std::string cacheKey(const ir::Module &module, const Config &config,
+                     const RunSpec &spec);
+
+} // namespace tessera::session

@@ -1,0 +1,206 @@
+#include "tessera/session/Session.hpp"
+
+#include "tessera/compiler/Compiler.hpp"
+#include "tessera/device/IPUModel.hpp"
+#include "tessera/ir/Lowering.hpp"
+#include "tessera/ir/Text.hpp"
+#include "tessera/passes/Optimizer.hpp"
+#include "tessera/session/Progress.hpp"
+#include "tessera/support/Error.hpp"
+#include "tessera/support/Hash.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <ostream>
+
+namespace tessera::session {
+namespace {
+
+using namespace tessera::program;
+
+const std::string kReadPrefix = "variable-read/";
+const std::string kWritePrefix = "variable-write/";
+
+IPUModel modelFor(const Config &c) {
+  IPUModel m(c.ipuModel.version.c_str());
+  m.numIPUs = c.autoSelectIpus;
+  m.tilesPerIPU = c.ipuModel.tilesPerIpu;
+  m.compileIPUCode = c.ipuModel.compileIpuCode;
+  return m;
+}
+
+OptionFlags engineFlags(const Config &c) {
+  auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
+  const FloatingPointBehaviour &fp = c.floatingPointBehaviour;
+  OptionFlags flags = c.engineOptions;
+  flags.set({{"engine.hostThreads", std::to_string(c.hostThreads)},
+             {"debug.floatingPointBehaviour.inv", flag(fp.inv)},
+             {"debug.floatingPointBehaviour.div0", flag(fp.div0)},
+             {"debug.floatingPointBehaviour.oflo", flag(fp.oflo)},
+             {"debug.floatingPointBehaviour.nanoo", flag(fp.nanoo)}});
+  return flags;
+}
+
+bool isInput(const ir::Module &m, const std::string &name) {
+  const auto id = m.findValue(name);
+  return id && m.value(*id).kind == ir::ValueKind::Input;
+}
+
+} // namespace
+
+std::string cacheKey(const ir::Module &module, const Config &config,
+                     const RunSpec &spec) {
+  std::string text = ir::print(module);
+  text += "\nipus=" + std::to_string(config.autoSelectIpus) +
+          " tiles=" + std::to_string(config.ipuModel.tilesPerIpu) +
+          " arch=" + config.ipuModel.version +
+          " synthetic=" + std::to_string(config.syntheticData) +
+          " steps=" + std::to_string(spec.stepsPerExecution);
+  for (const auto &f : spec.feeds)
+    text += " feed=" + f;
+  for (const auto &o : spec.outfeeds)
+    text += " outfeed=" + o;
+  return ExecutableCache::keyOf(text);
+}
+
+Session::Session(ir::Module module, Config config, RunSpec spec)
+    : module_(std::move(module)), config_(std::move(config)),
+      spec_(std::move(spec)) {
+  for (const auto &f : spec_.feeds)
+    if (!isInput(module_, f))
+      throw ir::IrError("session: feed \"" + f +
+                        "\" is not an input of "
+                        "module \"" +
+                        module_.name() + "\"");
+  for (const auto &o : spec_.outfeeds)
+    (void)module_.output(o); // IrError names a missing output
+  if (!config_.syntheticData)
+    for (ir::ValueId in : module_.inputs()) {
+      const std::string &name = module_.value(in).name;
+      if (std::find(spec_.feeds.begin(), spec_.feeds.end(), name) ==
+          spec_.feeds.end())
+        throw ir::IrError("session: input \"" + name +
+                          "\" is not fed; add it to the feeds or set "
+                          "syntheticData");
+    }
+  if (spec_.stepsPerExecution == 0)
+    throw OptionError("session: stepsPerExecution must be at least 1");
+}
+
+Session::~Session() = default;
+
+Executable Session::build(std::ostream *progress) {
+  IPUModel model = modelFor(config_);
+  Graph graph(model.getTarget());
+  Sequence step;
+  const ir::LoweredModule lowered = ir::lowerToGraph(module_, graph, step);
+  Sequence body;
+  for (const auto &f : spec_.feeds) {
+    const Tensor &t = lowered.tensor(*module_.findValue(f));
+    if (!config_.syntheticData)
+      body.add(Copy(
+          graph.addHostToDeviceFIFO(f, t.elementType(), t.numElements()), t));
+  }
+  body.add(step);
+  for (const auto &[var, next] : passes::variableUpdates(module_))
+    body.add(Copy(lowered.tensor(next), lowered.tensor(var)));
+  for (const auto &o : spec_.outfeeds) {
+    const Tensor &t = lowered.tensor(module_.output(o));
+    if (!config_.syntheticData)
+      body.add(Copy(
+          t, graph.addDeviceToHostFIFO(o, t.elementType(), t.numElements())));
+  }
+  for (const ir::Variable &v : module_.variables()) {
+    const std::string &name = module_.value(v.value).name;
+    graph.createHostRead(kReadPrefix + name, lowered.tensor(v.value));
+    graph.createHostWrite(kWritePrefix + name, lowered.tensor(v.value));
+  }
+  std::optional<CompileProgressBar> bar;
+  if (progress)
+    bar.emplace(*progress);
+  Executable exe = compileGraph(graph, {Repeat(spec_.stepsPerExecution, body)},
+                                {}, [&](const char *phase, double done) {
+                                  if (bar)
+                                    (*bar)(phase, done);
+                                });
+  if (bar)
+    bar->finish();
+  return exe;
+}
+
+bool Session::compile(std::ostream *progress) {
+  Executable exe;
+  bool hit = false;
+  if (config_.executableCachePath.empty()) {
+    exe = build(progress);
+  } else {
+    ExecutableCache cache(config_.executableCachePath);
+    ExecutableCache::Outcome outcome;
+    exe = cache.getOrCompile(
+        cacheKey(module_, config_, spec_), [&] { return build(progress); },
+        &outcome);
+    hit = outcome == ExecutableCache::Outcome::Hit;
+  }
+  device_ = std::make_unique<Device>(modelFor(config_).createDevice());
+  engine_ = std::make_unique<Engine>(std::move(exe), engineFlags(config_));
+  engine_->load(*device_);
+  return hit;
+}
+
+Engine &Session::engine() {
+  if (!engine_)
+    throw RuntimeError("session: call compile() before running it");
+  return *engine_;
+}
+
+void Session::connect(Infeed &infeed, Outfeed &outfeed) {
+  infeed.connect(engine(), spec_.feeds);
+  outfeed.connect(engine(), spec_.outfeeds);
+}
+
+void Session::run() { engine().run(0); }
+
+Checkpoint Session::readVariables(std::uint64_t step) {
+  Checkpoint c;
+  c.model = module_.name();
+  c.step = step;
+  for (const ir::Variable &v : module_.variables()) {
+    const ir::ValueInfo &info = module_.value(v.value);
+    data::HostTensor t(info.type.dtype, info.type.shape);
+    auto *p = static_cast<std::byte *>(t.data());
+    engine().readTensor(kReadPrefix + info.name, p, p + t.numBytes());
+    c.variables.emplace_back(info.name, std::move(t));
+  }
+  return c;
+}
+
+std::vector<VariableSpec> Session::variableSpecs() const {
+  std::vector<VariableSpec> specs;
+  for (const ir::Variable &v : module_.variables()) {
+    const ir::ValueInfo &info = module_.value(v.value);
+    specs.push_back({info.name, info.type.dtype, info.type.shape});
+  }
+  return specs;
+}
+
+void Session::writeVariables(const Checkpoint &ckpt, const std::string &path) {
+  checkCheckpointMatches(ckpt, path, module_.name(), variableSpecs());
+  for (const auto &[name, t] : ckpt.variables) {
+    const auto *p = static_cast<const std::byte *>(t.data());
+    engine().writeTensor(kWritePrefix + name, p, p + t.numBytes());
+  }
+}
+
+std::uint64_t Session::estimatedCyclesPerRun() const {
+  if (!engine_ || engine_->getExecutionCounts().runs == 0)
+    return 0;
+  const std::vector<std::uint64_t> cycles = engine_->getCycleCounts();
+  return *std::max_element(cycles.begin(), cycles.end()) /
+         engine_->getExecutionCounts().runs;
+}
+
+double Session::clockHz() const {
+  return engine_ ? engine_->getExecutable().clockHz : 0.0;
+}
+
+} // namespace tessera::session

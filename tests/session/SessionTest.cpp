@@ -1,0 +1,175 @@
+// Sessions: a linear model trained on the IPU Model in device loops matches
+// the IR interpreter trained on the same batches; the executable cache
+// skips compilation; variables survive a checkpoint; bad specs are errors.
+#include "tessera/session/Session.hpp"
+
+#include "tessera/ir/Interpreter.hpp"
+#include "tessera/passes/Optimizer.hpp"
+#include "tessera/support/Error.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+using namespace tessera;
+using namespace tessera::session;
+using data::HostTensor;
+using ::testing::HasSubstr;
+
+namespace {
+
+constexpr std::size_t kBatch = 4, kIn = 3, kBatches = 5;
+
+// loss = mse(x w + b, y), trained by SGD with momentum.
+ir::Module linearModel() {
+  ir::Module m("linear");
+  ir::Builder b(m);
+  ir::Value x = b.input("x", FLOAT, {kBatch, kIn});
+  ir::Value y = b.input("y", FLOAT, {kBatch, 1});
+  ir::Value w = b.variable("w", {kIn, 1}, ir::init::values({0.1, -0.2, 0.3}));
+  ir::Value bias = b.variable("b", {1}, ir::init::zeros());
+  ir::Value loss = meanSquaredError(matmul(x, w) + bias, y);
+  b.output("loss", loss);
+  passes::TrainingOptions o;
+  o.optimizer = passes::SGD{0.05, 0.5};
+  passes::makeTrainingStep(m, loss, o);
+  return m;
+}
+
+// kBatches batches of y = 2 x0 - x1 + 0.5 x2 + 1.
+std::pair<std::vector<float>, std::vector<float>> batches() {
+  std::vector<float> xs, ys;
+  for (std::size_t i = 0; i < kBatches * kBatch; ++i) {
+    const float a = std::sin(float(i)), c = std::cos(float(i)),
+                d = float(i % 7) / 7;
+    xs.insert(xs.end(), {a, c, d});
+    ys.push_back(2 * a - c + 0.5f * d + 1);
+  }
+  return {xs, ys};
+}
+
+data::Dataset dataset() {
+  auto [xs, ys] = batches();
+  return data::Dataset::fromTensors(
+      {HostTensor::fromValues<float>({kBatches, kBatch, kIn}, xs),
+       HostTensor::fromValues<float>({kBatches, kBatch, 1}, ys)});
+}
+
+Config smallConfig() {
+  Config c;
+  c.ipuModel.tilesPerIpu = 16;
+  return c;
+}
+
+const RunSpec kSpec{{"x", "y"}, {"loss"}, kBatches};
+
+std::string tempDir(const std::string &name) {
+  const auto p = std::filesystem::temp_directory_path() /
+                 ("tessera-session-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(p);
+  return p.string();
+}
+
+} // namespace
+
+TEST(Session, DeviceTrainingMatchesTheInterpreter) {
+  Session s(linearModel(), smallConfig(), kSpec);
+  s.compile();
+  Infeed in(dataset().repeat());
+  Outfeed out;
+  s.connect(in, out);
+  s.run();
+  s.run();
+  const std::vector<data::Element> losses = out.dequeueAll();
+  ASSERT_EQ(losses.size(), 2 * kBatches);
+
+  // The same 10 steps in double precision on the host.
+  ir::Module m = linearModel();
+  auto [xs, ys] = batches();
+  ir::Feeds feeds;
+  for (std::size_t step = 0; step < 2 * kBatches; ++step) {
+    const std::size_t k = step % kBatches;
+    feeds["x"] = {FLOAT,
+                  {kBatch, kIn},
+                  std::vector<double>(xs.begin() + k * kBatch * kIn,
+                                      xs.begin() + (k + 1) * kBatch * kIn)};
+    feeds["y"] = {FLOAT,
+                  {kBatch, 1},
+                  std::vector<double>(ys.begin() + k * kBatch,
+                                      ys.begin() + (k + 1) * kBatch)};
+    ir::Evaluation e = ir::interpret(m, feeds);
+    const double expected = e.output("loss").values[0];
+    EXPECT_NEAR(losses[step][0].values<float>()[0], expected,
+                1e-4 * std::abs(expected) + 1e-6)
+        << "step " << step;
+    for (const auto &[var, next] : passes::variableUpdates(m))
+      feeds[m.value(var).name] = e.at(next);
+  }
+  EXPECT_LT(losses.back()[0].values<float>()[0],
+            losses.front()[0].values<float>()[0]);
+  EXPECT_GT(s.estimatedCyclesPerRun(), 0u);
+}
+
+TEST(Session, SecondCompileHitsTheCache) {
+  Config c = smallConfig();
+  c.executableCachePath = tempDir("cache");
+  Session first(linearModel(), c, kSpec);
+  EXPECT_FALSE(first.compile());
+  Session second(linearModel(), c, kSpec);
+  EXPECT_TRUE(second.compile());
+  Infeed in(dataset());
+  Outfeed out;
+  second.connect(in, out);
+  second.run();
+  EXPECT_EQ(out.size(), kBatches);
+  std::filesystem::remove_all(c.executableCachePath);
+}
+
+TEST(Session, VariablesSurviveACheckpoint) {
+  const std::string path = tempDir("ckpt") + ".ckpt";
+  Session s(linearModel(), smallConfig(), kSpec);
+  s.compile();
+  Infeed in(dataset());
+  Outfeed out;
+  s.connect(in, out);
+  s.run();
+  saveCheckpoint(path, s.readVariables(kBatches));
+
+  Session restored(linearModel(), smallConfig(), kSpec);
+  restored.compile();
+  restored.writeVariables(loadCheckpoint(path), path);
+  const Checkpoint a = s.readVariables(), b = restored.readVariables();
+  ASSERT_EQ(a.variables.size(), b.variables.size());
+  for (std::size_t i = 0; i < a.variables.size(); ++i)
+    EXPECT_EQ(a.variables[i].second, b.variables[i].second);
+
+  // Another model's checkpoint is refused.
+  Checkpoint other = a;
+  other.model = "other";
+  other.variables[0].second = HostTensor(FLOAT, {kIn + 1, 1});
+  try {
+    restored.writeVariables(other, "other.ckpt");
+    FAIL();
+  } catch (const SerializationError &e) {
+    EXPECT_THAT(e.what(), HasSubstr("does not fit model \"linear\""));
+  }
+  std::filesystem::remove(path);
+}
+
+TEST(Session, FeedsAndOutfeedsMustNameTheModulesValues) {
+  auto error = [](const RunSpec &spec) {
+    try {
+      Session s(linearModel(), smallConfig(), spec);
+    } catch (const Error &e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_THAT(error({{"x", "z"}, {"loss"}, 1}),
+              HasSubstr("feed \"z\" is not an input"));
+  EXPECT_THAT(error({{"x"}, {"loss"}, 1}), HasSubstr("input \"y\" is not fed"));
+  EXPECT_THAT(error({{"x", "y"}, {"accuracy"}, 1}), HasSubstr("accuracy"));
+  EXPECT_THAT(error({{"x", "y"}, {"loss"}, 0}), HasSubstr("stepsPerExecution"));
+}
