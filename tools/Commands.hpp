@@ -1,0 +1,35 @@
+/// \file
+/// The subcommands of the `tessera` command line. Each <Name>Command.cpp
+/// adds one subcommand, its options and the code that runs it to the app;
+/// Main.cpp calls every add function. A new subcommand (`tessera train`)
+/// is a new file with its add function, declared here, called in Main.cpp
+/// and listed in CMakeLists.txt.
+///
+/// A subcommand reports a user error by throwing tessera::Error (or a
+/// subclass); main prints "tessera <subcommand>: error: <message>" on
+/// stderr and exits with status 1. Bad command lines exit with CLI11's
+/// status and usage message.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <iosfwd>
+
+namespace tessera::tools {
+
+/// Where subcommands write: standard output for results, standard error for
+/// notes. Tests run the built binary, so these are the process's streams.
+struct CommandStreams {
+  std::ostream &out;
+  std::ostream &err;
+};
+
+/// `tessera info`: the system's IPUs and devices (as gc-info).
+void addInfoCommand(CLI::App &app, const CommandStreams &streams);
+/// `tessera monitor`: the devices and the processes attached to them (as
+/// gc-monitor).
+void addMonitorCommand(CLI::App &app, const CommandStreams &streams);
+/// `tessera report`: a profile folder rendered as one HTML page.
+void addReportCommand(CLI::App &app, const CommandStreams &streams);
+
+} // namespace tessera::tools
