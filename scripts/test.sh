@@ -19,6 +19,6 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTESSERA_SANITIZE=ON -DTESSERA_BUILD_BENCH=OFF >/dev/null
 cmake --build build-asan -j "$jobs" --target tessera_support_tests \
   tessera_device_tests tessera_graph_tests tessera_compiler_tests \
-  tessera_engine_tests tessera_data_tests
+  tessera_engine_tests tessera_data_tests tessera_session_tests
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan -j "$jobs" -L core --output-on-failure
