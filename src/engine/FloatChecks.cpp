@@ -88,7 +88,7 @@ void FloatChecker::throwFor(const Step &st, std::size_t pc,
       std::string("floating-point exception: ") +
       (nan ? "invalid operation (a NaN; flags inv/nanoo)"
            : "overflow or division by zero (an infinity; flags oflo/div0)") +
-      " first produced at step " + str(pc) + ", compute set \"" +
+      " first produced at program step " + str(pc) + ", compute set \"" +
       exe_.computeSetNames[st.c] + "\", by vertex " + str(vertex - st.a) +
       " (class " + cls.info.name + ", tile " + str(inst.tile) +
       ") in field \"" + cls.info.fields[o.field].name + "\" element " +

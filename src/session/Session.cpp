@@ -4,6 +4,8 @@
 #include "tessera/device/IPUModel.hpp"
 #include "tessera/ir/Lowering.hpp"
 #include "tessera/ir/Text.hpp"
+#include "tessera/graph/VertexRegistry.hpp"
+#include "tessera/ops/Codelets.hpp"
 #include "tessera/passes/Optimizer.hpp"
 #include "tessera/session/Progress.hpp"
 #include "tessera/support/Error.hpp"
@@ -134,6 +136,10 @@ bool Session::compile(std::ostream *progress) {
   if (config_.executableCachePath.empty()) {
     exe = build(progress);
   } else {
+    // A cached executable names the ops library's vertices; a fresh
+    // process has registered them only once a graph was lowered, so
+    // register them here or the engine cannot load a cache hit.
+    VertexRegistry::registerBuiltinLibrary("ops", &ops::registerVertices);
     ExecutableCache cache(config_.executableCachePath);
     ExecutableCache::Outcome outcome;
     exe = cache.getOrCompile(
@@ -156,9 +162,32 @@ Engine &Session::engine() {
 void Session::connect(Infeed &infeed, Outfeed &outfeed) {
   infeed.connect(engine(), spec_.feeds);
   outfeed.connect(engine(), spec_.outfeeds);
+  infeed_ = &infeed;
 }
 
-void Session::run() { engine().run(0); }
+void Session::run() {
+  Engine &e = engine();
+  const std::uint64_t takenBefore = infeed_ ? infeed_->elementsTaken() : 0;
+  try {
+    e.run(0);
+  } catch (const FloatingPointError &err) {
+    // The engine names the op; the user also wants the training step. Each
+    // step starts by taking its element from the infeed, so the elements
+    // taken during this run count the steps begun.
+    std::string where =
+        "in run " + std::to_string(runs_ + 1) + " of " +
+        std::to_string(spec_.stepsPerExecution) + " steps";
+    if (infeed_ && !spec_.feeds.empty()) {
+      const std::uint64_t begun = infeed_->elementsTaken() - takenBefore;
+      where = "at training step " +
+              std::to_string(runs_ * spec_.stepsPerExecution + begun) +
+              " (step " + std::to_string(begun) + " of run " +
+              std::to_string(runs_ + 1) + ")";
+    }
+    throw FloatingPointError("session: " + where + ": " + err.what());
+  }
+  ++runs_;
+}
 
 Checkpoint Session::readVariables(std::uint64_t step) {
   Checkpoint c;

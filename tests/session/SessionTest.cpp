@@ -173,3 +173,31 @@ TEST(Session, FeedsAndOutfeedsMustNameTheModulesValues) {
   EXPECT_THAT(error({{"x", "y"}, {"accuracy"}, 1}), HasSubstr("accuracy"));
   EXPECT_THAT(error({{"x", "y"}, {"loss"}, 0}), HasSubstr("stepsPerExecution"));
 }
+
+TEST(Session, FloatingPointFlagsNameTheOpAndTheTrainingStep) {
+  ir::Module m("logs");
+  ir::Builder b(m);
+  ir::Value x = b.input("x", FLOAT, {4});
+  b.output("y", log(x));
+  Config c = smallConfig();
+  c.floatingPointBehaviour.inv = true;
+  // Step 4 feeds a negative number, whose log is NaN.
+  std::vector<float> xs(5 * 4, 2.0f);
+  xs[3 * 4 + 1] = -1.0f;
+  Session s(std::move(m), c, {{"x"}, {"y"}, 5});
+  s.compile();
+  Infeed in(
+      data::Dataset::fromTensors({HostTensor::fromValues<float>({5, 4}, xs)}));
+  Outfeed out;
+  s.connect(in, out);
+  try {
+    s.run();
+    FAIL() << "the NaN went through";
+  } catch (const FloatingPointError &e) {
+    EXPECT_THAT(e.what(), HasSubstr("at training step 4 (step 4 of run 1)"));
+    EXPECT_THAT(e.what(), HasSubstr("invalid operation"));
+    EXPECT_THAT(e.what(), HasSubstr("element 1"));
+    EXPECT_THAT(e.what(), HasSubstr("compute set \"log/"));
+  }
+  EXPECT_EQ(out.size(), 3u);
+}

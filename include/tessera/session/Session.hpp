@@ -92,7 +92,10 @@ public:
   /// syntheticData.
   void connect(Infeed &infeed, Outfeed &outfeed);
 
-  /// Runs stepsPerExecution steps.
+  /// Runs stepsPerExecution steps. With floatingPointBehaviour flags set,
+  /// a NaN or infinity they forbid stops the run with FloatingPointError
+  /// naming the op that made it and the training step (counted from 1 over
+  /// this session's runs).
   void run();
 
   /// The module's variables as they are on the device now.
@@ -118,6 +121,8 @@ private:
   RunSpec spec_;
   std::unique_ptr<Device> device_;
   std::unique_ptr<Engine> engine_;
+  Infeed *infeed_ = nullptr;
+  std::uint64_t runs_ = 0;
 };
 
 /// The executable-cache key of a module and config: a hash of the
