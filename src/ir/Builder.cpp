@@ -212,6 +212,11 @@ Value cast(Value x, Type dtype) {
   return one(OpKind::CAST, {x}, {{"dtype", std::string(dtypeName(dtype))}});
 }
 
+Value crossReplicaSum(Value x) { return one(OpKind::CROSS_REPLICA_SUM, {x}); }
+Value crossReplicaMean(Value x) {
+  return one(OpKind::CROSS_REPLICA_MEAN, {x});
+}
+
 Value gather(Value table, Value indices) {
   return one(OpKind::GATHER, {table, indices});
 }

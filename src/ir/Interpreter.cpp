@@ -238,6 +238,8 @@ std::vector<HostValue> interpretOp(OpKind kind, const Attributes &attrs,
   case OpKind::MATMUL:
     return matmul(in, types[0]);
   case OpKind::RESHAPE:
+  case OpKind::CROSS_REPLICA_SUM: // the interpreter runs one replica
+  case OpKind::CROSS_REPLICA_MEAN:
     return {{types[0].dtype, types[0].shape, in[0]->values}};
   case OpKind::TRANSPOSE:
     return transpose(attrs, in, types[0]);

@@ -3,6 +3,7 @@
 #include "ConvShapes.hpp"
 #include "LoweringInternal.hpp"
 
+#include "tessera/ops/Collectives.hpp"
 #include "tessera/ops/Conv.hpp"
 #include "tessera/ops/DynamicSlice.hpp"
 #include "tessera/ops/Elementwise.hpp"
@@ -196,6 +197,13 @@ Results shapeOp(LowerContext &c) {
     return padOp(c);
   case OpKind::CAST:
     return {ops::cast(c.graph, c.in[0], c.outTypes[0].dtype, c.prog, c.dc)};
+  case OpKind::CROSS_REPLICA_SUM:
+  case OpKind::CROSS_REPLICA_MEAN:
+    return {ops::allReduce(c.graph, c.in[0],
+                           c.op.kind == OpKind::CROSS_REPLICA_MEAN
+                               ? ops::CollectiveOperator::MEAN
+                               : ops::CollectiveOperator::ADD,
+                           c.prog, c.dc)};
   case OpKind::GATHER:
     return gatherOp(c);
   default:
@@ -235,6 +243,8 @@ std::vector<Tensor> lowerOp(LowerContext &c) {
   case OpKind::CAST:
   case OpKind::GATHER:
   case OpKind::GATHER_GRAD:
+  case OpKind::CROSS_REPLICA_SUM:
+  case OpKind::CROSS_REPLICA_MEAN:
     return shapeOp(c);
   default:
     return lowerNn(c);

@@ -284,6 +284,15 @@ Types inferCast(const InferContext &c) {
   return {{*t, c.shape(0)}};
 }
 
+Types inferCrossReplica(const InferContext &c, bool mean) {
+  if (mean ? !isFloatingPoint(c.dtype(0)) : !mapType(c.dtype(0)))
+    c.typeError(c.describe(0) + (mean ? " must be float or half to average "
+                                        "it over replicas"
+                                      : " must be float, half, int or uint "
+                                        "to sum it over replicas"));
+  return {{c.dtype(0), c.shape(0)}};
+}
+
 Types inferGather(const InferContext &c) {
   if (c.in[0].rank() < 1)
     c.shapeError(c.describe(0) + " must have at least one dimension");
@@ -355,6 +364,9 @@ std::vector<ValueType> inferResultTypes(OpKind kind,
     return inferPad(c);
   case OpKind::CAST:
     return inferCast(c);
+  case OpKind::CROSS_REPLICA_SUM:
+  case OpKind::CROSS_REPLICA_MEAN:
+    return inferCrossReplica(c, c.kind == OpKind::CROSS_REPLICA_MEAN);
   case OpKind::GATHER:
     return inferGather(c);
   case OpKind::GATHER_GRAD:

@@ -24,8 +24,10 @@ namespace {
 using OperandGrads = std::vector<std::optional<Value>>;
 
 // g summed over the dimensions that broadcasting added to reach g's shape
-// from `target`.
-Value sumToShape(Value g, const Shape &target) {
+// from `target`. `target` is a copy: callers pass a value's shape, a
+// reference into the module's value table, which adding the reduction
+// below may reallocate.
+Value sumToShape(Value g, const Shape target) {
   if (g.shape() == target)
     return g;
   const std::size_t lead = g.rank() - target.size();
@@ -239,6 +241,8 @@ OperandGrads Differentiator::rule(const Op &op, const std::vector<Value> &x,
   case OpKind::PAD:
   case OpKind::CAST:
   case OpKind::GATHER:
+  case OpKind::CROSS_REPLICA_SUM:
+  case OpKind::CROSS_REPLICA_MEAN:
     return shapeRule(op, x, g[0]);
   case OpKind::BATCH_NORM:
   case OpKind::LAYER_NORM: {
@@ -369,6 +373,12 @@ OperandGrads Differentiator::shapeRule(const Op &op,
   }
   case OpKind::CAST:
     return {cast(g, x[0].dtype())};
+  // Replica r's input reaches every replica's output, so its gradient sums
+  // (or averages) the output gradients of all replicas.
+  case OpKind::CROSS_REPLICA_SUM:
+    return {crossReplicaSum(g)};
+  case OpKind::CROSS_REPLICA_MEAN:
+    return {crossReplicaMean(g)};
   case OpKind::GATHER:
     return {gatherGrad(g, x[1], x[0].shape()[0]), std::nullopt};
   default:
@@ -381,7 +391,7 @@ OperandGrads Differentiator::nnRule(const Op &op, const std::vector<Value> &x,
   switch (op.kind) {
   case OpKind::CONV2D: {
     const Conv2dOptions o = convOptions(op.attrs);
-    const Shape &w = x[1].shape();
+    const Shape w = x[1].shape(); // a copy: new ops may move the original
     OperandGrads r(2);
     if (need(0))
       r[0] = conv2dBackpropInput(g, x[1], o, x[0].shape());

@@ -116,8 +116,12 @@ std::vector<VariableUpdate> makeTrainingStep(ir::Module &module, ir::Value loss,
     step.update(count, t);
   }
   for (const auto &[w, g0] : grads.entries()) {
-    const ir::Value g =
+    ir::Value g =
         options.lossScaling == 1 ? g0 : g0 * (1 / options.lossScaling);
+    // Replicas see different batches; averaging their gradients keeps
+    // their weights identical (TensorFlow's CrossReplicaOptimizer).
+    if (options.crossReplicaMean)
+      g = crossReplicaMean(g);
     if (const auto *s = std::get_if<SGD>(&options.optimizer))
       step.sgd(*s, w, g);
     else

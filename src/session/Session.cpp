@@ -25,7 +25,7 @@ const std::string kWritePrefix = "variable-write/";
 
 IPUModel modelFor(const Config &c) {
   IPUModel m(c.ipuModel.version.c_str());
-  m.numIPUs = c.autoSelectIpus;
+  m.numIPUs = c.autoSelectIpus * c.replicationFactor;
   m.tilesPerIPU = c.ipuModel.tilesPerIpu;
   m.compileIPUCode = c.ipuModel.compileIpuCode;
   return m;
@@ -54,6 +54,7 @@ std::string cacheKey(const ir::Module &module, const Config &config,
                      const RunSpec &spec) {
   std::string text = ir::print(module);
   text += "\nipus=" + std::to_string(config.autoSelectIpus) +
+          " replicas=" + std::to_string(config.replicationFactor) +
           " tiles=" + std::to_string(config.ipuModel.tilesPerIpu) +
           " arch=" + config.ipuModel.version +
           " synthetic=" + std::to_string(config.syntheticData) +
@@ -85,6 +86,8 @@ Session::Session(ir::Module module, Config config, RunSpec spec)
                           "\" is not fed; add it to the feeds or set "
                           "syntheticData");
     }
+  if (config_.replicationFactor == 0)
+    throw OptionError("session: replicationFactor must be at least 1");
   if (spec_.stepsPerExecution == 0)
     throw OptionError("session: stepsPerExecution must be at least 1");
 }
@@ -93,7 +96,7 @@ Session::~Session() = default;
 
 Executable Session::build(std::ostream *progress) {
   IPUModel model = modelFor(config_);
-  Graph graph(model.getTarget());
+  Graph graph(model.getTarget(), replication_factor(config_.replicationFactor));
   Sequence step;
   const ir::LoweredModule lowered = ir::lowerToGraph(module_, graph, step);
   Sequence body;

@@ -129,6 +129,12 @@ std::vector<ErrorCase> shapeAndDataCases() {
          cast(i.m23, SHORT);
        },
        "casts are between float, half, int, uint and bool"},
+      {"crossReplicaMean int", Kind::Type,
+       [](Builder &b) {
+         Inputs i(b);
+         crossReplicaMean(i.i2);
+       },
+       "'i2' int[2] must be float or half to average it over replicas"},
       {"gather float indices", Kind::Type,
        [](Builder &b) {
          Inputs i(b);

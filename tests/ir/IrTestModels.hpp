@@ -62,6 +62,8 @@ inline ir::Module everyOpModule() {
     (void)slice(y, {1, 0, 0}, {3, 2, 4});
     (void)pad(y, {0, 1, 0}, {1, 0, 2});
     (void)cast(y, INT);
+    (void)crossReplicaSum(y);
+    (void)crossReplicaMean(y);
   }
   Value table = b.variable("table", {10, 4}, init::normal(0, 0.1, 5));
   Value g = gather(table, i);

@@ -110,6 +110,12 @@ bool buildShapeCase(OpKind k, CaseBuilder &c) {
     c.finish(
         gather(c.input("table", {5, 3}), c.indices({4, 0, -1, 4}, {2, 2})));
     return true;
+  case OpKind::CROSS_REPLICA_SUM: // one replica: the identity's gradient
+    c.finish(crossReplicaSum(c.input("x", {2, 3})));
+    return true;
+  case OpKind::CROSS_REPLICA_MEAN:
+    c.finish(crossReplicaMean(c.input("x", {2, 3})));
+    return true;
   default:
     return false;
   }

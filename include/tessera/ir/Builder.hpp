@@ -196,6 +196,12 @@ Value slice(Value x, const Shape &begin, const Shape &end);
 Value pad(Value x, const Shape &lower, const Shape &upper);
 /// Converted to \p dtype (float to integer truncates toward zero).
 Value cast(Value x, Type dtype);
+/// The elementwise sum (or mean, float and half only) of \p x over the
+/// replicas of a replicated graph: every replica gets the same result. On
+/// an unreplicated graph, and in the interpreter (which runs one replica),
+/// both are the identity.
+Value crossReplicaSum(Value x);
+Value crossReplicaMean(Value x);
 /// Rows of \p table ([V, ...]) picked by \p indices (INT or UNSIGNED_INT,
 /// any shape): indices.shape + table.shape[1:]. An index outside [0, V)
 /// gives a row of zeros (an embedding lookup).

@@ -53,6 +53,10 @@ struct TrainingOptions {
   /// gradients divided by it after, so small half gradients do not flush
   /// to zero.
   double lossScaling = 1;
+  /// For a replicated graph: average each gradient over the replicas
+  /// (crossReplicaMean) before the update, so every replica takes the same
+  /// step with the gradient of all their batches together.
+  bool crossReplicaMean = false;
 };
 
 /// A variable and the value it takes after a step.

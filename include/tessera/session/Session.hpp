@@ -53,6 +53,11 @@ struct FloatingPointBehaviour {
 struct Config {
   /// auto_select_ipus: how many IPUs the model uses.
   unsigned autoSelectIpus = 1;
+  /// Copies of the model, each on its own autoSelectIpus IPUs and taking
+  /// its own elements of the infeed (consecutive ones, in replica order).
+  /// Build the module with TrainingOptions::crossReplicaMean so replicas
+  /// share their gradients.
+  unsigned replicationFactor = 1;
   IpuModelConfig ipuModel;
   FloatingPointBehaviour floatingPointBehaviour;
   /// Where compiled executables are cached (empty: no cache).
