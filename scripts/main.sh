@@ -22,3 +22,8 @@ build/examples/poplibs_popops_add
 build/examples/poplibs_matmul_profile
 echo "== examples/poplibs/mnist_logistic: logistic regression on Fashion-MNIST (IPU Model, 4 tiles)"
 build/examples/poplibs_mnist_logistic
+echo "== examples/tensorflow: the TensorFlow-for-IPU tutorials' graphs, compile cache, sharding, feeds"
+for example in basic xla_compile sharding training_loop outfeed_thread; do
+  echo "-- tf_$example"
+  "build/examples/tf_$example"
+done

@@ -31,5 +31,7 @@ void addInfoCommand(CLI::App &app, const CommandStreams &streams);
 void addMonitorCommand(CLI::App &app, const CommandStreams &streams);
 /// `tessera report`: a profile folder rendered as one HTML page.
 void addReportCommand(CLI::App &app, const CommandStreams &streams);
+/// `tessera bench dataset`: how fast an input pipeline produces elements.
+void addBenchCommand(CLI::App &app, const CommandStreams &streams);
 
 } // namespace tessera::tools
