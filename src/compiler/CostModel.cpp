@@ -1,7 +1,8 @@
 // The cost model (DESIGN.md section 6): compute = 6 x the busiest worker on
 // the busiest tile plus supervisor overhead; exchange = the busiest tile's
-// bytes over the exchange bandwidth; IPU-link and host traffic by their
-// bandwidths; a sync after each superstep.
+// bytes over the exchange bandwidth (bytes both tiles of an exchange-bus pair
+// receive go at twice it); IPU-link and host traffic by their bandwidths; one
+// sync per superstep.
 #include "CostModel.hpp"
 
 #include "tessera/support/Logging.hpp"
@@ -140,8 +141,12 @@ private:
     }
     e.numTileCycles =
         static_cast<std::uint32_t>(s_.exe.tileCycles.size()) - e.firstTileCycle;
-    for (auto &ipu : e.ipuCycles)
-      ipu += c.syncCyclesOnChip;
+    // A superstep is compute, sync, exchange (Graphcore's IPU Programmer's
+    // Guide): one sync per compute set. The exchange that gathers a compute
+    // set's operands is charged that sync; a compute set without one is.
+    if (plan.gathers.empty() && plan.costOnlyGathers.empty())
+      for (auto &ipu : e.ipuCycles)
+        ipu += c.syncCyclesOnChip;
     return e;
   }
 
@@ -160,8 +165,11 @@ StepEstimate estimateTraffic(const State &s, const Traffic &t) {
   std::vector<bool> touched(tg.getNumIPUs(), false);
   const double exchange = tg.getExchangeBytesPerCycle();
   for (unsigned tile : t.touched) {
+    // Bytes a tile's bus partner also receives arrive at twice the rate, so
+    // they count half.
+    const std::uint64_t in = t.in[tile] - t.sharedIn[tile] / 2;
     const std::uint64_t cycles =
-        cyclesFor(std::max(t.in[tile], t.out[tile]), exchange) +
+        cyclesFor(std::max(in, t.out[tile]), exchange) +
         cyclesFor(t.onTile[tile], c.copyBytesPerWorkerCycle);
     auto &ipu = e.ipuCycles[tile / perIpu];
     ipu = std::max(ipu, cycles);

@@ -307,16 +307,23 @@ private:
     ComputeSetPlan &plan = s_.csPlans[cs];
     plan.planned = true;
     writtenVars_.clear();
+    std::size_t operands = 0;
     for (unsigned v : s_.data.computeSets[cs].vertices) {
       const VertexData &vd = s_.data.vertices[v];
       const auto &fields = vd.vertexClass->info.fields;
-      for (unsigned f = 0; f < fields.size(); ++f)
+      for (unsigned f = 0; f < fields.size(); ++f) {
+        operands += vd.fields[f].tensors.size();
         if (fields[f].direction == codelet::Direction::Output ||
             fields[f].direction == codelet::Direction::InOut)
           for (const Tensor &t : vd.fields[f].tensors)
             for (const Run &r : t.runs())
               writtenVars_.insert(r.var);
+      }
     }
+    // Vertices with many entries (a convolution's rows) would otherwise
+    // rehash these maps over and over.
+    s_.substitutions.reserve(s_.substitutions.size() + operands);
+    s_.inPlaceSources.reserve(s_.inPlaceSources.size() + operands);
     for (unsigned v : s_.data.computeSets[cs].vertices)
       planVertex(plan, v);
   }

@@ -149,11 +149,14 @@ private:
       return;
     }
     // On chip, every tile listening to the sender's exchange bus receives
-    // what it sends, so a broadcast costs the sender once.
-    if (contiguousSource_)
+    // what it sends, so a broadcast costs the sender once; two tiles on one
+    // shared bus receiving the same bytes take them at once.
+    if (contiguousSource_) {
       traffic_.sends.push_back({a.tile, a.addr, a.addr + bytes});
-    else
+      traffic_.receives.push_back({b.tile, a.tile, a.addr, a.addr + bytes});
+    } else {
       traffic_.out[a.tile] += bytes;
+    }
   }
 
 public:
@@ -210,6 +213,8 @@ private:
     traffic_.reset();
     build();
     traffic_.sendsToOut();
+    traffic_.pairReceives(s_.target.getTilesPerSharedExchangeBus(),
+                          s_.target.getTilesPerIPU());
     const auto n = static_cast<std::uint32_t>(s_.exe.copyOps.size()) - first;
     if (st.kind == StepKind::Exchange || st.kind == StepKind::CrossReplica) {
       st.a = first;

@@ -3,20 +3,26 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <tuple>
 #include <vector>
 
 namespace tessera::compiler {
 
 struct Traffic {
   explicit Traffic(unsigned numTiles, unsigned numIPUs)
-      : in(numTiles), out(numTiles), onTile(numTiles), ipuIn(numIPUs),
-        ipuOut(numIPUs), isTouched(numTiles) {}
+      : in(numTiles), out(numTiles), onTile(numTiles), sharedIn(numTiles),
+        ipuIn(numIPUs), ipuOut(numIPUs), isTouched(numTiles) {}
   std::vector<std::uint64_t> in, out, onTile; // per tile
-  std::vector<std::uint64_t> ipuIn, ipuOut;   // bytes over IPU-links
-  std::uint64_t hostBytes = 0;                // over the host link
-  std::vector<unsigned> touched;              // tiles to reset
-  std::vector<bool> isTouched;                // per tile: in `touched`
+  /// Per tile: bytes of `in` that its exchange-bus partner also receives
+  /// (counted by pairReceives()); the shared bus carries them at twice the
+  /// rate.
+  std::vector<std::uint64_t> sharedIn;
+  std::vector<std::uint64_t> ipuIn, ipuOut; // bytes over IPU-links
+  std::uint64_t hostBytes = 0;              // over the host link
+  std::vector<unsigned> touched;            // tiles to reset
+  std::vector<bool> isTouched;              // per tile: in `touched`
   /// Contiguous byte ranges tiles send on chip, counted into `out` by
   /// sendsToOut(): a tile sends a byte once however many tiles receive it.
   struct Send {
@@ -24,6 +30,13 @@ struct Traffic {
     std::uint64_t begin, end;
   };
   std::vector<Send> sends;
+  /// Contiguous byte ranges of a sender that a tile receives on chip, for
+  /// pairReceives().
+  struct Receive {
+    unsigned tile, from;
+    std::uint64_t begin, end;
+  };
+  std::vector<Receive> receives;
 
   void touch(unsigned tile) {
     if (!isTouched[tile]) {
@@ -33,7 +46,7 @@ struct Traffic {
   }
   void reset() {
     for (unsigned t : touched) {
-      in[t] = out[t] = onTile[t] = 0;
+      in[t] = out[t] = onTile[t] = sharedIn[t] = 0;
       isTouched[t] = false;
     }
     touched.clear();
@@ -43,6 +56,7 @@ struct Traffic {
       v = 0;
     hostBytes = 0;
     sends.clear();
+    receives.clear();
   }
 
   /// Adds the union of each tile's send ranges to its outgoing bytes.
@@ -63,6 +77,70 @@ struct Traffic {
       out[tile] += end - begin;
     }
     sends.clear();
+  }
+
+  /// Sets sharedIn of tiles 2t and 2t+1 (on one IPU of \p tilesPerIpu
+  /// tiles) to the bytes both receive from the same sender's same
+  /// addresses, when \p tilesPerBus is 2; a no-op when it is 1.
+  void pairReceives(unsigned tilesPerBus, unsigned tilesPerIpu) {
+    if (tilesPerBus != 2 || receives.empty()) {
+      receives.clear();
+      return;
+    }
+    auto key = [](const Receive &r) {
+      return std::tie(r.tile, r.from, r.begin, r.end);
+    };
+    std::sort(
+        receives.begin(), receives.end(),
+        [&](const Receive &a, const Receive &b) { return key(a) < key(b); });
+    // Merge each tile's ranges per sender so each byte counts once.
+    std::vector<Receive> merged;
+    for (const Receive &r : receives) {
+      Receive *last = merged.empty() ? nullptr : &merged.back();
+      if (last && last->tile == r.tile && last->from == r.from &&
+          r.begin <= last->end)
+        last->end = std::max(last->end, r.end);
+      else
+        merged.push_back(r);
+    }
+    receives.clear();
+    for (std::size_t i = 0; i < merged.size();) {
+      const unsigned tile = merged[i].tile;
+      std::size_t j = i;
+      while (j < merged.size() && merged[j].tile == tile)
+        ++j;
+      std::size_t k = j;
+      while (k < merged.size() && merged[k].tile == tile + 1)
+        ++k;
+      if (tile % 2 == 0 && j < k &&
+          tile / tilesPerIpu == (tile + 1) / tilesPerIpu) {
+        const std::uint64_t both = overlap(merged, i, j, j, k);
+        sharedIn[tile] = sharedIn[tile + 1] = both;
+        i = k;
+      } else {
+        i = j;
+      }
+    }
+  }
+
+private:
+  // Bytes common to sorted, disjoint ranges [a0, a1) and [b0, b1) of `r`.
+  static std::uint64_t overlap(const std::vector<Receive> &r, std::size_t a0,
+                               std::size_t a1, std::size_t b0, std::size_t b1) {
+    std::uint64_t bytes = 0;
+    while (a0 < a1 && b0 < b1) {
+      const Receive &x = r[a0], &y = r[b0];
+      if (x.from != y.from) {
+        (x.from < y.from ? a0 : b0)++;
+        continue;
+      }
+      const std::uint64_t lo = std::max(x.begin, y.begin);
+      const std::uint64_t hi = std::min(x.end, y.end);
+      if (lo < hi)
+        bytes += hi - lo;
+      (x.end < y.end ? a0 : b0)++;
+    }
+    return bytes;
   }
 };
 

@@ -26,6 +26,7 @@ void forEachFigure(TF &t, CF &c, F &&f) {
   f("numWorkerContexts", t.numWorkerContexts);
   f("dataPathWidth", t.dataPathWidth);
   f("exchangeBytesPerCycle", t.exchangeBytesPerCycle);
+  f("tilesPerSharedExchangeBus", t.tilesPerSharedExchangeBus);
   f("ipuLinkBandwidth", t.ipuLinkBandwidth);
   f("hostLinkBandwidth", t.hostLinkBandwidth);
   f("remoteMemoryBytesPerIPU", t.remoteMemoryBytesPerIPU);
@@ -71,6 +72,7 @@ TargetFigures presetFigures(std::string_view arch) {
     f.fp32MacsPerCycle = 8;
     f.fp16MacsPerCycleHalfPartials = 32;
     f.fp16MacsPerCycleFloatPartials = 32;
+    f.tilesPerSharedExchangeBus = 1;
     return f;
   }
   throw OptionError("unknown IPU architecture \"" + std::string(arch) +
@@ -91,6 +93,11 @@ void validate(unsigned numIPUs, const TargetFigures &f) {
   requireAtLeast("tileClockFrequency", f.tileClockFrequency, 1);
   requireAtLeast("numWorkerContexts", f.numWorkerContexts, 1);
   requireAtLeast("exchangeBytesPerCycle", f.exchangeBytesPerCycle, 1);
+  if (f.tilesPerSharedExchangeBus != 1 && f.tilesPerSharedExchangeBus != 2)
+    throw OptionError(fmt::format(
+        "target figure \"tilesPerSharedExchangeBus\" is {} but must be 1 (no "
+        "sharing) or 2 (tile pairs share an exchange bus)",
+        f.tilesPerSharedExchangeBus));
   requireAtLeast("ipuLinkBandwidth", f.ipuLinkBandwidth, 1);
   requireAtLeast("hostLinkBandwidth", f.hostLinkBandwidth, 1);
   requireAtLeast("remoteMemoryBandwidth", f.remoteMemoryBandwidth, 1);

@@ -194,11 +194,13 @@ private:
       const Range cir = pieceOf(s_.inChans, plan_.inChans, ib);
       VertexRef v = graph_.addVertex(cs_, cls);
       std::vector<Tensor> in, ws, dst;
+      // Row by row: a row that lives on one tile is then read in place.
       for (std::size_t n = nr.begin; n < nr.end; ++n)
-        for (std::size_t ci = cir.begin; ci < cir.end; ++ci)
-          in.push_back(acts.index({n, g * s_.inChans + ci})
-                           .slice(ir.begin, ir.end, 0)
-                           .flatten());
+        for (std::size_t ci = cir.begin; ci < cir.end; ++ci) {
+          const Tensor plane = acts.index({n, g * s_.inChans + ci});
+          for (std::size_t r = ir.begin; r < ir.end; ++r)
+            in.push_back(plane[r]);
+        }
       for (std::size_t co = cr.begin; co < cr.end; ++co)
         ws.push_back(w.index({g, co}).slice(cir.begin, cir.end, 0).flatten());
       if (parts_ > 1) {

@@ -176,9 +176,11 @@ std::uint64_t estimatePlanCycles(const Target &t, const ConvShape &s, Pass pass,
   const CostFigures &c = t.costs();
   const unsigned workers = t.getNumWorkerContexts();
   const double exchange = t.getExchangeBytesPerCycle();
+  // One sync per superstep: a compute set fed by an exchange shares that
+  // exchange's sync (as the compiler's cost model charges it).
   std::uint64_t cycles =
       u.groups * (workers * u.workerCycles + c.supervisorCyclesPerVertex) +
-      c.syncCyclesOnChip;
+      (t.getNumTiles() > 1 ? 0 : c.syncCyclesOnChip);
   // Operands are assumed to come from elsewhere (another op's layout), so
   // even a one-unit plan pays for bringing them in.
   if (t.getNumTiles() > 1)
@@ -194,9 +196,8 @@ std::uint64_t estimatePlanCycles(const Target &t, const ConvShape &s, Pass pass,
     cycles += static_cast<std::uint64_t>(std::ceil(bytes / exchange)) +
               c.exchangeFixedCycles + c.syncCyclesOnChip;
     cycles += u.groups *
-                  (workers * convReduceCycles(parts, slice, s.partialsType, c) +
-                   c.supervisorCyclesPerVertex) +
-              c.syncCyclesOnChip;
+              (workers * convReduceCycles(parts, slice, s.partialsType, c) +
+               c.supervisorCyclesPerVertex);
   }
   return cycles;
 }
@@ -282,21 +283,28 @@ unsigned pieceIndex(std::size_t size, unsigned n, std::size_t x) {
 namespace {
 
 /// Maps the elements of \p segments (intervals of a variable, taken in
-/// order as one region) in \p pieces equal pieces, piece j to tileOf(j).
-/// With the cost model counting a tile's outgoing bytes, data that several
-/// units read is best spread over all of them.
+/// order as one region) in \p pieces equal pieces, piece j to tileOf(j),
+/// cutting only at multiples of \p grain elements (when every segment is
+/// a multiple of it). With the cost model counting a tile's outgoing bytes,
+/// data that several units read is best spread over all of them; whole
+/// grains (the rows or weight slabs a vertex entry reads) keep each entry
+/// on one tile, where the simulator reads it in place.
 template <typename F>
 void spreadRegion(TileMapping &m, const std::vector<Range> &segments,
-                  unsigned pieces, F &&tileOf) {
+                  unsigned pieces, std::size_t grain, F &&tileOf) {
   std::size_t total = 0;
-  for (const Range &r : segments)
+  for (const Range &r : segments) {
     total += r.size();
+    if (r.size() % grain)
+      grain = 1;
+  }
+  const std::size_t units = total / grain;
   std::size_t offset = 0;
   for (const Range &r : segments) {
     for (std::size_t pos = 0; pos < r.size();) {
-      const unsigned j = pieceIndex(total, pieces, offset + pos);
+      const unsigned j = pieceIndex(units, pieces, (offset + pos) / grain);
       const std::size_t end =
-          std::min(r.size(), pieceOf(total, pieces, j).end - offset);
+          std::min(r.size(), pieceOf(units, pieces, j).end * grain - offset);
       auto &v = m[tileOf(j)];
       if (!v.empty() && v.back().end() == r.begin + pos)
         v.back().last = r.begin + end;
@@ -332,7 +340,7 @@ void mapInput(Graph &graph, const Tensor &t, const ConvShape &s,
           }
           const unsigned gp = pieceIndex(s.groups, plan.groups, g);
           const unsigned nb = pieceIndex(s.batch, plan.batch, n);
-          spreadRegion(m, segments, plan.outChans, [&](unsigned j) {
+          spreadRegion(m, segments, plan.outChans, s.inW, [&](unsigned j) {
             return unitTile(target, plan, gp, nb, j, h, cb);
           });
         }
@@ -359,7 +367,7 @@ void mapWeights(Graph &graph, const Tensor &t, const ConvShape &s,
           segments.push_back({base + cir.begin * kk, base + cir.end * kk});
         }
         const unsigned gp = pieceIndex(s.groups, plan.groups, g);
-        spreadRegion(m, segments, sharers, [&](unsigned j) {
+        spreadRegion(m, segments, sharers, cir.size() * kk, [&](unsigned j) {
           return unitTile(target, plan, gp, j / plan.rows, cb, j % plan.rows,
                           ib);
         });

@@ -47,11 +47,12 @@ template <typename T> T *sized(std::vector<T> &v, std::size_t n) {
 }
 
 /// Fills xp[c][r][x] (as float) with padded rows [rA, rB), padded columns
-/// [xA, xA + wp) of the input entries in[c] (c < chans), each inRows x inW,
-/// under geometry g.
+/// [xA, xA + wp) of channels c < chans of the input entries, under geometry
+/// g: entry in[c] holds channel c's inRows x inW, or, when perRow, entry
+/// in[c * inRows + r] holds its row r alone.
 template <typename Entry>
-void buildPadded(const Entry *in, std::size_t chans, const int *g, long rA,
-                 long rB, long xA, std::size_t wp, float *xp) {
+void buildPadded(const Entry *in, bool perRow, std::size_t chans, const int *g,
+                 long rA, long rB, long xA, std::size_t wp, float *xp) {
   const long inRows = g[gInRows], inW = g[gInW], idH = g[gIdH], idW = g[gIdW],
              rowOrigin = g[gRowOrigin], colOrigin = g[gColOrigin] + xA;
   const std::size_t nr = static_cast<std::size_t>(rB - rA);
@@ -59,7 +60,12 @@ void buildPadded(const Entry *in, std::size_t chans, const int *g, long rA,
   const long cLo = std::max(0L, -colOrigin);
   const long cHi = std::min<long>(static_cast<long>(wp), inW - colOrigin);
   for (std::size_t c = 0; c < chans; ++c) {
-    const auto *src = in[c].data();
+    const auto rowOf = [&](long ir) {
+      return perRow ? in[c * static_cast<std::size_t>(inRows) +
+                         static_cast<std::size_t>(ir)]
+                          .data()
+                    : in[c].data() + ir * inW;
+    };
     for (std::size_t r = 0; r < nr; ++r) {
       float *dst = xp + (c * nr + r) * wp;
       const long pr = rowOrigin + rA + static_cast<long>(r);
@@ -67,7 +73,7 @@ void buildPadded(const Entry *in, std::size_t chans, const int *g, long rA,
         kernels::zero(dst, wp);
         continue;
       }
-      const auto *row = src + (pr / idH) * inW;
+      const auto *row = rowOf(pr / idH);
       if (idW == 1) {
         if (cHi <= cLo) {
           kernels::zero(dst, wp);
@@ -122,18 +128,31 @@ void rowTable(const int *g, const float *xp, std::size_t chans, std::size_t nr,
 
 template <typename InT, typename OutT> class ConvPartial : public MultiVertex {
 public:
+  /// One entry per input row: [batch][inChans][inRows], each inW long, so
+  /// each lies on one tile and can be read where it lives.
   Vector<Input<Vector<InT>>> in;
   Vector<Input<Vector<InT>>> weights;
   Vector<Output<Vector<OutT>>> out;
   Vector<int> geometry;
 
   bool compute(unsigned worker) {
+    // The host runs a vertex's six workers one after another on one thread
+    // (Runtime::compute), so worker 0 takes every item: the padded input
+    // rows are built once per batch entry rather than once per worker, and
+    // the kernels run over all the channels at once. Each output's sum runs
+    // over the kernel in the same order either way; the estimate still
+    // shares the items between six workers, as the IPU does.
+    if (worker != 0)
+      return true;
     const int *g = geometry.data();
+    if (in.size() != static_cast<std::size_t>(g[gBatch]) * g[gInChans] *
+                         static_cast<std::size_t>(g[gInRows]))
+      return false;
     const std::size_t rows = g[gRows], cout = g[gOutChans];
     const FwdWork work(static_cast<std::size_t>(g[gBatch]) * rows, cout,
                        static_cast<std::size_t>(g[gOutW]),
                        static_cast<std::size_t>(g[gInChans]) * g[gKH] * g[gKW]);
-    const std::size_t i0 = work.begin(worker), i1 = work.begin(worker + 1);
+    const std::size_t i0 = 0, i1 = work.items();
     if (i0 == i1)
       return true;
     // The channels and columns this worker's items touch.
@@ -168,7 +187,8 @@ public:
       const std::size_t cin = g[gInChans];
       float *xp =
           sized(scratch().xp, cin * static_cast<std::size_t>(rB - rA) * b.wp);
-      buildPadded(&in[n * cin], cin, g, rA, rB, b.xA, b.wp, xp);
+      buildPadded(&in[n * cin * static_cast<std::size_t>(g[gInRows])], true,
+                  cin, g, rA, rB, b.xA, b.wp, xp);
       while (item < end) {
         // Items of one unit and column part: one channel range.
         const std::size_t groupEnd =
@@ -321,7 +341,7 @@ public:
     const std::size_t chunk = std::max<std::size_t>(1, 256 / outW);
     for (std::size_t n = 0; n < static_cast<std::size_t>(g[gBatch]); ++n) {
       float *xp = sized(s.xp, (ciB - ciA) * static_cast<std::size_t>(rB) * wp);
-      buildPadded(&acts[n * cin + ciA], ciB - ciA, g, 0, rB, 0, wp, xp);
+      buildPadded(&acts[n * cin + ciA], false, ciB - ciA, g, 0, rB, 0, wp, xp);
       for (std::size_t oc0 = 0; oc0 < rows; oc0 += chunk) {
         const std::size_t oc1 = std::min(rows, oc0 + chunk);
         transposeDeltas(n, oc0, oc1);

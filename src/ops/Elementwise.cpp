@@ -5,6 +5,7 @@
 #include "MapCode.hpp"
 #include "OpsInternal.hpp"
 
+#include "tessera/device/Target.hpp"
 #include "tessera/support/Error.hpp"
 
 #include <cstring>
@@ -78,8 +79,16 @@ void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
   ComputeSet cs = graph.addComputeSet(dc);
   const Tensor outFlat = out.flatten();
   const std::size_t grain = 8 / typeSize(out.elementType());
+  // The code is known here, so the estimate counts its operations (the
+  // registered estimator sees only the code's length, loads included).
+  const CostFigures &costs = graph.getTarget().costs();
+  const unsigned operations = code.numOperations();
   for (const TilePiece &p : splitByTile(graph, outFlat, 6, grain)) {
     VertexRef v = graph.addVertex(cs, cls);
+    graph.setPerfEstimate(
+        v, mapcode::mapWorkerCycles(
+               costs.binaryOpWorkerCycles, costs.binaryOpWorkerCyclesPerVector,
+               operations, p.end - p.begin, static_cast<unsigned>(grain)));
     auto pieces = [&](const std::vector<Tensor> &list) {
       std::vector<Tensor> r;
       for (const Tensor &t : list)

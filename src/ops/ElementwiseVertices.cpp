@@ -104,11 +104,14 @@ void registerMap(VertexRegistry &registry, const CostFigures &c) {
   const unsigned width = 8 / static_cast<unsigned>(typeSize(typeOf<OutT>()));
   const std::uint64_t fixed = c.binaryOpWorkerCycles;
   const std::uint64_t perVector = c.binaryOpWorkerCyclesPerVector;
+  // mapImpl gives each map vertex an estimate from its code's operations;
+  // this one, for a vertex without, counts every instruction of the code.
   registry.addBuiltin(d.take(), [=](const VertexInstanceShape &s) {
     const std::uint64_t n = s.fieldSizes[2].empty() ? 0 : s.fieldSizes[2][0];
-    const std::uint64_t instr =
-        s.fieldSizes[3].empty() ? 1 : std::max<std::uint64_t>(s.fieldSizes[3][0] / 2, 1);
-    return fixed + instr * perVector * ((n + width - 1) / width);
+    const unsigned instr = s.fieldSizes[3].empty() ? 1 : s.fieldSizes[3][0] / 2;
+    return mapcode::mapWorkerCycles(static_cast<unsigned>(fixed),
+                                    static_cast<unsigned>(perVector), instr, n,
+                                    width);
   });
 }
 

@@ -6,6 +6,8 @@
 
 #include "tessera/ops/Expr.hpp"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -32,7 +34,28 @@ struct Program {
   unsigned numInstructions() const {
     return static_cast<unsigned>(code.size() / 2);
   }
+  /// Instructions that compute (not loads of inputs, constants or the
+  /// index): what the per-vector cost of a map scales with.
+  unsigned numOperations() const {
+    unsigned n = 0;
+    for (std::size_t i = 0; i < code.size(); i += 2) {
+      const std::uint32_t op = code[i] & 0xff;
+      n += op != Load && op != Constant && op != Index;
+    }
+    return n;
+  }
 };
+
+/// Worker cycles of a map vertex writing \p n elements, \p width to a
+/// 64-bit vector, running \p operations computing instructions: Poplar's
+/// figures for a binary op (a fixed cost, then ~3 worker cycles per vector
+/// for two loads and one op+store) per operation, at least one.
+inline std::uint64_t mapWorkerCycles(unsigned fixed, unsigned perVector,
+                                     unsigned operations, std::uint64_t n,
+                                     unsigned width) {
+  const std::uint64_t ops = std::max(operations, 1u);
+  return fixed + ops * perVector * ((n + width - 1) / width);
+}
 
 inline std::uint32_t word(Opcode op, unsigned dst, unsigned a = 0,
                           unsigned b = 0) {

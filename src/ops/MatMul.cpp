@@ -106,14 +106,12 @@ Range sub(Range r, unsigned parts, unsigned p) {
 // Calls f(tile, gi, i, j, kk, q) for every group q of every tile's block, in
 // tile order.
 template <typename F> void forEachTileBlock(const Plan &p, F &&f) {
-  for (unsigned gi = 0; gi < p.g.parts; ++gi)
-    for (unsigned i = 0; i < p.m.parts; ++i)
-      for (unsigned j = 0; j < p.n.parts; ++j)
-        for (unsigned kk = 0; kk < p.k.parts; ++kk) {
-          const Range gr = p.g(gi);
-          for (std::size_t q = gr.begin; q < gr.end; ++q)
-            f(p.tile(gi, i, j, kk), gi, i, j, kk, q);
-        }
+  for (unsigned tile = 0; tile < p.numTiles(); ++tile) {
+    const matmul::BlockIndex b = p.block(tile);
+    const Range gr = p.g(b.gi);
+    for (std::size_t q = gr.begin; q < gr.end; ++q)
+      f(tile, b.gi, b.i, b.j, b.kk, q);
+  }
 }
 
 // As forEachTileBlock but K-slice by K-slice: vertices run in the order

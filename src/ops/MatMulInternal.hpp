@@ -73,19 +73,41 @@ std::uint64_t reduceWorkerCycles(const CostInputs &c, Type partialsType,
                                  std::size_t n, std::size_t numPartials,
                                  bool accumulate);
 
+/// Which split runs fastest over consecutive tiles. Tiles 2t and 2t+1 share
+/// an exchange bus, so with N innermost (and an even N-split) the two tiles
+/// of a pair need the same A block and receive it at once; with M innermost,
+/// the same B block.
+enum class Innermost { K, N, M };
+
+/// Block coordinates of one tile.
+struct BlockIndex {
+  unsigned gi = 0, i = 0, j = 0, kk = 0;
+};
+
 /// The full plan: the public summary plus the partitions the op builds from.
 struct Plan {
   MatMulPlan summary;
   Types types;
   Partition g, m, n, k;
+  Innermost innermost = Innermost::K;
   bool accumulate = false;
   /// Whether the block vertices write partials that a second compute set
   /// reduces (kSplit > 1, or matMulAcc).
   bool reduces() const { return k.parts > 1 || accumulate; }
+  unsigned numTiles() const { return g.parts * m.parts * n.parts * k.parts; }
   /// The tile of block (gi, i, j, kk).
   unsigned tile(unsigned gi, unsigned i, unsigned j, unsigned kk) const {
-    return ((gi * m.parts + i) * n.parts + j) * k.parts + kk;
+    switch (innermost) {
+    case Innermost::N:
+      return ((gi * m.parts + i) * k.parts + kk) * n.parts + j;
+    case Innermost::M:
+      return ((gi * n.parts + j) * k.parts + kk) * m.parts + i;
+    default:
+      return ((gi * m.parts + i) * n.parts + j) * k.parts + kk;
+    }
   }
+  /// The block of \p tile (below numTiles()): tile's inverse.
+  BlockIndex block(unsigned tile) const;
 };
 
 /// Chooses the splits of a product of \p groups [m x k] by [k x n] matrices

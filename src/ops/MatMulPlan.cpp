@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <vector>
 
 namespace tessera::ops::matmul {
 namespace {
@@ -21,6 +22,7 @@ std::size_t roundUp(std::size_t a, std::size_t g) { return ceilDiv(a, g) * g; }
 // One candidate split and its estimate.
 struct Candidate {
   unsigned gS = 1, mS = 1, nS = 1, kS = 1;
+  Innermost innermost = Innermost::K;
   MatMulPlan cost;
   std::size_t tempBytes = 0;
   bool fits = true;
@@ -48,10 +50,12 @@ public:
         forEachSplit(n_, amp.nGrain, tiles / (gS * mS), [&](unsigned nS) {
           forEachSplit(k_, amp.kGrain, tiles / (gS * mS * nS),
                        [&](unsigned kS) {
-                         Candidate c = evaluate(gS, mS, nS, kS);
-                         if (!have || better(c, best)) {
-                           best = c;
-                           have = true;
+                         for (Innermost o : orders(mS, nS)) {
+                           Candidate c = evaluate(gS, mS, nS, kS, o);
+                           if (!have || better(c, best)) {
+                             best = c;
+                             have = true;
+                           }
                          }
                        });
         });
@@ -64,7 +68,21 @@ public:
     return Partition{length, grain, parts};
   }
 
-  Candidate evaluate(unsigned gS, unsigned mS, unsigned nS, unsigned kS) const {
+  // The tile orders worth costing: K innermost always; N or M innermost
+  // when an even split lets every exchange-bus pair share an operand.
+  std::vector<Innermost> orders(unsigned mS, unsigned nS) const {
+    std::vector<Innermost> o{Innermost::K};
+    if (t_.getTilesPerSharedExchangeBus() == 2) {
+      if (nS % 2 == 0)
+        o.push_back(Innermost::N);
+      if (mS % 2 == 0)
+        o.push_back(Innermost::M);
+    }
+    return o;
+  }
+
+  Candidate evaluate(unsigned gS, unsigned mS, unsigned nS, unsigned kS,
+                     Innermost order = Innermost::K) const {
     const AmpShape amp = cost_.amp;
     const auto &c = t_.costs();
     const std::size_t eb = typeSize(types_.input);
@@ -74,7 +92,7 @@ public:
     const std::size_t nb = part(n_, amp.nGrain, nS).maxSize();
     const std::size_t kb = part(k_, amp.kGrain, kS).maxSize();
     const bool reduces = kS > 1 || accumulate_;
-    Candidate cand{gS, mS, nS, kS, {}, 0, true};
+    Candidate cand{gS, mS, nS, kS, order, {}, 0, true};
     MatMulPlan &p = cand.cost;
     const unsigned workers = cost_.workers;
     const std::uint64_t sync = c.syncCyclesOnChip;
@@ -91,10 +109,20 @@ public:
     const std::size_t aIn = mb * kb - aLocal, bIn = kb * nb - bLocal;
     const std::size_t aOut = nS > 1 ? part(mb, 1, nS).maxSize() * kb : 0;
     const std::size_t bOut = mS > 1 ? part(kb, 1, mS).maxSize() * nb : 0;
-    p.exchangeCycles = exchange(gb * eb * std::max(aIn + bIn, aOut + bOut));
+    // A pair sharing a block receives at once all of it but the two pieces
+    // its own tiles hold, at twice the rate: those bytes count half.
+    std::size_t shared = 0;
+    if (order == Innermost::N)
+      shared = mb * kb - std::min(mb * kb, 2 * aOut);
+    else if (order == Innermost::M)
+      shared = kb * nb - std::min(kb * nb, 2 * bOut);
+    p.exchangeCycles =
+        exchange(gb * eb * std::max(aIn + bIn - shared / 2, aOut + bOut));
+    // One sync per superstep: a compute set fed by an exchange shares its
+    // sync (as the compiler's cost model charges it).
     p.computeCycles = gb * (workers * blockWorkerCycles(cost_, mb, kb, nb) +
                             c.supervisorCyclesPerVertex) +
-                      sync;
+                      (p.exchangeCycles ? 0 : sync);
     std::size_t partials = 0, reduceTemps = 0;
     if (reduces) {
       const Partition r = part(mb * nb, 8 / pb, kS);
@@ -105,7 +133,7 @@ public:
           gb * (workers * reduceWorkerCycles(cost_, types_.partials,
                                              r.maxSize(), kS, accumulate_) +
                 c.supervisorCyclesPerVertex) +
-          sync;
+          (p.reduceExchangeCycles ? 0 : sync);
       partials = gb * mb * nb * pb;
       reduceTemps = gb * in * pb;
     }
@@ -144,7 +172,9 @@ private:
     const unsigned tb = b.gS * b.mS * b.nS * b.kS;
     if (ta != tb)
       return ta < tb;
-    return a.kS < b.kS;
+    if (a.kS != b.kS)
+      return a.kS < b.kS;
+    return a.innermost < b.innermost;
   }
 
   const Target &t_;
@@ -156,6 +186,27 @@ private:
 };
 
 } // namespace
+
+BlockIndex Plan::block(unsigned tile) const {
+  BlockIndex b;
+  auto take = [&tile](unsigned parts) {
+    const unsigned v = tile % parts;
+    tile /= parts;
+    return v;
+  };
+  switch (innermost) {
+  case Innermost::N:
+    b.j = take(n.parts), b.kk = take(k.parts), b.i = take(m.parts);
+    break;
+  case Innermost::M:
+    b.i = take(m.parts), b.kk = take(k.parts), b.j = take(n.parts);
+    break;
+  default:
+    b.kk = take(k.parts), b.j = take(n.parts), b.i = take(m.parts);
+  }
+  b.gi = tile;
+  return b;
+}
 
 Range Partition::operator()(unsigned p) const {
   const std::size_t units = ceilDiv(length, grain);
@@ -247,6 +298,7 @@ Plan makePlan(const Target &target, const Types &types, std::size_t groups,
   plan.m = Partition{m, 1, c.mS};
   plan.n = Partition{n, amp.nGrain, c.nS};
   plan.k = Partition{k, amp.kGrain, c.kS};
+  plan.innermost = c.innermost;
   MatMulPlan &s = plan.summary;
   s = c.cost;
   s.groups = groups;
@@ -265,6 +317,9 @@ Plan makePlan(const Target &target, const Types &types, std::size_t groups,
   s.nBlock = plan.n.maxSize();
   s.kBlock = plan.k.maxSize();
   s.tilesUsed = c.gS * c.mS * c.nS * c.kS;
+  s.pairsShare = c.innermost == Innermost::N   ? 'A'
+                 : c.innermost == Innermost::M ? 'B'
+                                               : 0;
   s.tempBytesPerTile = c.tempBytes;
   s.fitsMemory = c.fits;
   return plan;
@@ -284,6 +339,8 @@ std::string MatMulPlan::toString() const {
      << " partials): split g" << groupSplit << " m" << mSplit << " n" << nSplit
      << " k" << kSplit << " on " << tilesUsed << " tiles, blocks " << mBlock
      << "x" << kBlock << "x" << nBlock;
+  if (pairsShare)
+    os << ", tile pairs share " << pairsShare;
   if (groups > 1)
     os << " x" << groupBlock << " groups";
   os << ", ~" << totalCycles() << " cycles (exchange " << exchangeCycles

@@ -263,6 +263,89 @@ TEST(CompilerEstimates, BroadcastCostsTheSenderOnce) {
   EXPECT_EQ(bytes, 4u * 4096u); // three arrivals, one departure
 }
 
+TEST(CompilerEstimates, BusPairTakesBytesBothReceiveAtTwiceTheRate) {
+  // Tiles 2 and 3 share an exchange bus; both read the same 4096 bytes, half
+  // from tile 0 and half from tile 1 (a tile sends at the base rate), which
+  // the shared bus carries to both at once.
+  auto cycles = [](unsigned tilesPerBus) {
+    const Target t = Target::createIPUTarget(
+        1, "ipu2",
+        {{"tilesPerIPU", "8"},
+         {"tilesPerSharedExchangeBus", std::to_string(tilesPerBus)}});
+    Graph g(t);
+    addTestCodelets(g);
+    Tensor x = g.addVariable(FLOAT, {1024}, "x");
+    g.setTileMapping(x.slice(0, 512), 0);
+    g.setTileMapping(x.slice(512, 1024), 1);
+    ComputeSet cs = g.addComputeSet();
+    for (unsigned tile : {2u, 3u}) {
+      Tensor y = g.addVariable(FLOAT, {1024}, "y");
+      g.setTileMapping(y, tile);
+      VertexRef v = g.addVertex(cs, "ScaleVertex", {{"in", x}, {"out", y}});
+      g.setInitialValue(v["scale"], 2.0f);
+      g.setTileMapping(v, tile);
+    }
+    return firstExchange(compileGraph(g, {Execute(cs)})).first;
+  };
+  const Target t = Target::createIPUTarget(1);
+  const std::uint64_t fixed =
+      t.costs().exchangeFixedCycles + t.costs().syncCyclesOnChip;
+  EXPECT_EQ(cycles(2), 4096 / (2 * t.getExchangeBytesPerCycle()) + fixed);
+  EXPECT_EQ(cycles(1), 4096 / t.getExchangeBytesPerCycle() + fixed);
+}
+
+TEST(CompilerEstimates, BusPairReceivingDifferentBytesGainsNothing) {
+  const Target t = Target::createIPUTarget(1, "ipu2", {{"tilesPerIPU", "8"}});
+  Graph g(t);
+  addTestCodelets(g);
+  Tensor x = g.addVariable(FLOAT, {2048}, "x");
+  g.setTileMapping(x.slice(0, 1024), 0);
+  g.setTileMapping(x.slice(1024, 2048), 1);
+  ComputeSet cs = g.addComputeSet();
+  for (unsigned tile : {2u, 3u}) {
+    Tensor y = g.addVariable(FLOAT, {1024}, "y");
+    g.setTileMapping(y, tile);
+    const std::size_t begin = (tile - 2) * 1024;
+    VertexRef v = g.addVertex(
+        cs, "ScaleVertex", {{"in", x.slice(begin, begin + 1024)}, {"out", y}});
+    g.setInitialValue(v["scale"], 2.0f);
+    g.setTileMapping(v, tile);
+  }
+  EXPECT_EQ(firstExchange(compileGraph(g, {Execute(cs)})).first,
+            4096 / t.getExchangeBytesPerCycle() +
+                t.costs().exchangeFixedCycles + t.costs().syncCyclesOnChip);
+}
+
+TEST(CompilerEstimates, AComputeSetFedByAnExchangeSyncsOnce) {
+  // A superstep is compute, sync, exchange: the exchange gathering a compute
+  // set's operands carries the one sync, and the compute step none.
+  auto computeCycles = [](unsigned dataTile) {
+    const Target t = Target::createIPUTarget(1, "ipu2", {{"tilesPerIPU", "4"}});
+    Graph g(t);
+    addTestCodelets(g);
+    Tensor x = g.addVariable(FLOAT, {256}, "x");
+    Tensor s = g.addVariable(FLOAT, {}, "s");
+    g.setTileMapping(x, dataTile);
+    g.setTileMapping(s, 1);
+    ComputeSet cs = g.addComputeSet();
+    g.setTileMapping(g.addVertex(cs, "SumVertex", {{"in", x}, {"out", s}}), 1);
+    const Executable exe = compileGraph(g, {Execute(cs)});
+    std::uint64_t compute = 0, exchanges = 0;
+    for (std::size_t i = 0; i < exe.steps.size(); ++i)
+      if (exe.steps[i].kind == StepKind::Compute)
+        compute = exe.estimates[i].ipuCycles.at(0);
+      else if (exe.steps[i].kind == StepKind::Exchange)
+        exchanges += 1;
+    return std::pair{compute, exchanges};
+  };
+  const auto [local, localExchanges] = computeCycles(1);
+  const auto [remote, remoteExchanges] = computeCycles(0);
+  EXPECT_EQ(localExchanges, 0u);
+  EXPECT_EQ(remoteExchanges, 1u);
+  EXPECT_EQ(local - remote,
+            Target::createIPUTarget(1).costs().syncCyclesOnChip);
+}
+
 TEST(CompilerExecutable, SavedExecutableRunsTheSame) {
   Device device = modelDevice();
   Graph g(device.getTarget());

@@ -160,11 +160,28 @@ TEST(Target, FiguresRoundTripThroughOptionsAndJson) {
   EXPECT_THROW(Target::fromJson("not json"), SerializationError);
 }
 
+TEST(Target, Mk2TilePairsShareAnExchangeBus) {
+  EXPECT_EQ(Target::createIPUTarget(1).getTilesPerSharedExchangeBus(), 2u);
+  EXPECT_EQ(Target::createIPUTarget(1, "ipu21").getTilesPerSharedExchangeBus(),
+            2u);
+  EXPECT_EQ(Target::createIPUTarget(1, "ipu1").getTilesPerSharedExchangeBus(),
+            1u);
+  try {
+    Target::createIPUTarget(1, "ipu2", {{"tilesPerSharedExchangeBus", "4"}});
+    FAIL() << "expected OptionError";
+  } catch (const OptionError &e) {
+    EXPECT_THAT(e.what(), HasSubstr("must be 1"));
+  }
+}
+
 TEST(Target, HashAndEqualitySeeEveryFigure) {
   Target a = Target::createIPUTarget(1);
   for (const auto &name : Target::figureNames()) {
     const std::string value = a.figuresAsOptions().at(name);
-    const std::string other = value == "64" ? "128" : "64";
+    // tilesPerSharedExchangeBus takes only 1 or 2.
+    const std::string other = name == "tilesPerSharedExchangeBus" ? "1"
+                              : value == "64"                     ? "128"
+                                                                  : "64";
     Target b = Target::createIPUTarget(1, "ipu2", {{name, other}});
     EXPECT_NE(a, b) << name;
     EXPECT_NE(a.hash(), b.hash()) << name;

@@ -141,3 +141,27 @@ TEST(ElementwiseEstimates, CyclesArePositiveDeterministicAndGrowWithSize) {
   EXPECT_GT(big, small);
   EXPECT_EQ(cycles(64), small);
 }
+
+TEST(ElementwiseEstimates, FloatAddCostsPoplarsCyclesPerElement) {
+  // Poplar's figures: ~3 worker cycles per 64-bit vector of a float add, so
+  // ~1.5 tile cycles per element on a tile whose six workers share the
+  // work; an expression of two operations costs about twice as much.
+  auto growth = [](bool fused) {
+    auto cycles = [&](std::size_t n) {
+      return runOp(
+                 4,
+                 {{FLOAT, {n}, spread(n, 0, 1)}, {FLOAT, {n}, spread(n, 0, 1)}},
+                 [&](Graph &g, const auto &in, program::Sequence &p) {
+                   using namespace expr;
+                   return std::vector<Tensor>{
+                       fused ? map(g, _1 * _2 + _1, {in[0], in[1]}, p)
+                             : add(g, in[0], in[1], p)};
+                 })
+          .cycles;
+    };
+    return double(cycles(24576) - cycles(768));
+  };
+  const double perElementPerTile = 1.5 * (24576 - 768) / 4;
+  EXPECT_NEAR(growth(false), perElementPerTile, 0.05 * perElementPerTile);
+  EXPECT_NEAR(growth(true), 2 * perElementPerTile, 0.1 * perElementPerTile);
+}

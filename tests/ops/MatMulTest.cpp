@@ -343,12 +343,29 @@ TEST(MatMulLayout, CreatedInputsSpreadPiecesOverThePlannedTiles) {
 
 TEST(MatMulLayout, PlannedInputsExchangeLessThanLinearOnes) {
   // Same product, two operand layouts: the planned one is estimated faster.
-  const Case c{1, 96, 128, 80};
+  // (A K-split product: with no K-split, the share of a block a tile holds
+  // itself is small next to what its bus pair receives together.)
+  const Case c{1, 256, 512, 128};
   const auto a = ints(c.m * c.k, 1), b = ints(c.k * c.n, 2);
   const Outcome linear = run(1472, c, FLOAT, FLOAT, a, b);
   const Outcome planned = run(1472, c, FLOAT, FLOAT, a, b, {}, Layout::Planned);
   EXPECT_EQ(linear.c, planned.c);
   EXPECT_LT(planned.cycles, linear.cycles);
+}
+
+TEST(MatMulPlan, TilePairsShareAnOperandWhereTheBusIsShared) {
+  const OptionFlags half{{"partialsType", "half"}};
+  const std::vector<std::size_t> s{1024, 1024};
+  const ops::MatMulPlan shared =
+      ops::planMatMul(Target::createIPUTarget(1), HALF, HALF, s, s, half);
+  const ops::MatMulPlan alone = ops::planMatMul(
+      Target::createIPUTarget(1, "ipu2", {{"tilesPerSharedExchangeBus", "1"}}),
+      HALF, HALF, s, s, half);
+  EXPECT_NE(shared.pairsShare, 0) << shared.toString();
+  EXPECT_EQ(alone.pairsShare, 0) << alone.toString();
+  EXPECT_LT(shared.exchangeCycles, alone.exchangeCycles);
+  // The pair's operand is split evenly so that every pair shares it.
+  EXPECT_EQ((shared.pairsShare == 'A' ? shared.nSplit : shared.mSplit) % 2, 0u);
 }
 
 TEST(MatMulErrors, InnerDimensionsMustAgree) {

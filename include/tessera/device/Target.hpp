@@ -38,6 +38,13 @@ struct TargetFigures {
   /// Bytes a tile sends or receives per tile cycle over the on-chip exchange
   /// (4 on every IPU; about 8 TB/s per Mk2 chip).
   unsigned exchangeBytesPerCycle = 4;
+  /// Tiles that share one exchange bus: 2 on Mk2 and Bow, where tiles 2t
+  /// and 2t+1 form a pair whose bus carries bytes both of them receive to
+  /// both at once, at twice exchangeBytesPerCycle (the "64-bit exchange"
+  /// Graphcore's poplibs plans for: Target::getTilesPerSharedExchangeBus
+  /// and supportsExchangeBusSharing, used by poplin's ExchangeEstimator).
+  /// 1 models no sharing; Mk1 is not assumed to share.
+  unsigned tilesPerSharedExchangeBus = 2;
   /// IPU-Link bandwidth of one chip in bytes/s: 320 GB/s per Mk2 or Bow chip
   /// (10 links), 64 GB/s per Mk1 card link.
   double ipuLinkBandwidth = 320e9;
@@ -165,6 +172,11 @@ public:
   std::size_t getTypeSize(Type type) const { return typeSize(type); }
   unsigned getExchangeBytesPerCycle() const {
     return figures_.exchangeBytesPerCycle;
+  }
+  /// Tiles per shared exchange bus (1 or 2): a pair 2t, 2t+1 receives the
+  /// bytes both of its tiles receive at twice getExchangeBytesPerCycle().
+  unsigned getTilesPerSharedExchangeBus() const {
+    return figures_.tilesPerSharedExchangeBus;
   }
   /// IPU-Link bandwidth of one IPU in bytes/s.
   double getIpuLinkBandwidth() const { return figures_.ipuLinkBandwidth; }

@@ -131,6 +131,9 @@ struct MatMulPlan {
   /// The largest block a tile holds along each dimension.
   std::size_t groupBlock = 1, mBlock = 0, nBlock = 0, kBlock = 0;
   unsigned tilesUsed = 1;
+  /// The operand that the two tiles of each exchange-bus pair both need
+  /// and so receive at once ('A' or 'B'), or 0 when pairs share none.
+  char pairsShare = 0;
   /// Estimated cycles: operand exchange, block compute, partials exchange
   /// and reduction (the last two zero without a K-split or accumulation).
   std::uint64_t exchangeCycles = 0, computeCycles = 0, reduceExchangeCycles = 0,
