@@ -8,6 +8,8 @@
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 dir="${1:-$here/../../build/bench/engine}"
+# Absolute, so the cache path stays valid for the benchmarks' codelet builds.
+dir="$(cd "$dir" && pwd)"
 shift || true
 export TESSERA_CACHE_DIR="${TESSERA_CACHE_DIR:-$dir/bench-cache}"
 mkdir -p "$TESSERA_CACHE_DIR"
