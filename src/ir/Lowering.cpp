@@ -6,7 +6,10 @@
 #include "tessera/device/Target.hpp"
 #include "tessera/ir/Verifier.hpp"
 #include "tessera/ops/Codelets.hpp"
+#include "tessera/ops/Elementwise.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <memory>
 
@@ -15,7 +18,9 @@ namespace tessera::ir {
 const Tensor &LoweredModule::tensor(ValueId id) const {
   if (id >= tensors_.size() || !tensors_[id].valid())
     throw IrError("%" + std::to_string(id) +
-                  " has no tensor: it is not a lowered value of the module");
+                  " has no tensor: it is not a lowered value of the module "
+                  "(an unused constant, or a value fused into its user's "
+                  "map: list it in LoweringOptions::keep to keep one)");
   return tensors_[id];
 }
 
@@ -41,6 +46,16 @@ private:
                 const DebugContext &dc);
   std::optional<double> inlinable(const Op &op, unsigned index) const;
   void lower(const Op &op);
+  // Elementwise fusion.
+  struct Leaves {
+    std::vector<ValueId> ids;
+    std::vector<Tensor> tensors;
+  };
+  bool fusible(const Op &op) const;
+  void planFusion();
+  ops::expr::Expr exprOf(ValueId v, unsigned ipu, const Op &user,
+                         unsigned index, Leaves &leaves);
+  void lowerFused(const Op &root, unsigned ipu, const DebugContext &dc);
 
   const Module &m_;
   Graph &top_;
@@ -49,7 +64,119 @@ private:
   LoweredModule out_;
   std::map<unsigned, std::unique_ptr<Graph>> shards_;
   std::map<std::pair<ValueId, unsigned>, Tensor> copies_;
+  /// Per value: computed inside its user's map (fusion).
+  std::vector<bool> fused_;
+  /// Per value: the index of the op that computes it, if any.
+  std::vector<std::size_t> producer_;
 };
+
+namespace {
+// A fused map needs a register per node (ops' mapcode::kMaxRegisters);
+// trees stay well below it.
+constexpr unsigned kMaxFusedNodes = 16;
+} // namespace
+
+// Unary and binary arithmetic whose operands and result all have one
+// floating-point type: one map vertex evaluates a tree of them in float.
+bool Lowering::fusible(const Op &op) const {
+  const OpClass cls = opClass(op.kind);
+  if (cls != OpClass::Unary && cls != OpClass::Binary)
+    return false;
+  const Type t = m_.typeOf(op.results[0]).dtype;
+  if (!isFloatingPoint(t))
+    return false;
+  bool anyTensor = false;
+  for (ValueId v : op.operands) {
+    if (m_.typeOf(v).dtype != t)
+      return false;
+    anyTensor |= m_.value(v).kind != ValueKind::Constant;
+  }
+  return anyTensor;
+}
+
+void Lowering::planFusion() {
+  const std::size_t n = m_.numValues();
+  fused_.assign(n, false);
+  producer_.assign(n, SIZE_MAX);
+  if (!options_.fuseElementwise)
+    return;
+  std::vector<unsigned> uses(n, 0), nodes(n, 1);
+  std::vector<bool> needed(n, false);
+  for (const Op &op : m_.ops())
+    for (ValueId v : op.operands)
+      ++uses[v];
+  for (const Output &o : m_.outputs())
+    needed[o.value] = true;
+  for (ValueId v : options_.keep)
+    if (v < n)
+      needed[v] = true;
+  const auto &ops = m_.ops();
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const Op &user = ops[i];
+    for (ValueId r : user.results)
+      producer_[r] = i;
+    if (!fusible(user))
+      continue;
+    const std::size_t size = numElements(m_.typeOf(user.results[0]).shape);
+    unsigned total = 1;
+    // Operands are produced earlier (ops are in order), so their trees are
+    // known; take them while the tree stays small enough.
+    for (ValueId v : user.operands) {
+      const std::size_t p = producer_[v];
+      const bool candidate =
+          p != SIZE_MAX && uses[v] == 1 && !needed[v] && fusible(ops[p]) &&
+          ops[p].annotations.ipu == user.annotations.ipu &&
+          numElements(m_.typeOf(v).shape) == size &&
+          total + nodes[v] <= kMaxFusedNodes;
+      fused_[v] = candidate;
+      total += candidate ? nodes[v] : 1;
+    }
+    nodes[user.results[0]] = total;
+  }
+}
+
+ops::expr::Expr Lowering::exprOf(ValueId v, unsigned ipu, const Op &user,
+                                 unsigned index, Leaves &leaves) {
+  using namespace ops::expr;
+  if (!fused_[v]) {
+    auto it = std::find(leaves.ids.begin(), leaves.ids.end(), v);
+    if (it != leaves.ids.end())
+      return PlaceHolder(static_cast<unsigned>(it - leaves.ids.begin()) + 1);
+    leaves.ids.push_back(v);
+    leaves.tensors.push_back(operandOn(v, ipu, user, index));
+    return PlaceHolder(static_cast<unsigned>(leaves.ids.size()));
+  }
+  const Op &op = m_.ops()[producer_[v]];
+  std::vector<Expr> args;
+  for (unsigned i = 0; i < op.operands.size(); ++i) {
+    if (const auto s = inlinable(op, i))
+      args.push_back(Const(*s, m_.typeOf(op.operands[i]).dtype));
+    else
+      args.push_back(exprOf(op.operands[i], ipu, op, i, leaves));
+  }
+  if (args.size() == 1)
+    return UnaryOp(*unaryOpType(op.kind), args[0]);
+  return BinaryOp(*binaryOpType(op.kind), args[0], args[1]);
+}
+
+// The root of a fused tree: its whole tree becomes one map.
+void Lowering::lowerFused(const Op &root, unsigned ipu,
+                          const DebugContext &dc) {
+  Leaves leaves;
+  // The root is not fused itself, so exprOf of its result would take it as
+  // a leaf; expand it as if it were.
+  fused_[root.results[0]] = true;
+  const ops::expr::Expr e = exprOf(root.results[0], ipu, root, 0, leaves);
+  fused_[root.results[0]] = false;
+  Tensor t = ops::map(graphFor(ipu), e, leaves.tensors, prog_, dc);
+  const ValueType &type = m_.typeOf(root.results[0]);
+  TESSERA_INTERNAL_ASSERT(t.elementType() == type.dtype &&
+                              t.shape() == type.shape,
+                          "fused map gave " + t.shapeToString() + " for " +
+                              type.toString());
+  out_.tensors_[root.results[0]] = t;
+  out_.ipus_[root.results[0]] = ipu;
+}
 
 Graph &Lowering::graphFor(unsigned ipu) {
   if (!out_.sharded_)
@@ -160,11 +287,20 @@ std::optional<double> Lowering::inlinable(const Op &op, unsigned index) const {
 }
 
 void Lowering::lower(const Op &op) {
+  if (fused_[op.results[0]]) {
+    ++out_.numFused_; // its user's map computes it
+    return;
+  }
   const unsigned ipu = out_.sharded_ ? op.annotations.ipu.value_or(0) : 0;
   detail::LowerContext c{graphFor(ipu),         prog_,   op, {}, {}, {}, {},
                          nameOf(op.results[0]), options_};
   c.dc =
       DebugContext(DebugContext(std::string(opKindName(op.kind))), c.dc.name);
+  if (std::any_of(op.operands.begin(), op.operands.end(),
+                  [&](ValueId v) { return fused_[v]; })) {
+    lowerFused(op, ipu, c.dc);
+    return;
+  }
   for (unsigned i = 0; i < op.operands.size(); ++i) {
     c.splat.push_back(inlinable(op, i));
     c.in.push_back(c.splat.back() ? Tensor()
@@ -198,6 +334,7 @@ LoweredModule Lowering::run() {
     out_.sharded_ |= m_.value(id).ipu.has_value();
   out_.tensors_.assign(m_.numValues(), Tensor());
   out_.ipus_.assign(m_.numValues(), 0);
+  planFusion();
   for (const Op &op : m_.ops())
     lower(op);
   // Inputs and variables nothing uses still get tensors, for the host to

@@ -164,3 +164,66 @@ TEST(Lowering, VariablesStartFromTheirInitialisers) {
             asFloat(materialise(init::uniform(-2, 2, 4), FLOAT, {5})));
   EXPECT_EQ(r.values[c.id()].values, (std::vector<double>{1, 2, 3}));
 }
+
+TEST(Lowering, ElementwiseChainsFuseIntoOneMapPerRoot) {
+  // y = relu(x * 0.5 + b) - x: "x * 0.5", "+ b" and "relu" have one user
+  // each and as many elements as y; x has two users, b broadcasts.
+  auto build = [](Module &m) {
+    Builder b(m);
+    Value x = b.input("x", FLOAT, {4, 6});
+    Value bias = b.input("b", FLOAT, {6});
+    Value h = relu(x * 0.5 + bias);
+    Value y = h - x;
+    b.output("y", y);
+    return std::make_pair(h, y);
+  };
+  Module m;
+  const auto [h, y] = build(m);
+  Feeds feeds;
+  std::vector<double> xs(24), bs(6);
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    xs[i] = std::sin(double(i)) * 3;
+  for (std::size_t i = 0; i < bs.size(); ++i)
+    bs[i] = 0.25 * double(i) - 0.5;
+  feeds["x"] = {FLOAT, {4, 6}, xs};
+  feeds["b"] = {FLOAT, {6}, bs};
+  const Evaluation want = interpret(m, feeds);
+
+  std::size_t fused = 0;
+  auto count = [&](const Graph &, const LoweredModule &l) {
+    fused = l.numFused();
+  };
+  // Reading only y leaves the three inner values to y's map.
+  test::LoweredRun got = test::runLowered(m, feeds, {y.id()}, 1, 4, count);
+  EXPECT_EQ(fused, 3u);
+  test::expectClose(got.values.at(y.id()), want.at(y.id()), 1e-6, "y");
+  // A value asked for keeps its tensor: h is computed, then y from it.
+  got = test::runLowered(m, feeds, {y.id(), h.id()}, 1, 4, count);
+  EXPECT_EQ(fused, 2u);
+  test::expectClose(got.values.at(h.id()), want.at(h.id()), 1e-6, "h");
+  test::expectClose(got.values.at(y.id()), want.at(y.id()), 1e-6, "y");
+}
+
+TEST(Lowering, FusedValuesHaveNoTensorUnlessKept) {
+  Module m;
+  Builder b(m);
+  Value x = b.input("x", FLOAT, {8});
+  Value inner = exp(x);
+  b.output("y", inner * 2.0);
+  IPUModel model;
+  model.tilesPerIPU = 2;
+  Graph g(model.createDevice().getTarget());
+  program::Sequence prog;
+  const LoweredModule l = lowerToGraph(m, g, prog);
+  EXPECT_EQ(l.numFused(), 1u);
+  try {
+    (void)l.tensor(inner);
+    FAIL() << "a fused value has a tensor";
+  } catch (const IrError &e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("LoweringOptions::keep"));
+  }
+  Graph g2(model.createDevice().getTarget());
+  LoweringOptions keep;
+  keep.keep = {inner.id()};
+  EXPECT_EQ(lowerToGraph(m, g2, prog, keep).numFused(), 0u);
+}

@@ -39,7 +39,9 @@ runLowered(const ir::Module &m, const ir::Feeds &feeds,
   Device device = model.createDevice();
   Graph graph(device.getTarget());
   program::Sequence prog;
-  const ir::LoweredModule lowered = ir::lowerToGraph(m, graph, prog);
+  ir::LoweringOptions options;
+  options.keep = read;
+  const ir::LoweredModule lowered = ir::lowerToGraph(m, graph, prog, options);
   for (const auto &[name, value] : feeds)
     graph.createHostWrite("in/" + name, lowered.tensor(*m.findValue(name)));
   for (ir::ValueId id : read)

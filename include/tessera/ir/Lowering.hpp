@@ -44,19 +44,31 @@ struct LoweringOptions {
   OptionFlags convOptions;
   /// Give the graph variables of IR variables their initialisers' values.
   bool initialiseVariables = true;
+  /// Fuse chains of float elementwise operations into one map each (one
+  /// compute set instead of one per operation): a result used once, by an
+  /// elementwise operation on the same IPU with as many elements, that is
+  /// not a module output, is computed inside its user's map and gets no
+  /// tensor of its own.
+  bool fuseElementwise = true;
+  /// Values that must keep a tensor even where fusion would inline them
+  /// (for reading intermediate values in tests and tools).
+  std::vector<ValueId> keep;
 };
 
 /// What lowering made: a tensor per value, and where it lives.
 class LoweredModule {
 public:
   /// The tensor of \p id on its own IPU (IrError for a value that was not
-  /// lowered: one of another module, or an unused constant).
+  /// lowered: one of another module, an unused constant, or a value fused
+  /// into its user's map; LoweringOptions::keep keeps one).
   const Tensor &tensor(ValueId id) const;
   const Tensor &tensor(const Value &v) const { return tensor(v.id()); }
   /// The IPU the value lives on (0 in an unsharded module).
   unsigned ipu(ValueId id) const;
   /// How many inter-IPU copies lowering inserted.
   std::size_t numCopies() const { return numCopies_; }
+  /// How many values fusion computed inside their users' maps.
+  std::size_t numFused() const { return numFused_; }
   /// Whether the module was lowered onto per-IPU virtual graphs.
   bool sharded() const { return sharded_; }
 
@@ -65,6 +77,7 @@ private:
   std::vector<Tensor> tensors_;
   std::vector<unsigned> ipus_;
   std::size_t numCopies_ = 0;
+  std::size_t numFused_ = 0;
   bool sharded_ = false;
 };
 
