@@ -6,6 +6,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <vector>
 #include <system_error>
 
 namespace tessera {
@@ -17,10 +19,31 @@ std::string ExecutableCache::pathFor(const std::string &key) const {
   return (std::filesystem::path(directory_) / (key + ".tsx")).string();
 }
 
+namespace {
+
+// The hash of this process's executable, read once (0 where /proc is not
+// there: keys then depend on the text alone).
+std::uint64_t programIdentity() {
+  static const std::uint64_t id = [] {
+    std::ifstream in("/proc/self/exe", std::ios::binary);
+    if (!in)
+      return std::uint64_t{0};
+    Hasher h;
+    std::vector<char> buf(1 << 20);
+    while (in.read(buf.data(), std::streamsize(buf.size())) || in.gcount() > 0)
+      h.update(buf.data(), static_cast<std::size_t>(in.gcount()));
+    return h.digest();
+  }();
+  return id;
+}
+
+} // namespace
+
 std::string ExecutableCache::keyOf(const std::string &text) {
   char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx",
-                static_cast<unsigned long long>(hash64(text)));
+  std::snprintf(
+      buf, sizeof buf, "%016llx",
+      static_cast<unsigned long long>(hash64(text, programIdentity())));
   return buf;
 }
 

@@ -32,7 +32,9 @@ public:
   std::string pathFor(const std::string &key) const;
 
   /// A key of \p text (a module's printed form and its options): 16 hex
-  /// digits of its 64-bit hash.
+  /// digits of its 64-bit hash, seeded with a hash of the running
+  /// program's own binary, so a rebuilt Tessera (whose lowering or ops may
+  /// have changed) never takes an executable an older build cached.
   static std::string keyOf(const std::string &text);
 
 private:
