@@ -83,29 +83,66 @@ void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
   // registered estimator sees only the code's length, loads included).
   const CostFigures &costs = graph.getTarget().costs();
   const unsigned operations = code.numOperations();
-  for (const TilePiece &p : splitByTile(graph, outFlat, 6, grain)) {
+  // One MultiVertex per tile; its estimate is the busiest of the six
+  // worker shares Poplar would give the tile.
+  const std::vector<WorkerPiece> shares =
+      splitByWorker(graph, outFlat, 6, grain);
+  for (std::size_t first = 0; first < shares.size();) {
+    const unsigned tile = shares[first].tile;
+    std::vector<std::pair<std::size_t, std::size_t>> regions;
+    std::uint64_t busiest = 0;
+    std::size_t next = first;
+    for (; next < shares.size() && shares[next].tile == tile; ++next) {
+      std::vector<unsigned> sizes;
+      for (const auto &[b, e] : shares[next].regions) {
+        sizes.push_back(static_cast<unsigned>(e - b));
+        // Workers cut the tile's intervals; rejoin what they cut.
+        if (!regions.empty() && regions.back().second == b)
+          regions.back().second = e;
+        else
+          regions.emplace_back(b, e);
+      }
+      busiest = std::max(
+          busiest,
+          mapcode::mapWorkerCycles(costs.binaryOpWorkerCycles,
+                                   costs.binaryOpWorkerCyclesPerVector,
+                                   operations, sizes,
+                                   static_cast<unsigned>(grain)));
+    }
+    // The supervisor starts each worker that has a share, as it would
+    // start six separate vertices; in worker cycles, a sixth of that.
+    const std::uint64_t starts = (next - first - 1) *
+                                 std::uint64_t(costs.supervisorCyclesPerVertex);
+    busiest += (starts + MultiVertex::numWorkers() - 1) /
+               MultiVertex::numWorkers();
+    first = next;
     VertexRef v = graph.addVertex(cs, cls);
-    graph.setPerfEstimate(
-        v, mapcode::mapWorkerCycles(
-               costs.binaryOpWorkerCycles, costs.binaryOpWorkerCyclesPerVector,
-               operations, p.end - p.begin, static_cast<unsigned>(grain)));
-    auto pieces = [&](const std::vector<Tensor> &list) {
-      std::vector<Tensor> r;
+    std::vector<Tensor> in, flagIn, outs;
+    std::vector<unsigned> bases;
+    auto slices = [&](const std::vector<Tensor> &list, std::size_t b,
+                      std::size_t e, std::vector<Tensor> &to) {
       for (const Tensor &t : list)
-        r.push_back(t.numElements() == 1 ? t : t.slice(p.begin, p.end));
-      return r;
+        to.push_back(t.numElements() == 1 ? t : t.slice(b, e));
     };
-    graph.setFieldSize(v["in"], data.size());
-    graph.setFieldSize(v["flags"], flags.size());
-    if (!data.empty())
-      graph.connect(v["in"], pieces(data));
-    if (!flags.empty())
-      graph.connect(v["flags"], pieces(flags));
-    graph.connect(v["out"], outFlat.slice(p.begin, p.end));
+    for (const auto &[b, e] : regions) {
+      slices(data, b, e, in);
+      slices(flags, b, e, flagIn);
+      outs.push_back(outFlat.slice(b, e));
+      bases.push_back(static_cast<unsigned>(b));
+    }
+    graph.setPerfEstimate(v, busiest);
+    graph.setFieldSize(v["in"], in.size());
+    graph.setFieldSize(v["flags"], flagIn.size());
+    graph.setFieldSize(v["out"], outs.size());
+    if (!in.empty())
+      graph.connect(v["in"], in);
+    if (!flagIn.empty())
+      graph.connect(v["flags"], flagIn);
+    graph.connect(v["out"], outs);
     graph.setInitialValue(v["code"], codeWords);
     graph.setInitialValue(v["constants"], constWords);
-    graph.setInitialValue(v["indexBase"], static_cast<unsigned>(p.begin));
-    graph.setTileMapping(v, p.tile);
+    graph.setInitialValue(v["indexBase"], bases);
+    graph.setTileMapping(v, tile);
   }
   prog.add(program::Execute(cs, dc));
 }

@@ -104,14 +104,16 @@ void registerMap(VertexRegistry &registry, const CostFigures &c) {
   const unsigned width = 8 / static_cast<unsigned>(typeSize(typeOf<OutT>()));
   const std::uint64_t fixed = c.binaryOpWorkerCycles;
   const std::uint64_t perVector = c.binaryOpWorkerCyclesPerVector;
-  // mapImpl gives each map vertex an estimate from its code's operations;
-  // this one, for a vertex without, counts every instruction of the code.
+  // mapImpl gives each map vertex an estimate from its code's operations
+  // and its workers' shares; this one, for a vertex without, counts every
+  // instruction of the code and splits the work evenly over the workers.
   registry.addBuiltin(d.take(), [=](const VertexInstanceShape &s) {
-    const std::uint64_t n = s.fieldSizes[2].empty() ? 0 : s.fieldSizes[2][0];
     const unsigned instr = s.fieldSizes[3].empty() ? 1 : s.fieldSizes[3][0] / 2;
-    return mapcode::mapWorkerCycles(static_cast<unsigned>(fixed),
-                                    static_cast<unsigned>(perVector), instr, n,
-                                    width);
+    const std::uint64_t all = mapcode::mapWorkerCycles(
+        static_cast<unsigned>(fixed), static_cast<unsigned>(perVector), instr,
+        s.fieldSizes[2], width);
+    return fixed + (all - fixed + MultiVertex::numWorkers() - 1) /
+                       MultiVertex::numWorkers();
   });
 }
 

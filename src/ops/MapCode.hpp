@@ -56,6 +56,21 @@ inline std::uint64_t mapWorkerCycles(unsigned fixed, unsigned perVector,
   const std::uint64_t ops = std::max(operations, 1u);
   return fixed + ops * perVector * ((n + width - 1) / width);
 }
+/// The same for a worker that runs several regions (a 2-D vertex): each
+/// region rounds up to whole vectors, and each after the first costs one
+/// vector's worth more to set up its pointers and loop count.
+template <typename Sizes>
+std::uint64_t mapWorkerCycles(unsigned fixed, unsigned perVector,
+                              unsigned operations, const Sizes &regionSizes,
+                              unsigned width) {
+  const std::uint64_t ops = std::max(operations, 1u);
+  std::uint64_t cycles = fixed;
+  for (const auto n : regionSizes)
+    cycles += ops * perVector * ((std::uint64_t(n) + width - 1) / width);
+  if (!regionSizes.empty())
+    cycles += perVector * (regionSizes.size() - 1);
+  return cycles;
+}
 
 inline std::uint32_t word(Opcode op, unsigned dst, unsigned a = 0,
                           unsigned b = 0) {

@@ -123,39 +123,74 @@ template <typename T, typename E> inline T store(E v) {
 
 } // namespace mapcode
 
-/// Runs a fused map over its region: out[i] = f(in[0][i], in[1][i], ...).
-/// An input of one element is broadcast.
-template <typename InT, typename OutT> class MapVertex : public Vertex {
+/// Runs a fused map over its tile's regions: out[i] = f(in[0][i], ...).
+/// An input of one element is broadcast. A MultiVertex: on the IPU its six
+/// workers share the regions (its estimate is the busiest worker's); on the
+/// host worker 0 runs them all, which is faster than six small calls.
+template <typename InT, typename OutT> class MapVertex : public MultiVertex {
 public:
   using E = std::conditional_t<
       (std::is_integral_v<InT> && !std::is_same_v<InT, bool>) ||
           (std::is_integral_v<OutT> && !std::is_same_v<OutT, bool>),
       double, float>;
 
+  /// The tile's regions (runs of the output), each with its inputs:
+  /// region r's k-th input is in[r * numIn + k], its k-th BOOL
+  /// input flags[r * numFlags + k], its output out[r].
   Vector<Input<Vector<InT>>> in;
   Vector<Input<Vector<bool>>> flags;
-  Output<Vector<OutT>> out;
+  Vector<Output<Vector<OutT>>> out;
   Vector<unsigned> code;
   Vector<unsigned> constants; ///< each a double as two words
-  unsigned indexBase;
+  /// Per region: the flat output index of its first element.
+  Vector<unsigned> indexBase;
 
-  bool compute() {
-    const unsigned n = static_cast<unsigned>(out.size());
-    for (unsigned base = 0; base < n; base += mapcode::kChunk)
-      chunk(base, std::min(mapcode::kChunk, n - base));
+  bool compute(unsigned worker) {
+    const unsigned regions = static_cast<unsigned>(out.size());
+    if (worker != 0 || regions == 0)
+      return true;
+    numIn_ = static_cast<unsigned>(in.size()) / regions;
+    numFlags_ = static_cast<unsigned>(flags.size()) / regions;
+    // The regions, in order, are cut into chunks of kChunk elements; a
+    // chunk of small regions is gathered into registers and scattered
+    // back, so fragmented layouts still run whole vectors per instruction.
+    Segment segs[mapcode::kChunk];
+    unsigned numSegs = 0, filled = 0;
+    for (unsigned r = 0; r < regions; ++r) {
+      const unsigned n = static_cast<unsigned>(out[r].size());
+      for (unsigned off = 0; off < n;) {
+        const unsigned take = std::min(n - off, mapcode::kChunk - filled);
+        segs[numSegs++] = {r, off, take};
+        filled += take;
+        off += take;
+        if (filled == mapcode::kChunk) {
+          chunk(segs, numSegs, filled);
+          numSegs = filled = 0;
+        }
+      }
+    }
+    if (filled)
+      chunk(segs, numSegs, filled);
     return true;
   }
 
 private:
-  void chunk(unsigned base, unsigned m) {
+  /// Elements [offset, offset + size) of region `region`.
+  struct Segment {
+    unsigned region, offset, size;
+  };
+  unsigned numIn_ = 0, numFlags_ = 0;
+
+  void chunk(const Segment *segs, unsigned numSegs, unsigned m) {
     alignas(32) E regs[mapcode::kMaxRegisters][mapcode::kChunk];
-    const E *view[mapcode::kMaxRegisters];
+    const E *view[mapcode::kMaxRegisters] = {};
     const unsigned numInstr = static_cast<unsigned>(code.size() / 2);
     // The last instruction writes straight into the output when the types
-    // agree, saving a pass.
+    // agree and the chunk is one run, saving a pass.
     E *direct = nullptr;
     if constexpr (std::is_same_v<OutT, E>)
-      direct = out.data() + base;
+      if (numSegs == 1)
+        direct = out[segs[0].region].data() + segs[0].offset;
     unsigned last = 0;
     for (unsigned i = 0; i < numInstr; ++i) {
       const std::uint32_t w = code[2 * i], extra = code[2 * i + 1];
@@ -166,10 +201,10 @@ private:
       switch (op) {
       case mapcode::Load:
         if (extra & mapcode::kBoolInput)
-          loadInput(flags[extra & ~mapcode::kBoolInput], base, m, d, regs,
-                    view);
+          loadInput(flags, numFlags_, extra & ~mapcode::kBoolInput, segs,
+                    numSegs, d, regs, view);
         else
-          loadInput(in[extra], base, m, d, regs, view);
+          loadInput(in, numIn_, extra, segs, numSegs, d, regs, view);
         if (dst != regs[d]) {
           std::copy(view[d], view[d] + m, dst);
           view[d] = dst;
@@ -179,8 +214,10 @@ private:
         std::fill(dst, dst + m, static_cast<E>(constant(extra)));
         break;
       case mapcode::Index:
-        for (unsigned k = 0; k < m; ++k)
-          dst[k] = static_cast<E>(indexBase + base + k);
+        for (unsigned s = 0, k = 0; s < numSegs; ++s)
+          for (unsigned j = 0; j < segs[s].size; ++j, ++k)
+            dst[k] = static_cast<E>(indexBase[segs[s].region] +
+                                    segs[s].offset + j);
         break;
       case mapcode::Unary:
         mapcode::unary<E>(static_cast<expr::UnaryOpType>(extra), view[a], dst,
@@ -205,11 +242,13 @@ private:
       }
       view[d] = dst;
     }
-    if constexpr (std::is_same_v<OutT, E>)
-      if (view[last] == out.data() + base)
-        return;
-    for (unsigned k = 0; k < m; ++k)
-      out[base + k] = mapcode::store<OutT, E>(view[last][k]);
+    if (direct && view[last] == direct)
+      return;
+    for (unsigned s = 0, k = 0; s < numSegs; ++s) {
+      auto &&o = out[segs[s].region];
+      for (unsigned j = 0; j < segs[s].size; ++j, ++k)
+        o[segs[s].offset + j] = mapcode::store<OutT, E>(view[last][k]);
+    }
   }
 
   double constant(unsigned i) const {
@@ -218,21 +257,32 @@ private:
     return v;
   }
 
-  template <typename Field>
-  void loadInput(const Field &f, unsigned base, unsigned m, unsigned d,
+  // Input `slot` of the chunk into register d: read in place when the
+  // chunk is one run of an input of its own type, else converted or
+  // gathered; an input of one element is broadcast.
+  template <typename List>
+  void loadInput(const List &list, unsigned perRegion, unsigned slot,
+                 const Segment *segs, unsigned numSegs, unsigned d,
                  E (&regs)[mapcode::kMaxRegisters][mapcode::kChunk],
                  const E **view) {
-    using T = std::remove_cv_t<std::remove_reference_t<decltype(f[0])>>;
-    if (f.size() == 1) {
-      std::fill(regs[d], regs[d] + m, mapcode::load<T, E>(f[0]));
-      view[d] = regs[d];
-    } else if constexpr (std::is_same_v<T, E>) {
-      view[d] = f.data() + base;
-    } else {
-      for (unsigned k = 0; k < m; ++k)
-        regs[d][k] = mapcode::load<T, E>(f[base + k]);
-      view[d] = regs[d];
+    const auto &f0 = list[segs[0].region * perRegion + slot];
+    using T = std::remove_cv_t<std::remove_reference_t<decltype(f0[0])>>;
+    if constexpr (std::is_same_v<T, E>)
+      if (numSegs == 1 && f0.size() != 1) {
+        view[d] = f0.data() + segs[0].offset;
+        return;
+      }
+    for (unsigned s = 0, k = 0; s < numSegs; ++s) {
+      const auto &f = list[segs[s].region * perRegion + slot];
+      const unsigned n = segs[s].size;
+      if (f.size() == 1)
+        std::fill(regs[d] + k, regs[d] + k + n, mapcode::load<T, E>(f[0]));
+      else
+        for (unsigned j = 0; j < n; ++j)
+          regs[d][k + j] = mapcode::load<T, E>(f[segs[s].offset + j]);
+      k += n;
     }
+    view[d] = regs[d];
   }
 };
 

@@ -62,6 +62,41 @@ std::vector<TilePiece> splitByTile(const Graph &graph, const Tensor &t,
   return pieces;
 }
 
+std::vector<WorkerPiece> splitByWorker(const Graph &graph, const Tensor &t,
+                                       unsigned maxPerTile, std::size_t grain) {
+  std::vector<WorkerPiece> pieces;
+  const TileMapping mapping = graph.getTileMapping(t);
+  grain = std::max<std::size_t>(grain, 1);
+  for (unsigned tile = 0; tile < mapping.size(); ++tile) {
+    const auto &ivs = mapping[tile];
+    std::size_t total = 0;
+    for (const Interval &iv : ivs)
+      total += iv.size();
+    if (total == 0)
+      continue;
+    // Elements per worker, rounded up to the grain.
+    std::size_t per = (total + maxPerTile - 1) / maxPerTile;
+    per = (per + grain - 1) / grain * grain;
+    WorkerPiece piece{tile, {}};
+    std::size_t filled = 0;
+    for (const Interval &iv : ivs)
+      for (std::size_t b = iv.begin(); b < iv.end();) {
+        const std::size_t e = std::min(iv.end(), b + (per - filled));
+        piece.regions.emplace_back(b, e);
+        filled += e - b;
+        b = e;
+        if (filled == per) {
+          pieces.push_back(std::move(piece));
+          piece = WorkerPiece{tile, {}};
+          filled = 0;
+        }
+      }
+    if (!piece.regions.empty())
+      pieces.push_back(std::move(piece));
+  }
+  return pieces;
+}
+
 Tensor createLike(Graph &graph, const Tensor &like, Type type,
                   const DebugContext &dc) {
   Tensor t = graph.addVariable(type, like.shape(), dc);

@@ -34,6 +34,21 @@ struct TilePiece {
   std::size_t begin = 0, end = 0;
 };
 
+/// A worker's share of a tile's elements: runs [begin, end) of the flat
+/// tensor, all on \p tile.
+struct WorkerPiece {
+  unsigned tile = 0;
+  std::vector<std::pair<std::size_t, std::size_t>> regions;
+};
+
+/// Splits the elements of \p t, tile by tile, into at most \p maxPerTile
+/// worker pieces a tile (6: one per worker) of about equal size (multiples
+/// of \p grain elements, but for a region's end). A piece may span several
+/// of the tile's intervals, so a fragmented mapping still gives few
+/// vertices (Poplar's 2-D vertices).
+std::vector<WorkerPiece> splitByWorker(const Graph &graph, const Tensor &t,
+                                       unsigned maxPerTile, std::size_t grain);
+
 /// Splits the elements of \p t, tile by tile, into pieces for the tile's
 /// workers: at most \p maxPerTile pieces a tile (6: one per worker), each a
 /// multiple of \p grain elements except the last. Pieces follow the tile

@@ -45,6 +45,31 @@ TEST(ElementwiseMap, FusedExpressionIsOneComputeSet) {
                 reference::evaluate(e, {float(a[i]), float(b[i])}), 1e-5);
 }
 
+TEST(ElementwiseMap, FragmentedLayoutsTakeAtMostOneVertexPerWorker) {
+  // 400 elements in 100 stripes of 4 alternating between tiles 0 and 1, as
+  // a matmul's block layout leaves a weight: still at most six vertices a
+  // tile, each running its stripes as regions.
+  const std::size_t n = 400;
+  auto a = spread(n, -2, 2);
+  std::size_t mapVertices = 0;
+  using namespace expr;
+  RunResult r = runOp(2, {{FLOAT, {n}, a}},
+                      [&](Graph &g, const auto &in, program::Sequence &p) {
+                        Tensor f = g.addVariable(FLOAT, {n}, "striped");
+                        for (std::size_t s = 0; s < n / 4; ++s)
+                          g.setTileMapping(f.slice(4 * s, 4 * s + 4), s % 2);
+                        p.add(program::Copy(in[0], f));
+                        const std::size_t before = g.getNumVertices();
+                        Tensor out = map(g, Exp(_1) + Const(1.0f), {f}, p);
+                        mapVertices = g.getNumVertices() - before;
+                        return std::vector<Tensor>{out};
+                      });
+  EXPECT_LE(mapVertices, 12u);
+  EXPECT_GE(mapVertices, 2u);
+  for (std::size_t i = 0; i < n; ++i)
+    EXPECT_NEAR(r.outputs[0][i], std::exp(a[i]) + 1, 1e-5 * std::exp(a[i]));
+}
+
 TEST(ElementwiseMap, BroadcastsByNumPyRulesAndScalars) {
   RunResult r = runOp(4, {{FLOAT, {3, 1}, {1, 2, 3}}, {FLOAT, {4}, {10, 20, 30, 40}}},
                       [&](Graph &g, const auto &in, program::Sequence &p) {
