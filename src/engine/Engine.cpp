@@ -21,9 +21,22 @@ struct Engine::Impl {
   Impl(Executable e, const OptionFlags &flags)
       : exe(std::move(e)), options(EngineOptions::parse(flags)),
         runtime(exe, options) {}
+  // Runs since the last report are written when the engine goes away, as
+  // Poplar's autoReport does: writing after every run would cost more than
+  // a training loop's runs themselves.
+  ~Impl() {
+    if (!reportPending)
+      return;
+    try {
+      autoReport();
+    } catch (const std::exception &e) {
+      logging::error("engine: the profile could not be written: {}", e.what());
+    }
+  }
   Executable exe;
   EngineOptions options;
   engine::Runtime runtime;
+  bool reportPending = false;
 
   const HostAccessInfo &access(const std::string &handle, bool write) const {
     for (const HostAccessInfo &h : exe.hostAccesses)
@@ -100,7 +113,8 @@ struct Engine::Impl {
     return c;
   }
 
-  void autoReport() const {
+  void autoReport() {
+    reportPending = false;
     if (!options.profileGraph() && !options.profileExecution())
       return;
     tessera::writeProfile(options.autoReportDirectory, exe,
@@ -151,7 +165,7 @@ void Engine::run(unsigned prog, const std::string &debugName) {
                      str(impl_->exe.programEntry.size()) + " programs");
   logging::debug("running program {} {}", prog, debugName);
   impl_->runtime.run(prog);
-  impl_->autoReport();
+  impl_->reportPending = impl_->options.profileExecution();
 }
 
 void Engine::connectStream(const std::string &handle, void *begin, void *end) {

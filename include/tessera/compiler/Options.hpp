@@ -12,7 +12,8 @@
 namespace tessera {
 
 struct EngineOptions {
-  /// autoReport.all: write the graph and execution profile.
+  /// autoReport.all: write the graph and execution profile (the graph
+  /// profile at load, the execution profile when the engine is destroyed).
   bool autoReportAll = false;
   bool autoReportGraph = false;     ///< autoReport.outputGraphProfile
   bool autoReportExecution = false; ///< autoReport.outputExecutionProfile
