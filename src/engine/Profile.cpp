@@ -16,6 +16,7 @@
 #include <ostream>
 #include <string_view>
 #include <system_error>
+#include <unordered_map>
 
 namespace tessera {
 namespace {
@@ -266,17 +267,43 @@ json memoryJson(const Executable &exe) {
           {"maxTileBytes", e.maxBytes}};
 }
 
+// Variables of one name, type and live range (the compiler's per-vertex
+// operand temporaries, hundreds of thousands in a large graph) are one
+// entry: "count" of them, their bytes and tiles summed, shape the total
+// elements. Memory and liveness add up as before; the file stays small.
 json variablesJson(const Executable &exe) {
   json out = json::array();
-  for (const VariableInfo &v : exe.variables)
-    out.push_back({{"name", v.name},
-                   {"type", std::string(typeName(v.type))},
-                   {"shape", v.shape},
-                   {"bytes", v.bytes},
-                   {"tiles", v.tiles},
-                   {"alwaysLive", v.alwaysLive},
-                   {"liveBegin", v.liveBegin},
-                   {"liveEnd", v.liveEnd}});
+  std::unordered_map<std::string, std::size_t> index;
+  for (const VariableInfo &v : exe.variables) {
+    const std::string key = v.name + '\0' + std::string(typeName(v.type)) + '\0' +
+                            std::to_string(v.alwaysLive) + '\0' +
+                            std::to_string(v.liveBegin) + '\0' +
+                            std::to_string(v.liveEnd);
+    const auto [it, added] = index.try_emplace(key, out.size());
+    if (added) {
+      out.push_back({{"name", v.name},
+                     {"type", std::string(typeName(v.type))},
+                     {"shape", v.shape},
+                     {"bytes", v.bytes},
+                     {"tiles", v.tiles},
+                     {"count", 1},
+                     {"alwaysLive", v.alwaysLive},
+                     {"liveBegin", v.liveBegin},
+                     {"liveEnd", v.liveEnd}});
+      continue;
+    }
+    json &e = out[it->second];
+    std::uint64_t elements = 1;
+    for (const json &d : e["shape"])
+      elements *= d.get<std::uint64_t>();
+    std::uint64_t more = 1;
+    for (const auto d : v.shape)
+      more *= d;
+    e["shape"] = json::array({elements + more});
+    e["bytes"] = e["bytes"].get<std::uint64_t>() + v.bytes;
+    e["tiles"] = e["tiles"].get<std::uint64_t>() + v.tiles;
+    e["count"] = e["count"].get<std::uint64_t>() + 1;
+  }
   return out;
 }
 
