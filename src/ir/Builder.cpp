@@ -13,6 +13,13 @@ AnnotationScope::AnnotationScope(Module &module)
     : module_(module), saved_(module.currentAnnotations()) {}
 AnnotationScope::~AnnotationScope() { module_.currentAnnotations() = saved_; }
 
+NameScope::NameScope(Builder &b, const std::string &name)
+    : module_(b.module()), saved_(module_.currentNamePrefix()) {
+  std::string &prefix = module_.currentNamePrefix();
+  prefix = prefix.empty() ? name : prefix + "/" + name;
+}
+NameScope::~NameScope() { module_.currentNamePrefix() = saved_; }
+
 ShardScope::ShardScope(Builder &b, unsigned ipu) : AnnotationScope(b.module()) {
   module_.currentAnnotations().ipu = ipu;
 }

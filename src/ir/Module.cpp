@@ -215,9 +215,11 @@ std::vector<ValueId> Module::addOp(OpKind kind,
   op.annotations = annotations;
   const auto opIndex = static_cast<std::uint32_t>(ops_.size());
   for (std::size_t i = 0; i < resultTypes.size(); ++i) {
-    const ValueId id =
-        newValue(i < names.size() ? names[i] : "", std::move(resultTypes[i]),
-                 ValueKind::OpResult, opIndex, std::nullopt);
+    const std::string name = i < names.size()     ? names[i]
+                             : namePrefix_.empty() ? std::string()
+                                                   : namePrefix_ + "/" + kindName;
+    const ValueId id = newValue(name, std::move(resultTypes[i]),
+                                ValueKind::OpResult, opIndex, std::nullopt);
     values_[id].resultIndex = static_cast<unsigned>(i);
     op.results.push_back(id);
   }

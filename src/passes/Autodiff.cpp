@@ -162,6 +162,11 @@ void Differentiator::differentiate(std::size_t opIndex) {
   Annotations &current = m_.currentAnnotations();
   const Annotations saved = current;
   current = {op.annotations.ipu, op.annotations.pipelineStage, false, true};
+  // Backward ops are named after the forward op they differentiate.
+  std::string &prefix = m_.currentNamePrefix();
+  const std::string savedPrefix = prefix;
+  if (const std::string &name = m_.value(op.results[0]).name; !name.empty())
+    prefix = name + "/grad";
   std::vector<Value> x, y, g;
   need_.clear();
   for (ValueId o : op.operands) {
@@ -177,6 +182,7 @@ void Differentiator::differentiate(std::size_t opIndex) {
     if (dx[i] && active_[op.operands[i]])
       accumulate(op.operands[i], *dx[i]);
   current = saved;
+  prefix = savedPrefix;
 }
 
 Gradients Differentiator::run(Value loss, std::vector<Value> wrt) {
@@ -204,6 +210,7 @@ Gradients Differentiator::run(Value loss, std::vector<Value> wrt) {
     m_.currentAnnotations() = saved;
   }
   const std::size_t forwardOps = m_.ops().size();
+  const std::size_t firstNew = m_.numValues();
   grads_.resize(m_.numValues());
   for (std::size_t i = forwardOps; i-- > 0;) {
     differentiate(i);
@@ -213,7 +220,10 @@ Gradients Differentiator::run(Value loss, std::vector<Value> wrt) {
   for (const Value &w : wrt) {
     Value g = grads_[w.id()] ? *grads_[w.id()]
                              : b_.constant({0.0}, w.shape(), w.dtype());
-    if (g.name().empty())
+    // A gradient this pass made is named for its value (replacing the
+    // name scope's default); the user's own values keep their names.
+    const bool made = g.id() >= firstNew && g.name().rfind("grad/", 0) != 0;
+    if (g.name().empty() || made)
       m_.setName(g.id(), "grad/" + (w.name().empty() ? std::to_string(w.id())
                                                      : w.name()));
     result.add(w, g);

@@ -247,3 +247,25 @@ TEST(Initialisers, AreDeterministicAndFollowTheirRules) {
   EXPECT_NEAR(hv / n, 2.0 / 300, 0.05 * 2.0 / 300);
   EXPECT_EQ(fans({16, 3, 5, 5}), (std::pair<double, double>{75, 400}));
 }
+
+TEST(Builder, NameScopesNameResultsByLayerAndOpKind) {
+  Module m;
+  Builder b(m);
+  Value x = b.input("x", FLOAT, {2, 3});
+  Value w = b.variable("w", {3, 4}, init::zeros());
+  Value h, y;
+  {
+    NameScope outer(b, "model");
+    NameScope layer(b, "dense");
+    h = matmul(x, w);
+    y = relu(h) + relu(h);
+  }
+  Value after = exp(y);
+  EXPECT_EQ(h.name(), "model/dense/matmul");
+  EXPECT_EQ(m.producer(y.id()).kind, OpKind::ADD);
+  EXPECT_EQ(y.name(), "model/dense/add");
+  // Two relus in one scope get unique names.
+  const Op &add = m.producer(y.id());
+  EXPECT_NE(m.value(add.operands[0]).name, m.value(add.operands[1]).name);
+  EXPECT_TRUE(after.name().empty());
+}

@@ -302,6 +302,27 @@ TEST(Autodiff, DefaultsToTrainableVariablesAndNamesGradients) {
   verify(m);
 }
 
+TEST(Autodiff, BackwardOpsAreNamedAfterTheirForwardOps) {
+  Module m;
+  Builder b(m);
+  Value x = b.input("x", FLOAT, {2, 3});
+  Value w = b.variable("w", {3, 2}, init::glorotUniform(1));
+  Value loss;
+  {
+    NameScope s(b, "dense");
+    loss = reduceSum(relu(matmul(x, w)));
+  }
+  passes::Gradients g = passes::autodiff(m, loss);
+  // The weight's gradient keeps its conventional name; the ops on the way
+  // carry the forward op's name.
+  EXPECT_EQ(g[w].name(), "grad/w");
+  bool reluGrad = false;
+  for (ValueId id = 0; id < m.numValues(); ++id)
+    reluGrad |= m.value(id).name.rfind("dense/relu/grad/", 0) == 0;
+  EXPECT_TRUE(reluGrad);
+  EXPECT_EQ(m.producer(g[w].id()).kind, OpKind::MATMUL);
+}
+
 TEST(Autodiff, BackwardOpsRunWhereTheirForwardOpsRan) {
   Module m;
   Builder b(m);

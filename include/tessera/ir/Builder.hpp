@@ -93,6 +93,21 @@ public:
   RecomputeScope(Builder &b, bool recompute = true);
 };
 
+/// Operations built in the scope have their results named
+/// "<outer scopes>/<name>/<op kind>" (unique), so profiles and the text
+/// form show which layer made them: `NameScope s(b, "dense_1");`.
+class NameScope {
+public:
+  NameScope(Builder &b, const std::string &name);
+  NameScope(const NameScope &) = delete;
+  NameScope &operator=(const NameScope &) = delete;
+  ~NameScope();
+
+private:
+  Module &module_;
+  std::string saved_;
+};
+
 /// Creates the leaves of a module (inputs, variables, constants), names
 /// outputs and opens annotation scopes.
 class Builder {

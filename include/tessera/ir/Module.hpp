@@ -217,6 +217,11 @@ public:
   /// The annotations new operations get (the Builder's scopes set them).
   Annotations &currentAnnotations() { return current_; }
   const Annotations &currentAnnotations() const { return current_; }
+  /// The prefix new operations' unnamed results are named with:
+  /// "<prefix>/<op kind>" (made unique), or unnamed when empty. The
+  /// Builder's NameScope sets it; lowering turns value names into the debug
+  /// names profiles show.
+  std::string &currentNamePrefix() { return namePrefix_; }
 
   /// Direct access for passes that rewrite operations in place; run
   /// verify() afterwards.
@@ -237,6 +242,7 @@ private:
   std::vector<Output> outputs_;
   std::unordered_map<std::string, ValueId> names_;
   Annotations current_;
+  std::string namePrefix_;
 };
 
 /// The result types of an operation of \p kind on operands of \p operands
