@@ -27,3 +27,6 @@ for example in basic xla_compile sharding training_loop outfeed_thread; do
   echo "-- tf_$example"
   "build/examples/tf_$example"
 done
+echo "== tessera train: the main job, a Keras-style MLP (784-256-128-10) trained on Fashion-MNIST (IPU Model: ipu2, 1 IPU of 1472 tiles)"
+cmake --build build -j "$jobs" --target tessera
+build/tools/tessera train

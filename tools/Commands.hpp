@@ -31,6 +31,9 @@ void addInfoCommand(CLI::App &app, const CommandStreams &streams);
 void addMonitorCommand(CLI::App &app, const CommandStreams &streams);
 /// `tessera report`: a profile folder rendered as one HTML page.
 void addReportCommand(CLI::App &app, const CommandStreams &streams);
+/// `tessera train`: a Keras-style MLP or CNN trained on Fashion-MNIST on
+/// the IPU Model (nn::Sequential).
+void addTrainCommand(CLI::App &app, const CommandStreams &streams);
 /// `tessera bench dataset`: how fast an input pipeline produces elements.
 void addBenchCommand(CLI::App &app, const CommandStreams &streams);
 

@@ -16,6 +16,7 @@ int main(int argc, char **argv) {
   addInfoCommand(app, streams);
   addMonitorCommand(app, streams);
   addReportCommand(app, streams);
+  addTrainCommand(app, streams);
   addBenchCommand(app, streams);
   try {
     app.parse(argc, argv);

@@ -2,9 +2,9 @@
 
 #include "tessera/compiler/Compiler.hpp"
 #include "tessera/device/IPUModel.hpp"
+#include "tessera/graph/VertexRegistry.hpp"
 #include "tessera/ir/Lowering.hpp"
 #include "tessera/ir/Text.hpp"
-#include "tessera/graph/VertexRegistry.hpp"
 #include "tessera/ops/Codelets.hpp"
 #include "tessera/passes/Optimizer.hpp"
 #include "tessera/session/Progress.hpp"

@@ -1,0 +1,261 @@
+/// \file
+/// Keras-shaped models trained on the IPU Model:
+///
+/// \code
+///   nn::Sequential model({nn::Input({784}), nn::Dense(128, "relu"),
+///                         nn::Dense(10, "softmax")});
+///   model.summary(std::cout);
+///   nn::CompileOptions c;                  // Adam, sparse cross-entropy
+///   c.metrics = {"accuracy"};
+///   c.stepsPerExecution = 125;
+///   model.compile(c);
+///   model.fit(train.batch(32, true));     // Epoch 1/1 ...
+///   nn::Logs logs = model.evaluate(testSet.batch(100, true));
+/// \endcode
+///
+/// fit() builds the training module (forward pass, loss, autodiff and the
+/// optimizer, passes/Optimizer.hpp) for the dataset's batch shape, compiles
+/// it with a session::Session (or takes it from the executable cache) and
+/// runs stepsPerExecution steps per device run, fed by an Infeed and
+/// reporting loss and metrics through an Outfeed. evaluate() and predict()
+/// build forward-only modules, compiled once per batch shape, and copy the
+/// current weights into them through a checkpoint.
+#pragma once
+
+#include "tessera/data/Dataset.hpp"
+#include "tessera/nn/Layers.hpp"
+#include "tessera/passes/Optimizer.hpp"
+#include "tessera/session/Checkpoint.hpp"
+#include "tessera/session/Progress.hpp"
+#include "tessera/session/Session.hpp"
+
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessera::nn {
+
+/// A model used out of order: fit, evaluate or predict before compile, or
+/// a model without an Input.
+class ModelError : public Error {
+public:
+  using Error::Error;
+};
+
+/// Named values, in order: ("loss", 0.52), ("accuracy", 0.81).
+using Logs = session::Metrics;
+/// The value named \p name in \p logs; OptionError listing the names.
+double logValue(const Logs &logs, const std::string &name);
+
+struct CompileOptions {
+  passes::Optimizer optimizer = passes::Adam{};
+  /// "sparse_categorical_crossentropy" (integer labels [N] or [N, 1]),
+  /// "categorical_crossentropy" (one-hot targets [N, classes]) or
+  /// "mean_squared_error" ("mse").
+  std::string loss = "sparse_categorical_crossentropy";
+  /// The model's outputs are logits, not probabilities. (With a final
+  /// softmax the loss uses the logits before it either way.)
+  bool fromLogits = false;
+  /// "accuracy" (for the cross-entropy losses).
+  std::vector<std::string> metrics;
+  /// Training steps per device run (TensorFlow-for-IPU's
+  /// steps_per_execution); an epoch's steps must be a multiple of it.
+  unsigned stepsPerExecution = 1;
+  /// The IPU system (IPUConfig).
+  session::Config config;
+  /// Where compile bars go (null: nowhere).
+  std::ostream *compileProgress = nullptr;
+};
+
+/// Hooks into fit(). Logs hold the running means of the epoch so far.
+class Callback {
+public:
+  virtual ~Callback() = default;
+  virtual void onEpochBegin(unsigned /*epoch*/) {}
+  /// After each device run: \p step steps of the epoch done.
+  virtual void onRunEnd(std::size_t /*step*/, const Logs & /*logs*/) {}
+  virtual void onEpochEnd(unsigned /*epoch*/, const Logs & /*logs*/) {}
+  /// Set to stop fit() after the current epoch (EarlyStopping does).
+  bool stopTraining = false;
+};
+
+/// A callback from functions.
+struct LambdaCallback : Callback {
+  std::function<void(unsigned, const Logs &)> epochEnd;
+  std::function<void(std::size_t, const Logs &)> runEnd;
+  void onEpochEnd(unsigned e, const Logs &l) override {
+    if (epochEnd)
+      epochEnd(e, l);
+  }
+  void onRunEnd(std::size_t s, const Logs &l) override {
+    if (runEnd)
+      runEnd(s, l);
+  }
+};
+
+/// How much fit() and evaluate() print: nothing, a progress bar redrawn
+/// with '\r' (Keras' verbose=1) or one line per epoch (verbose=2).
+enum class Verbosity { Silent, ProgressBar, LinePerEpoch };
+
+struct FitOptions {
+  unsigned epochs = 1;
+  /// Steps per epoch; default: the dataset's cardinality (it must then be
+  /// finite).
+  std::optional<std::size_t> stepsPerEpoch;
+  /// As Keras' default (verbose=1): a bar redrawn on standard output.
+  Verbosity verbose = Verbosity::ProgressBar;
+  std::ostream *out = &std::cout;
+  std::vector<std::shared_ptr<Callback>> callbacks;
+};
+
+/// Per-epoch logs of a fit.
+struct History {
+  std::vector<Logs> epochs;
+};
+
+struct EvaluateOptions {
+  Verbosity verbose = Verbosity::Silent;
+  std::ostream *out = nullptr;
+};
+
+/// Facts about the latest fit, for reports and benchmarks.
+struct FitStats {
+  bool cacheHit = false;
+  double compileSeconds = 0;
+  /// Host wall time of the device runs, per step.
+  double hostSecondsPerStep = 0;
+  /// The executable's estimate of one run (stepsPerExecution steps).
+  std::uint64_t estimatedCyclesPerRun = 0;
+  double clockHz = 0;
+  unsigned stepsPerExecution = 1;
+  std::size_t batchSize = 0;
+  std::size_t steps = 0;
+  /// Estimated IPU seconds per step.
+  double ipuSecondsPerStep() const;
+};
+
+/// A model: layers in an order where each comes after its inputs, the
+/// first an Input, the last the output. Build one as a Sequential or from
+/// KerasTensors (Layers.hpp).
+class Model {
+public:
+  /// The functional model computing \p output from \p input (the tensor
+  /// of an nn::Input). Throws ModelError when \p output depends on another
+  /// Input. Each application of a layer is its own copy with its own
+  /// weights (weight sharing is not supported). \p seed seeds every
+  /// default initialiser and dropout.
+  Model(const KerasTensor &input, const KerasTensor &output,
+        std::string name = "model", std::uint64_t seed = 1);
+  virtual ~Model();
+  Model(Model &&) noexcept;
+  Model &operator=(Model &&) noexcept;
+
+  const std::vector<LayerRef> &layers() const { return layers_; }
+  const std::string &name() const { return name_; }
+
+  /// Keras' table of layers, output shapes and parameter counts. Throws
+  /// ShapeError / TypeError for layers that do not fit together.
+  std::string summary() const;
+  void summary(std::ostream &out) const;
+  /// (trainable, non-trainable) parameter counts.
+  std::pair<std::size_t, std::size_t> countParams() const;
+  /// The output shape of one example (no batch dimension).
+  Shape outputShape() const;
+
+  /// Sets the loss, optimizer, metrics and device loop. Throws OptionError
+  /// for an unknown loss or metric and ShapeError when the model does not
+  /// fit together.
+  void compile(CompileOptions options);
+
+  /// Trains on \p dataset, elements (x [batch, input shape...], y). Throws
+  /// ModelError before compile, ShapeError / TypeError for elements the
+  /// model cannot take, OptionError when an epoch is not a whole number of
+  /// device runs.
+  History fit(const data::Dataset &dataset, const FitOptions &options = {});
+  /// Keras' fit(x, y, batch_size): trains on examples \p x [n, ...] with
+  /// labels \p y [n, ...], reshuffled each epoch (seeded by the model's
+  /// seed), in batches of \p batchSize; the last n % batchSize examples of
+  /// each shuffle are left out, as the IPU needs one batch shape.
+  History fit(const data::HostTensor &x, const data::HostTensor &y,
+              std::size_t batchSize, const FitOptions &options = {});
+  /// Compiles (or loads from the executable cache) the training step for
+  /// elements of \p spec, so that a later fit() on such a dataset starts at
+  /// once; a program can load its data meanwhile. Errors as fit().
+  void prepareTraining(const data::ElementSpec &spec);
+  /// The loss and metrics over every element of \p dataset (batched, with
+  /// dropRemainder so every batch has the same shape), with the current
+  /// weights. Errors as fit(); evaluate and predict need compile() too (for
+  /// the IPU config), as on TensorFlow-for-IPU.
+  Logs evaluate(const data::Dataset &dataset,
+                const EvaluateOptions &options = {});
+  /// The model's outputs for \p x [n, input shape...], in batches of
+  /// \p batchSize (the last one padded): [n, output shape...].
+  data::HostTensor predict(const data::HostTensor &x,
+                           std::size_t batchSize = 32);
+
+  /// The weights (and optimizer state) as they are now.
+  session::Checkpoint getWeights();
+  /// Replaces the weights; SerializationError when \p ckpt is of another
+  /// model.
+  void setWeights(const session::Checkpoint &ckpt);
+
+  const FitStats &lastFitStats() const { return stats_; }
+
+  /// The training module fit() would run for batches of \p batchSize, for
+  /// inspection and tests.
+  ir::Module trainingModule(std::size_t batchSize,
+                            const data::ComponentSpec &labels) const;
+
+protected:
+  Model(std::string name, std::uint64_t seed, bool listInput);
+  /// Names \p layer (Keras' names when it has none) and appends it, fed by
+  /// the layers at \p inputs. Throws ModelError after compile, for an
+  /// Input that is not first and for a name already taken.
+  void append(LayerRef layer, std::vector<std::size_t> inputs);
+
+  std::vector<LayerRef> layers_;
+  std::vector<std::vector<std::size_t>> inputsOf_;
+
+private:
+  struct Compiled;
+  struct Forward;
+  Forward buildForward(ir::Module &m, BuildMode mode, std::size_t batch) const;
+  const Input &input() const;
+  ir::Module evaluationModule(std::size_t batchSize,
+                              const data::ComponentSpec &labels) const;
+  ir::Module predictionModule(std::size_t batchSize) const;
+  void checkElements(const data::ElementSpec &spec, bool needLabels,
+                     const char *what) const;
+  Compiled &compiled(const char *what);
+  session::Session &trainingSession(const data::ElementSpec &spec);
+  session::Session &inferenceSession(const std::string &key, ir::Module module,
+                                     std::vector<std::string> feeds,
+                                     std::vector<std::string> outfeeds,
+                                     unsigned steps);
+  void loadCurrentWeights(session::Session &s);
+
+  std::string name_;
+  std::uint64_t seed_;
+  /// summary() lists the Input (functional models, as Keras does).
+  bool listInput_;
+  std::unique_ptr<Compiled> compiled_;
+  FitStats stats_;
+};
+
+/// A stack of layers, each taking the previous one's output.
+class Sequential : public Model {
+public:
+  /// \p layers starts with an Input; names default to Keras' ("dense",
+  /// "dense_1", ...). \p seed seeds every default initialiser and dropout.
+  explicit Sequential(std::vector<LayerRef> layers = {},
+                      std::string name = "sequential", std::uint64_t seed = 1);
+  /// Appends a layer (an Input only first). Throws ModelError after
+  /// compile or for a name already taken.
+  void add(LayerRef layer);
+};
+
+} // namespace tessera::nn

@@ -1,0 +1,138 @@
+// Functional models: layers applied to KerasTensors make a graph of nodes;
+// Model(input, output) orders it so each layer follows its inputs. Also
+// the layers of several inputs (Add, Concatenate).
+#include "ModelInternal.hpp"
+#include "NnInternal.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+
+namespace tessera::nn {
+
+using detail::describeLayer;
+using detail::kerasShape;
+
+const Layer &KerasTensor::layer() const { return *node_->layer; }
+
+const std::vector<KerasTensor> &KerasTensor::inputs() const {
+  return node_->inputs;
+}
+
+KerasTensor Layer::operator()(const KerasTensor &x) const {
+  return (*this)(std::vector<KerasTensor>{x});
+}
+
+KerasTensor Layer::operator()(const std::vector<KerasTensor> &xs) const {
+  auto node = std::make_shared<KerasTensor::Node>();
+  node->layer = clone();
+  node->inputs = xs;
+  return KerasTensor(std::move(node));
+}
+
+Activations Layer::callMany(BuildContext &ctx,
+                            const std::vector<Activations> &xs) const {
+  if (xs.size() != 1)
+    throw ShapeError(describeLayer(*this) +
+                     ": takes one input but was "
+                     "applied to " +
+                     std::to_string(xs.size()));
+  return call(ctx, xs[0]);
+}
+
+Input::operator KerasTensor() const {
+  return (*this)(std::vector<KerasTensor>{});
+}
+
+// ---- Add, Concatenate -----------------------------------------------------
+
+namespace {
+
+void requireSeveral(const Layer &layer, const std::vector<Activations> &xs) {
+  if (xs.size() < 2)
+    throw ShapeError(describeLayer(layer) +
+                     ": takes at least 2 inputs but "
+                     "was applied to " +
+                     std::to_string(xs.size()));
+}
+
+} // namespace
+
+Activations Add::call(BuildContext &ctx, const Activations &x) const {
+  return callMany(ctx, {x});
+}
+
+Activations Add::callMany(BuildContext &ctx,
+                          const std::vector<Activations> &xs) const {
+  requireSeveral(*this, xs);
+  const Shape s = xs[0].logicalShape();
+  Activations sum = xs[0];
+  for (std::size_t i = 1; i < xs.size(); ++i) {
+    if (xs[i].logicalShape() != s)
+      throw ShapeError(describeLayer(*this) + ": input " + std::to_string(i) +
+                       " has shape " + kerasShape(xs[i].logicalShape()) +
+                       " but input 0 has " + kerasShape(s) +
+                       "; added inputs must have one shape");
+    const Activations next =
+        sum.channelsFirst ? ctx.channelsFirst(xs[i]) : ctx.channelsLast(xs[i]);
+    sum.value = sum.value + next.value;
+  }
+  return sum;
+}
+
+Activations Concatenate::call(BuildContext &ctx, const Activations &x) const {
+  return callMany(ctx, {x});
+}
+
+Activations Concatenate::callMany(BuildContext &ctx,
+                                  const std::vector<Activations> &xs) const {
+  requireSeveral(*this, xs);
+  std::vector<ir::Value> values;
+  const Shape s = xs[0].logicalShape();
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const Shape si = xs[i].logicalShape();
+    if (si.size() != s.size() ||
+        !std::equal(s.begin(), s.end() - 1, si.begin()))
+      throw ShapeError(describeLayer(*this) + ": input " + std::to_string(i) +
+                       " has shape " + kerasShape(si) + " but input 0 has " +
+                       kerasShape(s) +
+                       "; inputs may differ only in the last axis");
+    values.push_back(ctx.channelsLast(xs[i]).value);
+  }
+  return {ir::concat(values, unsigned(s.size() - 1)), false};
+}
+
+// ---- Model(input, output) -------------------------------------------------
+
+Model::Model(const KerasTensor &input, const KerasTensor &output,
+             std::string name, std::uint64_t seed)
+    : Model(std::move(name), seed, true) {
+  if (!dynamic_cast<const Input *>(&input.layer()))
+    throw ModelError("model \"" + name_ + "\": its input is made by " +
+                     describeLayer(input.layer()) +
+                     "; pass the tensor of an nn::Input");
+  // Depth-first from the output: a node is appended after its inputs, so
+  // the order is topological and the output comes last.
+  std::map<const Layer *, std::size_t> index;
+  std::function<std::size_t(const KerasTensor &)> visit =
+      [&](const KerasTensor &t) -> std::size_t {
+    if (auto it = index.find(&t.layer()); it != index.end())
+      return it->second;
+    if (dynamic_cast<const Input *>(&t.layer()) && !(t == input))
+      throw ModelError("model \"" + name_ + "\": the output depends on " +
+                       describeLayer(t.layer()) +
+                       ", an Input other than the model's; a model has one "
+                       "input");
+    std::vector<std::size_t> ins;
+    for (const KerasTensor &in : t.inputs())
+      ins.push_back(visit(in));
+    auto layer = t.layer().clone();
+    append(LayerRef(layer), std::move(ins));
+    index[&t.layer()] = layers_.size() - 1;
+    return layers_.size() - 1;
+  };
+  visit(input);
+  visit(output);
+}
+
+} // namespace tessera::nn

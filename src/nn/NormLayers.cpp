@@ -1,0 +1,72 @@
+// Normalisation layers. BatchNorm normalises channels (Keras' axis -1),
+// which the IR's batchNorm finds on axis 1: channels-first images already
+// have them there, and [N, features] activations do too.
+#include "tessera/nn/Layers.hpp"
+
+#include "NnInternal.hpp"
+
+namespace tessera::nn {
+
+using detail::describeLayer;
+
+BatchNorm::BatchNorm(BatchNormOptions options)
+    : Layer(options.name), options_(std::move(options)) {
+  if (!(options_.momentum >= 0 && options_.momentum < 1) ||
+      !(options_.epsilon > 0))
+    throw OptionError("BatchNorm: momentum must be in [0, 1) and epsilon "
+                      "positive, got momentum " +
+                      std::to_string(options_.momentum) + " and epsilon " +
+                      std::to_string(options_.epsilon));
+}
+
+Activations BatchNorm::call(BuildContext &ctx, const Activations &in) const {
+  requireFloat(in);
+  const std::size_t rank = in.value.rank();
+  if (rank != 2 && rank != 4)
+    throw ShapeError(describeLayer(*this) +
+                     ": expects (batch, features) or (batch, height, width, "
+                     "channels) inputs but got rank " +
+                     std::to_string(rank));
+  const Activations x = ctx.channelsFirst(in);
+  const std::size_t channels = x.value.shape()[1];
+  ir::Value gamma =
+      ctx.variable("gamma", {channels}, std::nullopt, ir::init::ones());
+  ir::Value beta =
+      ctx.variable("beta", {channels}, std::nullopt, ir::init::zeros());
+  ir::Value movingMean = ctx.variable("moving_mean", {channels}, std::nullopt,
+                                      ir::init::zeros(), false);
+  ir::Value movingVar = ctx.variable("moving_variance", {channels},
+                                     std::nullopt, ir::init::ones(), false);
+  if (!ctx.training())
+    return {ir::batchNormInference(x.value, gamma, beta, movingMean, movingVar,
+                                   options_.epsilon),
+            x.channelsFirst};
+  ir::NormResult r = ir::batchNorm(x.value, gamma, beta, options_.epsilon);
+  // The batch variance from 1 / sqrt(var + eps); moving averages as Keras.
+  const double m = options_.momentum;
+  ir::Value variance = ir::inv(ir::square(r.invStdDev)) - options_.epsilon;
+  ctx.addUpdate(movingMean, movingMean * m + r.mean * (1 - m));
+  ctx.addUpdate(movingVar, movingVar * m + variance * (1 - m));
+  return {r.y, x.channelsFirst};
+}
+
+LayerNorm::LayerNorm(double epsilon, std::string name)
+    : Layer(std::move(name)), epsilon_(epsilon) {
+  if (!(epsilon > 0))
+    throw OptionError("LayerNorm: epsilon must be positive, got " +
+                      std::to_string(epsilon));
+}
+
+Activations LayerNorm::call(BuildContext &ctx, const Activations &in) const {
+  requireFloat(in);
+  // Keras normalises the last axis: the channels of images.
+  const Activations x = ctx.channelsLast(in);
+  const std::size_t features = x.value.shape().back();
+  ir::Value gamma =
+      ctx.variable("gamma", {features}, std::nullopt, ir::init::ones());
+  ir::Value beta =
+      ctx.variable("beta", {features}, std::nullopt, ir::init::zeros());
+  return {ir::layerNorm(x.value, gamma, beta, epsilon_).y, false};
+}
+
+} // namespace tessera::nn
