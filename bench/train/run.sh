@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Training throughput: `tessera train` (the MLP, 784-256-128-10, Adam) against
+# PyTorch on the CPU (Debian's python3-torch) with the same model, batch
+# size and optimizer, both measured in this run, each at its fastest host
+# thread count (1 or 2). Prints samples/s for both and the ratio per batch
+# size, and a RESULT line per batch size (target: ratio >= 0.5).
+# Usage: bench/train/run.sh [build-dir]   (default: build)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build="${1:-build}"
+tessera="$build/tools/tessera"
+[ -x "$tessera" ] || { echo "run.sh: $tessera is missing; build the 'tessera' target first" >&2; exit 1; }
+cache="$(mktemp -d)"
+trap 'rm -rf "$cache"' EXIT
+
+# Samples per second of `tessera train` at batch $1 on $2 host threads: the
+# host time per step of a 4000-step epoch, after a first run that fills the
+# executable cache (so compilation is not timed).
+tessera_rate() {
+  local batch=$1 threads=$2 steps=$(( $1 >= 128 ? 200 : 400 ))
+  local args=(train --model mlp --batch-size "$batch" --epochs 1
+              --train-examples $(( batch * steps )) --test-examples 100
+              --steps-per-execution 100 --cache "$cache")
+  TESSERA_ENGINE_OPTIONS="{\"engine.hostThreads\":\"$threads\"}" \
+    "$tessera" "${args[@]}" >/dev/null 2>&1
+  TESSERA_ENGINE_OPTIONS="{\"engine.hostThreads\":\"$threads\"}" \
+    "$tessera" "${args[@]}" 2>/dev/null |
+    awk -v b="$batch" '/^Host time per step:/ { printf "%.0f\n", b * 1000 / $5 }'
+}
+
+status=0
+for batch in 32 128; do
+  best=0 bestThreads=0
+  for threads in 1 2; do
+    rate=$(tessera_rate "$batch" "$threads")
+    echo "tessera batch $batch, $threads thread(s): $rate samples/s"
+    if [ "$rate" -gt "$best" ]; then best=$rate bestThreads=$threads; fi
+  done
+  torch_line=$(/usr/bin/python3 bench/train/torch_peer.py --batch-size "$batch" \
+                 --steps $(( batch >= 128 ? 300 : 600 )) --threads 1,2)
+  echo "$torch_line"
+  torch=$(echo "$torch_line" | awk '{print $3}')
+  ratio=$(awk -v a="$best" -v b="$torch" 'BEGIN { printf "%.2f", a / b }')
+  verdict=$(awk -v r="$ratio" 'BEGIN { print (r >= 0.5 ? "OK" : "MISS") }')
+  [ "$verdict" = OK ] || status=1
+  echo "RESULT train_mlp_batch$batch tessera=${best}/s (threads $bestThreads) torch=${torch}/s ratio=$ratio target>=0.5 $verdict"
+done
+exit $status

@@ -1,0 +1,104 @@
+#!/usr/bin/python3
+"""The PyTorch peer of `tessera train`: the same MLP (784-256-128-10, ReLU,
+glorot-uniform weights, zero biases), softmax cross-entropy and Adam on
+Fashion-MNIST from Debian's dataset-fashion-mnist, on the CPU. Prints one
+line: `torch samples/s: N (threads T, batch B, steps S)`, for the fastest of
+the thread counts tried."""
+import argparse
+import gzip
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+
+DATA = os.environ.get("TESSERA_FASHION_MNIST_DIR",
+                      "/usr/share/datasets/fashion-mnist")
+
+
+def read_idx(name, offset):
+    path = os.path.join(DATA, name)
+    if not os.path.exists(path):
+        raise SystemExit(f"torch_peer: {path} is missing; install Debian's "
+                         "dataset-fashion-mnist package")
+    with gzip.open(path, "rb") as f:
+        return np.frombuffer(f.read(), dtype=np.uint8, offset=offset)
+
+
+def mlp():
+    layers = [torch.nn.Linear(784, 256), torch.nn.ReLU(),
+              torch.nn.Linear(256, 128), torch.nn.ReLU(),
+              torch.nn.Linear(128, 10)]
+    for layer in layers:
+        if isinstance(layer, torch.nn.Linear):
+            torch.nn.init.xavier_uniform_(layer.weight)
+            torch.nn.init.zeros_(layer.bias)
+    return torch.nn.Sequential(*layers)
+
+
+def samples_per_second(images, labels, batch, steps, threads, lr):
+    torch.set_num_threads(threads)
+    torch.manual_seed(1)
+    model = mlp()
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    batches = len(labels) // batch
+
+    def step(i):
+        k = (i % batches) * batch
+        x, y = images[k:k + batch], labels[k:k + batch]
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    for i in range(min(20, steps)):  # warm-up: allocator, kernels
+        step(i)
+    start = time.perf_counter()
+    for i in range(steps):
+        loss = step(i)
+    float(loss)
+    return batch * steps / (time.perf_counter() - start)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--steps", type=int, default=1000)
+    p.add_argument("--learning-rate", type=float, default=0.001)
+    p.add_argument("--threads", default="1,2",
+                   help="thread counts to try; the fastest is reported")
+    a = p.parse_args()
+    images = torch.from_numpy(
+        read_idx("train-images-idx3-ubyte.gz", 16).reshape(-1, 784)
+        .astype(np.float32) / 255)
+    labels = torch.from_numpy(
+        read_idx("train-labels-idx1-ubyte.gz", 8).astype(np.int64))
+    threads = [int(t) for t in a.threads.split(",")]
+    if len(threads) == 1:
+        rate = samples_per_second(images, labels, a.batch_size, a.steps,
+                                  threads[0], a.learning_rate)
+        print(f"torch samples/s: {rate:.0f} (threads {threads[0]}, batch "
+              f"{a.batch_size}, steps {a.steps})")
+        return
+    # OpenBLAS and OpenMP size their pools when loaded, so each thread count
+    # runs in a child process started with matching environment variables.
+    best = ""
+    for t in threads:
+        env = dict(os.environ, OMP_NUM_THREADS=str(t),
+                   OPENBLAS_NUM_THREADS=str(t))
+        out = subprocess.run([sys.executable, __file__, "--threads", str(t),
+                              "--batch-size", str(a.batch_size), "--steps",
+                              str(a.steps), "--learning-rate",
+                              str(a.learning_rate)], env=env, check=True,
+                             capture_output=True, text=True).stdout.strip()
+        if not best or float(out.split()[2]) > float(best.split()[2]):
+            best = out
+    print(best)
+
+
+if __name__ == "__main__":
+    main()
