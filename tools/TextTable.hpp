@@ -2,6 +2,8 @@
 /// Plain-text tables and number formats for the command line's output.
 #pragma once
 
+#include "tessera/support/Text.hpp"
+
 #include <cstdint>
 #include <iosfwd>
 #include <string>
@@ -27,10 +29,6 @@ private:
   std::vector<std::vector<std::string>> rows_;
 };
 
-/// 1234567 as "1,234,567".
-std::string groupedNumber(std::uint64_t value);
-/// Bytes as "638,976 B (624.0 KB)", or "512 B" below a kilobyte.
-std::string bytesText(std::uint64_t bytes);
 /// IPU numbers as ranges: {0, 1, 2, 3} as "0-3", {5} as "5".
 std::string ipuRange(const std::vector<unsigned> &ipus);
 /// A duration in seconds as "3d 04:05:06", "04:05:06" or "05:06".

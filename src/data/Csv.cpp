@@ -3,6 +3,7 @@
 // rather than part-way through training.
 #include "Files.hpp"
 #include "tessera/data/Dataset.hpp"
+#include "tessera/support/Convert.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -15,31 +16,6 @@
 namespace tessera::data {
 namespace {
 
-template <typename F> decltype(auto) withType(Type t, F &&f) {
-  switch (t) {
-  case Type::FLOAT:
-    return f(float{});
-  case Type::HALF:
-    return f(Half{});
-  case Type::INT:
-    return f(int{});
-  case Type::UNSIGNED_INT:
-    return f(unsigned{});
-  case Type::SHORT:
-    return f(short{});
-  case Type::UNSIGNED_SHORT:
-    return f(static_cast<unsigned short>(0));
-  case Type::CHAR:
-    return f(char{});
-  case Type::SIGNED_CHAR:
-    return f(static_cast<signed char>(0));
-  case Type::UNSIGNED_CHAR:
-    return f(static_cast<unsigned char>(0));
-  case Type::BOOL:
-    return f(bool{});
-  }
-  TESSERA_INTERNAL_ASSERT(false, "unknown element type");
-}
 
 std::string quoteList(const std::vector<std::string> &names) {
   std::string s;
@@ -237,7 +213,7 @@ void CsvReader::parseField(std::size_t column, Type type,
     failField(column, "\"" + field + "\" is out of the range of a double");
   if (ec != std::errc() || end != last)
     failField(column, "\"" + field + "\" is not a number");
-  withType(type, [&](auto zero) {
+  visitType(type, [&](auto zero) {
     using T = decltype(zero);
     if constexpr (std::is_integral_v<T>) {
       const auto lo = static_cast<double>(std::numeric_limits<T>::lowest());

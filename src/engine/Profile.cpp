@@ -6,6 +6,7 @@
 #include "tessera/support/Error.hpp"
 #include "tessera/support/File.hpp"
 #include "tessera/support/OptionParser.hpp"
+#include "tessera/support/Text.hpp"
 
 #include <fmt/format.h>
 
@@ -426,32 +427,6 @@ json executionJson(const Executable &exe, const ExecutionCounts &counts) {
 // Text
 // ---------------------------------------------------------------------------
 
-std::string grouped(std::uint64_t v) {
-  const std::string digits = std::to_string(v);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0)
-      out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
-std::string bytesText(std::uint64_t bytes) {
-  std::string out = grouped(bytes) + " B";
-  if (bytes < 1024)
-    return out;
-  static constexpr std::array<std::string_view, 4> units = {"KB", "MB", "GB",
-                                                            "TB"};
-  double v = static_cast<double>(bytes) / 1024;
-  std::size_t u = 0;
-  while (v >= 1024 && u + 1 < units.size()) {
-    v /= 1024;
-    ++u;
-  }
-  return out + fmt::format(" ({:.1f} {})", v, units[u]);
-}
-
 std::string clockText(double clockHz) {
   return clockHz >= 1e9 ? fmt::format("{:.3g} GHz", clockHz / 1e9)
                         : fmt::format("{:.3g} MHz", clockHz / 1e6);
@@ -501,8 +476,8 @@ void printTarget(std::ostream &os, const Executable &exe) {
   os << "Target:\n"
      << fmt::format("  {:<30}{}\n", "Architecture:", exe.arch)
      << fmt::format("  {:<30}{}\n", "Number of IPUs:", exe.numIPUs)
-     << fmt::format("  {:<30}{}\n", "Tiles per IPU:", grouped(exe.tilesPerIPU))
-     << fmt::format("  {:<30}{}\n", "Total tiles:", grouped(exe.numTiles()))
+     << fmt::format("  {:<30}{}\n", "Tiles per IPU:", groupedNumber(exe.tilesPerIPU))
+     << fmt::format("  {:<30}{}\n", "Total tiles:", groupedNumber(exe.numTiles()))
      << fmt::format("  {:<30}{}\n",
                     "Memory per tile:", bytesText(exe.bytesPerTile))
      << fmt::format("  {:<30}{}\n", "Total memory:",
@@ -513,13 +488,13 @@ void printTarget(std::ostream &os, const Executable &exe) {
                     "Replication factor:", exe.replicationFactor);
   os << "Graph:\n"
      << fmt::format("  {:<30}{}\n",
-                    "Number of variables:", grouped(exe.variables.size()))
+                    "Number of variables:", groupedNumber(exe.variables.size()))
      << fmt::format("  {:<30}{}\n",
-                    "Number of vertices:", grouped(exe.vertices.size()))
+                    "Number of vertices:", groupedNumber(exe.vertices.size()))
      << fmt::format("  {:<30}{}\n", "Number of compute sets:",
-                    grouped(exe.computeSetNames.size()))
+                    groupedNumber(exe.computeSetNames.size()))
      << fmt::format("  {:<30}{}\n\n",
-                    "Number of steps:", grouped(exe.steps.size()));
+                    "Number of steps:", groupedNumber(exe.steps.size()));
 }
 
 void printMemory(std::ostream &os, const Executable &exe) {
@@ -566,7 +541,7 @@ void printVariables(std::ostream &os, const Executable &exe,
         v.alwaysLive ? "always"
                      : fmt::format("steps {}-{}", v.liveBegin, v.liveEnd);
     os << fmt::format("  {:>16} {:>6}  {:<14} {:<16} {:<18} {}\n",
-                      grouped(v.bytes), v.tiles, typeName(v.type),
+                      groupedNumber(v.bytes), v.tiles, typeName(v.type),
                       shapeText(v.shape), live, v.name);
   }
   os << "\n";
@@ -578,7 +553,7 @@ std::string perIpuText(const std::vector<std::uint64_t> &values) {
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (i)
       out += " / ";
-    out += grouped(values[i]);
+    out += groupedNumber(values[i]);
   }
   return out;
 }
@@ -588,12 +563,12 @@ void printExecution(std::ostream &os, const Executable &exe,
                     const SummaryOptions &options) {
   const ExecutionTotals t = executionTotals(exe, counts);
   os << "Execution:\n"
-     << fmt::format("  {:<30}{}\n", "Runs:", grouped(counts.runs))
-     << fmt::format("  {:<30}{}\n", "Steps executed:", grouped(t.stepsExecuted))
+     << fmt::format("  {:<30}{}\n", "Runs:", groupedNumber(counts.runs))
+     << fmt::format("  {:<30}{}\n", "Steps executed:", groupedNumber(t.stepsExecuted))
      << "  Total cycles:\n";
   for (std::size_t ipu = 0; ipu < t.total.size(); ++ipu) {
     const std::string time = durationText(t.total[ipu], exe.clockHz);
-    os << fmt::format("    IPU {}: {} cycles{}\n", ipu, grouped(t.total[ipu]),
+    os << fmt::format("    IPU {}: {} cycles{}\n", ipu, groupedNumber(t.total[ipu]),
                       time.empty() ? "" : " (" + time + ")");
   }
   os << "  Cycles by step kind:\n    " << fmt::format("{:<10}", "");
@@ -603,7 +578,7 @@ void printExecution(std::ostream &os, const Executable &exe,
   for (std::size_t g = 0; g < kNumGroups; ++g) {
     os << fmt::format("    {:<10}", kGroupNames[g]);
     for (std::size_t ipu = 0; ipu < t.total.size(); ++ipu)
-      os << fmt::format("{:>17} ({:5.1f}%)", grouped(t.byGroup[g][ipu]),
+      os << fmt::format("{:>17} ({:5.1f}%)", groupedNumber(t.byGroup[g][ipu]),
                         percent(t.byGroup[g][ipu], t.total[ipu]));
     os << "\n";
   }
@@ -622,7 +597,7 @@ void printExecution(std::ostream &os, const Executable &exe,
     for (auto &x : c)
       x *= countOf(counts, s);
     os << fmt::format("    {:>7}  {:<13} {:>12} {:>24}  {}\n", s,
-                      kindName(exe.steps[s].kind), grouped(countOf(counts, s)),
+                      kindName(exe.steps[s].kind), groupedNumber(countOf(counts, s)),
                       perIpuText(c), stepName(exe, s));
   }
 }

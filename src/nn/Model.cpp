@@ -195,6 +195,26 @@ LossValues lossValues(LossKind kind, bool fromLogits, bool wantAccuracy,
   return r;
 }
 
+// The labels input "y", the loss and metric and their outputs ("loss",
+// "accuracy"), shared by the training and evaluation modules.
+LossValues addLoss(ir::Builder &b, const ir::Value &out,
+                   const std::optional<ir::Value> &logits,
+                   const data::ComponentSpec &labels, LossKind kind,
+                   const CompileOptions &options, bool accuracy) {
+  checkLabels(labels, out.shape(), kind == LossKind::SparseCategorical,
+              options.loss.c_str());
+  ir::Value y = b.input("y", labels.type, labels.shape);
+  LossValues l;
+  {
+    ir::NameScope scope(b, "loss");
+    l = lossValues(kind, options.fromLogits, accuracy, out, logits, y);
+  }
+  b.output("loss", l.loss);
+  if (l.accuracy)
+    b.output("accuracy", *l.accuracy);
+  return l;
+}
+
 } // namespace
 
 ir::Module Model::trainingModule(std::size_t batchSize,
@@ -206,18 +226,8 @@ ir::Module Model::trainingModule(std::size_t batchSize,
   ir::Builder b(m);
   Forward f = buildForward(m, BuildMode::Training, batchSize);
   const Compiled &c = *compiled_;
-  checkLabels(labels, f.output.shape(), c.loss == LossKind::SparseCategorical,
-              c.options.loss.c_str());
-  ir::Value y = b.input("y", labels.type, labels.shape);
-  LossValues l;
-  {
-    ir::NameScope scope(b, "loss");
-    l = lossValues(c.loss, c.options.fromLogits, c.accuracy, f.output,
-                   f.logits, y);
-  }
-  b.output("loss", l.loss);
-  if (l.accuracy)
-    b.output("accuracy", *l.accuracy);
+  const LossValues l =
+      addLoss(b, f.output, f.logits, labels, c.loss, c.options, c.accuracy);
   passes::TrainingOptions o;
   o.optimizer = c.options.optimizer;
   {
@@ -235,18 +245,7 @@ ir::Module Model::evaluationModule(std::size_t batchSize,
   ir::Builder b(m);
   Forward f = buildForward(m, BuildMode::Inference, batchSize);
   const Compiled &c = *compiled_;
-  checkLabels(labels, f.output.shape(), c.loss == LossKind::SparseCategorical,
-              c.options.loss.c_str());
-  ir::Value y = b.input("y", labels.type, labels.shape);
-  LossValues l;
-  {
-    ir::NameScope scope(b, "loss");
-    l = lossValues(c.loss, c.options.fromLogits, c.accuracy, f.output,
-                   f.logits, y);
-  }
-  b.output("loss", l.loss);
-  if (l.accuracy)
-    b.output("accuracy", *l.accuracy);
+  addLoss(b, f.output, f.logits, labels, c.loss, c.options, c.accuracy);
   return m;
 }
 

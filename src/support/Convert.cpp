@@ -9,32 +9,6 @@
 namespace tessera {
 namespace {
 
-template <typename F> decltype(auto) visitType(Type t, F &&f) {
-  switch (t) {
-  case Type::FLOAT:
-    return f(float{});
-  case Type::HALF:
-    return f(Half{});
-  case Type::INT:
-    return f(int{});
-  case Type::UNSIGNED_INT:
-    return f(unsigned{});
-  case Type::SHORT:
-    return f(short{});
-  case Type::UNSIGNED_SHORT:
-    return f(static_cast<unsigned short>(0));
-  case Type::CHAR:
-    return f(char{});
-  case Type::SIGNED_CHAR:
-    return f(static_cast<signed char>(0));
-  case Type::UNSIGNED_CHAR:
-    return f(static_cast<unsigned char>(0));
-  case Type::BOOL:
-    return f(bool{});
-  }
-  TESSERA_INTERNAL_ASSERT(false, "unknown element type");
-}
-
 // Converting through the widest common type keeps every integer exact and
 // lets float -> half round once.
 template <typename D, typename S> D convertOne(S s) {
