@@ -134,6 +134,16 @@ Executable Session::build(std::ostream *progress) {
 }
 
 bool Session::compile(std::ostream *progress) {
+  const DeviceConnectionType connection = config_.deviceConnectionType;
+  if (connection == DeviceConnectionType::NEVER)
+    throw OptionError("session: the device connection type is NEVER, so "
+                      "nothing is compiled or run; use PRE_COMPILE to fill "
+                      "the executable cache without a device, or ALWAYS");
+  if (connection == DeviceConnectionType::PRE_COMPILE &&
+      config_.executableCachePath.empty())
+    throw OptionError("session: PRE_COMPILE keeps the executable in the "
+                      "executable cache, but executableCachePath is empty; "
+                      "set it to a folder");
   Executable exe;
   bool hit = false;
   if (config_.executableCachePath.empty()) {
@@ -150,6 +160,8 @@ bool Session::compile(std::ostream *progress) {
         &outcome);
     hit = outcome == ExecutableCache::Outcome::Hit;
   }
+  if (connection == DeviceConnectionType::PRE_COMPILE)
+    return hit; // in the cache now; no device, no engine
   device_ = std::make_unique<Device>(modelFor(config_).createDevice());
   engine_ = std::make_unique<Engine>(std::move(exe), engineFlags(config_));
   engine_->load(*device_);
@@ -157,6 +169,12 @@ bool Session::compile(std::ostream *progress) {
 }
 
 Engine &Session::engine() {
+  if (config_.deviceConnectionType == DeviceConnectionType::PRE_COMPILE)
+    throw RuntimeError("session: this session pre-compiles (device "
+                       "connection PRE_COMPILE): its executable is in \"" +
+                       config_.executableCachePath +
+                       "\"; run it from a session with device connection "
+                       "ALWAYS and the same executableCachePath");
   if (!engine_)
     throw RuntimeError("session: call compile() before running it");
   return *engine_;

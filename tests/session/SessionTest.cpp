@@ -201,3 +201,42 @@ TEST(Session, FloatingPointFlagsNameTheOpAndTheTrainingStep) {
   }
   EXPECT_EQ(out.size(), 3u);
 }
+
+TEST(Session, PreCompileFillsTheCacheForALaterSessionToRun) {
+  Config c = smallConfig();
+  c.executableCachePath = tempDir("precompile");
+  c.deviceConnectionType = DeviceConnectionType::PRE_COMPILE;
+  Session pre(linearModel(), c, kSpec);
+  EXPECT_FALSE(pre.compile());
+  EXPECT_FALSE(std::filesystem::is_empty(c.executableCachePath));
+  try {
+    pre.run();
+    FAIL() << "a pre-compiling session ran";
+  } catch (const RuntimeError &e) {
+    EXPECT_THAT(e.what(), HasSubstr("PRE_COMPILE"));
+    EXPECT_THAT(e.what(), HasSubstr(c.executableCachePath));
+  }
+  // The executable is the one an attached session uses: a cache hit.
+  c.deviceConnectionType = DeviceConnectionType::ALWAYS;
+  Session later(linearModel(), c, kSpec);
+  EXPECT_TRUE(later.compile());
+  Infeed in(dataset());
+  Outfeed out;
+  later.connect(in, out);
+  later.run();
+  EXPECT_EQ(out.size(), kBatches);
+  std::filesystem::remove_all(c.executableCachePath);
+}
+
+TEST(Session, ConnectionTypesThatCannotCompileSaySo) {
+  Config c = smallConfig();
+  c.deviceConnectionType = DeviceConnectionType::NEVER;
+  Session never(linearModel(), c, kSpec);
+  EXPECT_THAT([&] { never.compile(); },
+              ::testing::ThrowsMessage<OptionError>(HasSubstr("NEVER")));
+  c.deviceConnectionType = DeviceConnectionType::PRE_COMPILE;
+  Session noCache(linearModel(), c, kSpec);
+  EXPECT_THAT([&] { noCache.compile(); },
+              ::testing::ThrowsMessage<OptionError>(
+                  HasSubstr("executableCachePath is empty")));
+}

@@ -49,6 +49,14 @@ struct FloatingPointBehaviour {
   bool inv = false, div0 = false, oflo = false, nanoo = false;
 };
 
+/// IPUConfig.device_connection.type: when the session needs a device.
+enum class DeviceConnectionType {
+  ALWAYS,      ///< attach when compiling (the default)
+  ON_DEMAND,   ///< the IPU Model attaches when compiling too: same as ALWAYS
+  PRE_COMPILE, ///< compile into the executable cache only; nothing runs
+  NEVER        ///< neither compile nor run (an error if asked to)
+};
+
 /// Mirrors IPUConfig.
 struct Config {
   /// auto_select_ipus: how many IPUs the model uses.
@@ -62,6 +70,10 @@ struct Config {
   FloatingPointBehaviour floatingPointBehaviour;
   /// Where compiled executables are cached (empty: no cache).
   std::string executableCachePath;
+  /// PRE_COMPILE fills executableCachePath without a device, for a later
+  /// ALWAYS session (here, or where the cache folder is copied to, with the
+  /// same Tessera build) to load.
+  DeviceConnectionType deviceConnectionType = DeviceConnectionType::ALWAYS;
   /// Run without host I/O: inputs keep their last values, so the device's
   /// speed is measured alone.
   bool syntheticData = false;
@@ -90,7 +102,9 @@ public:
 
   /// Compiles (or takes from the cache) and loads onto the IPU Model,
   /// drawing the compile bar on \p progress when given. Returns whether
-  /// the executable came from the cache.
+  /// the executable came from the cache. With PRE_COMPILE it only fills
+  /// the cache (OptionError without executableCachePath); with NEVER it
+  /// throws OptionError.
   bool compile(std::ostream *progress = nullptr);
 
   /// Connects the feeds (in RunSpec order) and outfeeds. Not needed with
