@@ -43,7 +43,8 @@ std::vector<std::size_t> shapeOf(const char *op, const std::vector<Tensor> &ts) 
 
 std::vector<unsigned> words(const std::vector<double> &values) {
   std::vector<unsigned> w(values.size() * 2);
-  std::memcpy(w.data(), values.data(), values.size() * sizeof(double));
+  if (!values.empty()) // memcpy from an empty vector's null data is UB
+    std::memcpy(w.data(), values.data(), values.size() * sizeof(double));
   return w;
 }
 
