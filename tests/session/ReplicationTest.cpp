@@ -47,14 +47,21 @@ std::pair<std::vector<float>, std::vector<float>> batches() {
   return {xs, ys};
 }
 
-} // namespace
+// One run of kSteps steps of two replicas of the linear model (on 8-tile
+// IPUs) on the batches: every replica's losses, and the weights after.
+struct ReplicatedRun {
+  std::vector<data::Element> losses;
+  Checkpoint weights;
+};
 
-TEST(Replication, TwoReplicasStepAsOneModelOnBothBatches) {
-  auto [xs, ys] = batches();
+ReplicatedRun trainReplicated(bool crossReplicaMean,
+                              const std::vector<float> &xs,
+                              const std::vector<float> &ys) {
   Config c;
   c.ipuModel.tilesPerIpu = 8;
   c.replicationFactor = 2;
-  Session s(linear(kBatch, true), c, {{"x", "y"}, {"loss"}, kSteps});
+  Session s(linear(kBatch, crossReplicaMean), c,
+            {{"x", "y"}, {"loss"}, kSteps});
   s.compile();
   Infeed in(data::Dataset::fromTensors(
       {HostTensor::fromValues<float>({kElements, kBatch, kIn}, xs),
@@ -62,8 +69,16 @@ TEST(Replication, TwoReplicasStepAsOneModelOnBothBatches) {
   Outfeed out;
   s.connect(in, out);
   s.run();
+  return {out.dequeueAll(), s.readVariables()};
+}
+
+} // namespace
+
+TEST(Replication, TwoReplicasStepAsOneModelOnBothBatches) {
+  auto [xs, ys] = batches();
+  const ReplicatedRun run = trainReplicated(true, xs, ys);
   // One element per replica per step, in replica order.
-  const std::vector<data::Element> losses = out.dequeueAll();
+  const std::vector<data::Element> &losses = run.losses;
   ASSERT_EQ(losses.size(), 2 * kSteps);
 
   // Replica r of step k took element 2k + r: together, rows 8k .. 8k + 7.
@@ -91,8 +106,7 @@ TEST(Replication, TwoReplicasStepAsOneModelOnBothBatches) {
     for (const auto &[var, next] : passes::variableUpdates(m))
       feeds[m.value(var).name] = e.at(next);
   }
-  const Checkpoint weights = s.readVariables();
-  for (const auto &[name, t] : weights.variables)
+  for (const auto &[name, t] : run.weights.variables)
     for (std::size_t i = 0; i < t.numElements(); ++i)
       EXPECT_NEAR(t.values<float>()[i], feeds.at(name).values[i], 1e-5)
           << name << "[" << i << "]";
@@ -100,17 +114,8 @@ TEST(Replication, TwoReplicasStepAsOneModelOnBothBatches) {
 
 TEST(Replication, WithoutCrossReplicaMeanReplicasDrift) {
   auto [xs, ys] = batches();
-  Config c;
-  c.ipuModel.tilesPerIpu = 8;
-  c.replicationFactor = 2;
-  Session s(linear(kBatch, false), c, {{"x", "y"}, {"loss"}, kSteps});
-  s.compile();
-  Infeed in(data::Dataset::fromTensors(
-      {HostTensor::fromValues<float>({kElements, kBatch, kIn}, xs),
-       HostTensor::fromValues<float>({kElements, kBatch, 1}, ys)}));
-  Outfeed out;
-  s.connect(in, out);
-  s.run();
+  const std::vector<data::Element> losses =
+      trainReplicated(false, xs, ys).losses;
   // Each replica trained on its own batches only: replica 0's first step
   // matches a single model on element 0 alone.
   const ir::Module m = linear(kBatch, false);
@@ -120,7 +125,7 @@ TEST(Replication, WithoutCrossReplicaMeanReplicasDrift) {
   feeds["y"] = {FLOAT, {kBatch, 1},
                 std::vector<double>(ys.begin(), ys.begin() + kBatch)};
   const double want = ir::interpret(m, feeds).output("loss").values[0];
-  EXPECT_NEAR(out.dequeueAll()[0][0].values<float>()[0], want, 1e-5);
+  EXPECT_NEAR(losses[0][0].values<float>()[0], want, 1e-5);
 }
 
 TEST(Replication, ZeroReplicasIsAnError) {

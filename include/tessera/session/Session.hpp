@@ -108,7 +108,8 @@ public:
   bool compile(std::ostream *progress = nullptr);
 
   /// Connects the feeds (in RunSpec order) and outfeeds. Not needed with
-  /// syntheticData.
+  /// syntheticData. Both must outlive every run() that follows: the infeed
+  /// produces the elements, and run() asks it how many a failed run took.
   void connect(Infeed &infeed, Outfeed &outfeed);
 
   /// Runs stepsPerExecution steps. With floatingPointBehaviour flags set,
