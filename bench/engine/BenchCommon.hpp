@@ -9,6 +9,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <ctime>
 #include <cstddef>
 #include <cstdio>
 #include <fstream>
@@ -87,6 +90,34 @@ inline void addResult(const std::string &name, const std::string &text) {
 
 /// "PASS" or "MISS".
 inline const char *verdict(bool pass) { return pass ? "PASS" : "MISS"; }
+
+/// \p n deterministic floats in [-0.5, 0.5) (a linear congruential
+/// sequence from \p seed): inputs every benchmark can reproduce.
+inline std::vector<float> values(std::size_t n, unsigned seed) {
+  std::vector<float> v(n);
+  std::uint32_t x = seed * 2654435761u + 1;
+  for (float &f : v) {
+    x = x * 1664525u + 1013904223u;
+    f = float(x >> 8) / float(1u << 24) - 0.5f;
+  }
+  return v;
+}
+
+/// CPU seconds of the whole process (all threads).
+inline double processCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+/// The largest elementwise difference of \p x and \p y.
+inline double maxDifference(const std::vector<float> &x,
+                            const std::vector<float> &y) {
+  double d = 0;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    d = std::max(d, double(std::fabs(x[i] - y[i])));
+  return d;
+}
 
 /// Runs the registered benchmarks, then prints the RESULT lines.
 inline int runMain(int argc, char **argv) {

@@ -30,6 +30,9 @@
 
 namespace {
 
+using tessera::bench::values;
+using tessera::bench::processCpuSeconds;
+
 using namespace tessera;
 using tessera::bench::Clock;
 using tessera::bench::fixed;
@@ -38,23 +41,6 @@ ops::ConvParams benchParams() {
   ops::ConvParams p(FLOAT, 8, {32, 32}, {3, 3}, 64, 64);
   p.paddingLower = p.paddingUpper = {1, 1};
   return p;
-}
-
-std::vector<float> values(std::size_t n, unsigned seed) {
-  std::vector<float> v(n);
-  std::uint32_t x = seed * 2654435761u + 1;
-  for (float &f : v) {
-    x = x * 1664525u + 1013904223u;
-    f = float(x >> 8) / float(1u << 24) - 0.5f;
-  }
-  return v;
-}
-
-/// CPU seconds of the whole process (all threads).
-double processCpuSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
 std::size_t product(const std::vector<std::size_t> &s) {

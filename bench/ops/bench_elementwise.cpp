@@ -24,21 +24,13 @@
 
 namespace {
 
+using tessera::bench::values;
+
 using namespace tessera;
 using tessera::bench::Clock;
 using tessera::bench::fixed;
 
 constexpr std::size_t kElements = std::size_t(16) << 20;
-
-std::vector<float> values(std::size_t n, unsigned seed) {
-  std::vector<float> v(n);
-  std::uint32_t x = seed * 2654435761u + 1;
-  for (float &f : v) {
-    x = x * 1664525u + 1013904223u;
-    f = float(x >> 8) / float(1u << 24) - 0.5f;
-  }
-  return v;
-}
 
 struct Loaded {
   Device device;

@@ -30,21 +30,15 @@
 
 namespace {
 
+using tessera::bench::values;
+using tessera::bench::processCpuSeconds;
+using tessera::bench::maxDifference;
+
 using namespace tessera;
 using tessera::bench::Clock;
 using tessera::bench::fixed;
 
 constexpr std::size_t kSize = 512;
-
-std::vector<float> values(std::size_t n, unsigned seed) {
-  std::vector<float> v(n);
-  std::uint32_t x = seed * 2654435761u + 1;
-  for (float &f : v) {
-    x = x * 1664525u + 1013904223u;
-    f = float(x >> 8) / float(1u << 24) - 0.5f;
-  }
-  return v;
-}
 
 struct Loaded {
   Device device;
@@ -78,24 +72,10 @@ Loaded buildEngine(const std::vector<float> &a, const std::vector<float> &b) {
   return l;
 }
 
-/// CPU seconds of the whole process (all threads).
-double processCpuSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
-}
-
 void sgemm(std::size_t m, std::size_t n, std::size_t k, const float *a,
            const float *b, float *c) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n), int(k),
               1.0f, a, int(k), b, int(n), 0.0f, c, int(n));
-}
-
-double maxDifference(const std::vector<float> &x, const std::vector<float> &y) {
-  double d = 0;
-  for (std::size_t i = 0; i < x.size(); ++i)
-    d = std::max(d, double(std::fabs(x[i] - y[i])));
-  return d;
 }
 
 void BM_MatMul512Engine(benchmark::State &state) {
