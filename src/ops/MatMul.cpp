@@ -14,6 +14,7 @@
 #include "tessera/device/Target.hpp"
 #include "tessera/support/Error.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace tessera::ops {
@@ -293,6 +294,78 @@ Tensor blockOf(const Tensor &t, Range rows, Range cols) {
   return t.slice({rows.begin, cols.begin}, {rows.end, cols.end}).flatten();
 }
 
+// Contiguous pieces of a 1-D view in its variables.
+std::size_t pieces(const Tensor &t) {
+  std::size_t n = 0;
+  for (const Run &r : t.runs())
+    n += r.stride == 1 ? 1 : static_cast<std::size_t>(r.count);
+  return n;
+}
+
+// Whether the vertices should read 2-D operand \p t by rows of its
+// transpose: when its columns lie in memory in fewer pieces per element than
+// its rows (a transposed view, as x^T in a weight gradient).
+bool readTransposed(const Tensor &t) {
+  const std::size_t rows = t.dim(0), cols = t.dim(1);
+  if (rows < 2 || cols < 2)
+    return false;
+  return pieces(t.transpose()[0]) * cols < pieces(t[0]) * rows;
+}
+
+// The entries a vertex reads of block [rows x cols] of 2-D operand t: the
+// block's elements in row-major order (of its transpose, when `transposed`)
+// cut into pieces that each lie contiguous in one tile interval of one
+// variable, so the vertex reads every piece where it lies and the simulator
+// copies nothing (DESIGN.md section 5.4); the exchange is still costed.
+std::vector<Tensor> operandPieces(const Graph &graph, const Tensor &t,
+                                  Range rows, Range cols, bool transposed) {
+  const Tensor v = transposed ? t.transpose() : t;
+  const Range outer = transposed ? cols : rows;
+  const Range inner = transposed ? rows : cols;
+  const auto &vars = graph.data().variables;
+  std::vector<Tensor> entries;
+  Run cur{};
+  std::int64_t curEnd = 0; // the end of cur's interval
+  auto flush = [&] {
+    if (cur.count)
+      entries.emplace_back(t.elementType(),
+                           std::vector<std::size_t>{std::size_t(cur.count)},
+                           std::vector<Run>{cur});
+    cur.count = 0;
+  };
+  for (std::size_t r = outer.begin; r < outer.end; ++r) {
+    const Tensor row = v[r].slice(inner.begin, inner.end);
+    for (const Run &run : row.runs()) {
+      const auto &mapping = vars[run.var].mapping;
+      for (std::int64_t i = 0; i < run.count;) {
+        const std::int64_t e = run.start + i * run.stride;
+        auto it =
+            std::upper_bound(mapping.begin(), mapping.end(), e,
+                             [](std::int64_t x, const TileInterval &iv) {
+                               return x < static_cast<std::int64_t>(iv.end);
+                             });
+        const bool mapped =
+            it != mapping.end() && static_cast<std::int64_t>(it->begin) <= e;
+        const std::int64_t end =
+            mapped ? static_cast<std::int64_t>(it->end) : e + 1;
+        const std::int64_t n =
+            run.stride == 1 ? std::min(run.count - i, end - e) : 1;
+        if (cur.count && cur.var == run.var && cur.start + cur.count == e &&
+            e + n <= curEnd) {
+          cur.count += n;
+        } else {
+          flush();
+          cur = Run{run.var, e, 1, n};
+          curEnd = end;
+        }
+        i += n;
+      }
+    }
+  }
+  flush();
+  return entries;
+}
+
 // The block products: one MatMulBlock per group of each tile's block,
 // writing C directly or the partials when a reduction follows.
 void addBlockVertices(Graph &graph, const Plan &p, const Tensor &A,
@@ -307,19 +380,15 @@ void addBlockVertices(Graph &graph, const Plan &p, const Tensor &A,
                     partials ? p.types.partials : p.types.output});
   const unsigned mS = p.m.parts, nS = p.n.parts, kS = p.k.parts;
   ComputeSet cs = graph.addComputeSet(DebugContext(dc, "blocks"));
+  const bool transA = readTransposed(A[0]), transB = readTransposed(B[0]);
   forEachBlockInKOrder(p, [&](unsigned tile, unsigned i, unsigned j,
                               unsigned kk, std::size_t q) {
     const Range rows = p.m(i), cols = p.n(j), ks = p.k(kk);
-    std::vector<Tensor> a, b;
-    for (unsigned j2 = 0; j2 < nS; ++j2)
-      if (const Range r = sub(rows, nS, j2); r.size())
-        a.push_back(blockOf(A[q], r, ks));
-    for (unsigned i2 = 0; i2 < mS; ++i2)
-      if (const Range r = sub(ks, mS, i2); r.size())
-        b.push_back(blockOf(B[q], r, cols));
     VertexRef v = graph.addVertex(cs, cls);
-    graph.connect(v["a"], a);
-    graph.connect(v["b"], b);
+    graph.connect(v["a"], operandPieces(graph, A[q], rows, ks, transA));
+    graph.connect(v["b"], operandPieces(graph, B[q], ks, cols, transB));
+    graph.setInitialValue(v["transA"], static_cast<unsigned>(transA));
+    graph.setInitialValue(v["transB"], static_cast<unsigned>(transB));
     graph.connect(v["c"],
                   partials ? partials->piece(((q * mS + i) * nS + j) * kS + kk)
                            : blockOf(C[q], rows, cols));

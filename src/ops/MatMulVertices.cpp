@@ -47,41 +47,101 @@ template <typename T> void fromFloat(const float *src, T *dst, std::size_t n) {
     matmul::floatToHalf(src, dst, n);
 }
 
-// Row pointers over a list of row-major panels of `width` columns; half
-// panels are converted to float into `buffer` first. Returns false when the
-// panels do not hold exactly `rows` rows.
+// Row pointers over a list of entries whose concatenation is a row-major
+// matrix of `rows` rows of `width`: rows inside one float entry are read
+// where they lie, rows cut by an entry's end are assembled in `buffer`, and
+// half entries are converted to float there first. Returns false when the
+// entries do not hold exactly rows x width elements.
 template <typename T, typename List>
-bool rowsOf(const List &panels, std::size_t rows, std::size_t width,
+bool rowsOf(const List &entries, std::size_t rows, std::size_t width,
             std::vector<float> &buffer, std::vector<const float *> &out) {
   out.clear();
   std::size_t total = 0;
-  for (std::size_t i = 0; i < panels.size(); ++i) {
-    if (width == 0 || panels[i].size() % width != 0)
-      return false;
-    total += panels[i].size();
-  }
-  if (total != rows * width)
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    total += entries[i].size();
+  if (width == 0 || total != rows * width)
     return false;
-  if constexpr (std::is_same_v<T, float>) {
-    for (std::size_t i = 0; i < panels.size(); ++i)
-      for (std::size_t r = 0; r < panels[i].size(); r += width)
-        out.push_back(panels[i].data() + r);
-  } else {
-    buffer.resize(std::max(buffer.size(), total));
+  buffer.resize(std::max(buffer.size(), total));
+  if constexpr (!std::is_same_v<T, float>) {
     float *dst = buffer.data();
-    for (std::size_t i = 0; i < panels.size(); ++i) {
-      toFloat(panels[i].data(), dst, panels[i].size());
-      for (std::size_t r = 0; r < panels[i].size(); r += width)
-        out.push_back(dst + r);
-      dst += panels[i].size();
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      toFloat(entries[i].data(), dst, entries[i].size());
+      dst += entries[i].size();
+    }
+    for (std::size_t r = 0; r < rows; ++r)
+      out.push_back(buffer.data() + r * width);
+  } else {
+    std::size_t e = 0, off = 0; // the next element: entry e, offset off
+    for (std::size_t r = 0; r < rows; ++r) {
+      while (off == entries[e].size()) {
+        ++e;
+        off = 0;
+      }
+      if (entries[e].size() - off >= width) {
+        out.push_back(entries[e].data() + off);
+        off += width;
+        continue;
+      }
+      // Pieces are a few elements long: a plain loop beats memcpy calls.
+      float *row = buffer.data() + r * width;
+      for (std::size_t done = 0; done < width;) {
+        while (off == entries[e].size()) {
+          ++e;
+          off = 0;
+        }
+        const std::size_t take =
+            std::min(width - done, entries[e].size() - off);
+        const float *src = entries[e].data() + off;
+        for (std::size_t j = 0; j < take; ++j)
+          row[done + j] = src[j];
+        done += take;
+        off += take;
+      }
+      out.push_back(row);
     }
   }
   return true;
 }
 
+// Row pointers over the transpose of the row-major `rows` x `width` matrix
+// that the entries make when concatenated, written into `buffer` in one
+// pass over the entries (each piece a few elements, read where it lies).
+template <typename T, typename List>
+bool transposedRowsOf(const List &entries, std::size_t rows, std::size_t width,
+                      std::vector<float> &buffer,
+                      std::vector<const float *> &out) {
+  out.clear();
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    total += entries[i].size();
+  if (width == 0 || total != rows * width)
+    return false;
+  buffer.resize(std::max(buffer.size(), total));
+  float *dst = buffer.data();
+  std::size_t r = 0, c = 0; // the next element's place in the matrix
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const T *src = entries[i].data();
+    for (std::size_t j = 0, n = entries[i].size(); j < n; ++j) {
+      if constexpr (std::is_same_v<T, float>)
+        dst[c * rows + r] = src[j];
+      else
+        dst[c * rows + r] = static_cast<float>(src[j]);
+      if (++c == width) {
+        c = 0;
+        ++r;
+      }
+    }
+  }
+  for (std::size_t q = 0; q < width; ++q)
+    out.push_back(dst + q * rows);
+  return true;
+}
+
 /// One tile's block product: c[m x n] = sum over its K-slice of a b, where
-/// a is a list of row-major row panels of the A block (k columns each) and b
-/// a list of row-major K-row panels of the B block (n columns each).
+/// a lists pieces whose concatenation is the A block row-major (m x k), and
+/// b pieces of the B block (k x n). With transA, a's pieces make A's
+/// transpose (k x m) instead; with transB, b's make B's (n x k): the op
+/// reads transposed views that way, where they lie.
 template <typename InT, typename PartialsT, typename OutT>
 class MatMulBlock : public MultiVertex {
 public:
@@ -89,6 +149,7 @@ public:
   Input<VectorList<InT>> b;
   Output<Vector<OutT>> c;
   unsigned m = 0, k = 0, n = 0;
+  unsigned transA = 0, transB = 0;
 
   bool compute(unsigned worker) {
     if (worker != 0)
@@ -96,8 +157,11 @@ public:
     if (c.size() != std::size_t(m) * n)
       return false;
     auto &aRows = rowPointers(0), &bRows = rowPointers(1);
-    if (!rowsOf<InT>(a, m, k, scratch(0), aRows) ||
-        !rowsOf<InT>(b, k, n, scratch(1), bRows))
+    // The transposes change no product and the order of no sum.
+    if (!(transA ? transposedRowsOf<InT>(a, k, m, scratch(0), aRows)
+                 : rowsOf<InT>(a, m, k, scratch(0), aRows)) ||
+        !(transB ? transposedRowsOf<InT>(b, n, k, scratch(1), bRows)
+                 : rowsOf<InT>(b, k, n, scratch(1), bRows)))
       return false;
     constexpr bool roundToHalf = std::is_same_v<PartialsT, Half>;
     if constexpr (std::is_same_v<OutT, float>) {
@@ -218,6 +282,7 @@ void registerBlock(VertexRegistry &registry, const Target &target) {
                    {typeOf<InT>(), typeOf<PartialsT>(), typeOf<OutT>()}));
   d.field("a", &V::a).field("b", &V::b).field("c", &V::c);
   d.field("m", &V::m).field("k", &V::k).field("n", &V::n);
+  d.field("transA", &V::transA).field("transB", &V::transB);
   const matmul::CostInputs cost =
       matmul::costInputs(target, typeOf<InT>(), typeOf<PartialsT>());
   registry.addBuiltin(d.take(), [cost](const VertexInstanceShape &s) {
