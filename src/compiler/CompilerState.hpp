@@ -41,6 +41,8 @@ struct ComputeSetPlan {
   std::vector<std::pair<Tensor, Tensor>> costOnlyGathers;
   std::vector<std::pair<Tensor, Tensor>> scatters; ///< after compute
   std::uint32_t firstVertex = 0;                   ///< in Executable order
+  /// The host kernel run in this compute set's place, or -1.
+  int hostKernel = -1;
 };
 
 /// Everything the phases share.

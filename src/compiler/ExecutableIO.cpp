@@ -437,6 +437,9 @@ private:
     switch (s.kind) {
     case StepKind::Compute:
       checkRange(s.a, s.b, e_.vertices.size(), who, "vertices");
+      if (s.count)
+        checkRange(s.addr, s.count, e_.vertices.size(), who,
+                   "host kernel vertices");
       if (!e_.computeSetNames.empty())
         checkIndex(s.c, e_.computeSetNames.size(), who, "compute set");
       break;

@@ -192,6 +192,11 @@ private:
     if (n.id >= s_.data.computeSets.size())
       throw GraphError("Execute: compute set " + str(n.id) +
                        " does not belong to this graph");
+    if (s_.data.computeSets[n.id].isHostKernel)
+      throw GraphError("Execute: compute set \"" +
+                       s_.data.computeSets[n.id].name +
+                       "\" is another's host kernel (Graph::setHostKernel); "
+                       "execute that compute set instead");
     ComputeSetPlan &plan = s_.csPlans[n.id];
     if (!plan.planned)
       planComputeSet(n.id);
@@ -326,6 +331,45 @@ private:
     s_.inPlaceSources.reserve(s_.inPlaceSources.size() + operands);
     for (unsigned v : s_.data.computeSets[cs].vertices)
       planVertex(plan, v);
+    planHostKernel(cs);
+  }
+
+  // Runs cs's host kernel in its place when every field of the kernel's
+  // vertices is one contiguous piece of one tile interval (read and written
+  // where it lies) and cs writes nothing through temporaries. cs's gathers
+  // are then only costed: nothing reads their temporaries.
+  void planHostKernel(unsigned cs) {
+    const std::optional<unsigned> kernel = s_.data.computeSets[cs].hostKernel;
+    ComputeSetPlan &plan = s_.csPlans[cs];
+    if (!kernel || !s_.options.hostKernels || !plan.scatters.empty())
+      return;
+    for (unsigned v : s_.data.computeSets[*kernel].vertices) {
+      const VertexData &vd = s_.data.vertices[v];
+      if (!vd.tile)
+        throw GraphError(vertexName(s_.data, v) +
+                         " is not mapped to a tile; call "
+                         "graph.setTileMapping(vertex, tile)");
+      const auto &fields = vd.vertexClass->info.fields;
+      for (unsigned f = 0; f < fields.size(); ++f) {
+        const FieldBinding &b = vd.fields[f];
+        if (fields[f].direction == codelet::Direction::State) {
+          if (!b.connected && fields[f].shape == codelet::Shape::Scalar)
+            return;
+          continue;
+        }
+        if (!b.connected && !(isList(fields[f].shape) && b.tensors.empty()))
+          return;
+        unsigned tile = 0;
+        for (const Tensor &t : b.tensors)
+          if (!t.valid() || !contiguousInOneInterval(s_, t, &tile))
+            return;
+      }
+    }
+    plan.hostKernel = static_cast<int>(*kernel);
+    s_.csPlans[*kernel].planned = true;
+    plan.costOnlyGathers.insert(plan.costOnlyGathers.end(),
+                                plan.gathers.begin(), plan.gathers.end());
+    plan.gathers.clear();
   }
 
   void planVertex(ComputeSetPlan &plan, unsigned v) {

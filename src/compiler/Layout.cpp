@@ -274,7 +274,7 @@ void layoutMemory(State &s) {
   std::vector<std::vector<const RegisteredVertex *>> classesOnTile(numTiles);
   for (unsigned v = 0; v < s.data.vertices.size(); ++v) {
     const VertexData &vd = s.data.vertices[v];
-    if (!vd.tile)
+    if (!vd.tile || s.data.computeSets[vd.computeSet].isHostKernel)
       continue;
     s.exe.tileMemory[*vd.tile].vertexState += vertexStateBytes(s, v);
     classesOnTile[*vd.tile].push_back(vd.vertexClass);

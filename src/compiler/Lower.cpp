@@ -244,6 +244,11 @@ private:
       st.b = static_cast<std::uint32_t>(
           s_.data.computeSets[d.computeSet].vertices.size());
       st.c = static_cast<std::uint32_t>(d.computeSet);
+      if (const int k = s_.csPlans[d.computeSet].hostKernel; k >= 0) {
+        // The engine runs these vertices instead (Graph::setHostKernel).
+        st.addr = s_.csPlans[k].firstVertex;
+        st.count = s_.data.computeSets[k].vertices.size();
+      }
       return;
     case StepKind::CrossReplica:
       ops_.setCrossReplica(true);

@@ -276,8 +276,8 @@ json variablesJson(const Executable &exe) {
   json out = json::array();
   std::unordered_map<std::string, std::size_t> index;
   for (const VariableInfo &v : exe.variables) {
-    const std::string key = v.name + '\0' + std::string(typeName(v.type)) + '\0' +
-                            std::to_string(v.alwaysLive) + '\0' +
+    const std::string key = v.name + '\0' + std::string(typeName(v.type)) +
+                            '\0' + std::to_string(v.alwaysLive) + '\0' +
                             std::to_string(v.liveBegin) + '\0' +
                             std::to_string(v.liveEnd);
     const auto [it, added] = index.try_emplace(key, out.size());
@@ -308,9 +308,24 @@ json variablesJson(const Executable &exe) {
   return out;
 }
 
+// Whether each vertex belongs to a host kernel: those run on the host in
+// place of a compute set's vertices and are not on the IPU.
+std::vector<bool> hostKernelVertices(const Executable &exe) {
+  std::vector<bool> out(exe.vertices.size(), false);
+  for (const Step &s : exe.steps)
+    if (s.kind == StepKind::Compute && s.count)
+      for (std::uint64_t v = s.addr; v < s.addr + s.count; ++v)
+        out[v] = true;
+  return out;
+}
+
 std::vector<std::uint64_t> verticesPerTile(const Executable &exe) {
   std::vector<std::uint64_t> out(exe.numTiles(), 0);
-  for (const VertexInstance &v : exe.vertices) {
+  const std::vector<bool> host = hostKernelVertices(exe);
+  for (std::size_t i = 0; i < exe.vertices.size(); ++i) {
+    const VertexInstance &v = exe.vertices[i];
+    if (host[i])
+      continue;
     if (v.tile >= out.size())
       out.resize(v.tile + 1, 0);
     ++out[v.tile];
@@ -473,11 +488,14 @@ struct SummaryOptions {
 };
 
 void printTarget(std::ostream &os, const Executable &exe) {
+  const std::vector<bool> host = hostKernelVertices(exe);
   os << "Target:\n"
      << fmt::format("  {:<30}{}\n", "Architecture:", exe.arch)
      << fmt::format("  {:<30}{}\n", "Number of IPUs:", exe.numIPUs)
-     << fmt::format("  {:<30}{}\n", "Tiles per IPU:", groupedNumber(exe.tilesPerIPU))
-     << fmt::format("  {:<30}{}\n", "Total tiles:", groupedNumber(exe.numTiles()))
+     << fmt::format("  {:<30}{}\n",
+                    "Tiles per IPU:", groupedNumber(exe.tilesPerIPU))
+     << fmt::format("  {:<30}{}\n",
+                    "Total tiles:", groupedNumber(exe.numTiles()))
      << fmt::format("  {:<30}{}\n",
                     "Memory per tile:", bytesText(exe.bytesPerTile))
      << fmt::format("  {:<30}{}\n", "Total memory:",
@@ -489,8 +507,9 @@ void printTarget(std::ostream &os, const Executable &exe) {
   os << "Graph:\n"
      << fmt::format("  {:<30}{}\n",
                     "Number of variables:", groupedNumber(exe.variables.size()))
-     << fmt::format("  {:<30}{}\n",
-                    "Number of vertices:", groupedNumber(exe.vertices.size()))
+     << fmt::format("  {:<30}{}\n", "Number of vertices:",
+                    groupedNumber(std::size_t(
+                        std::count(host.begin(), host.end(), false))))
      << fmt::format("  {:<30}{}\n", "Number of compute sets:",
                     groupedNumber(exe.computeSetNames.size()))
      << fmt::format("  {:<30}{}\n\n",
@@ -564,11 +583,13 @@ void printExecution(std::ostream &os, const Executable &exe,
   const ExecutionTotals t = executionTotals(exe, counts);
   os << "Execution:\n"
      << fmt::format("  {:<30}{}\n", "Runs:", groupedNumber(counts.runs))
-     << fmt::format("  {:<30}{}\n", "Steps executed:", groupedNumber(t.stepsExecuted))
+     << fmt::format("  {:<30}{}\n",
+                    "Steps executed:", groupedNumber(t.stepsExecuted))
      << "  Total cycles:\n";
   for (std::size_t ipu = 0; ipu < t.total.size(); ++ipu) {
     const std::string time = durationText(t.total[ipu], exe.clockHz);
-    os << fmt::format("    IPU {}: {} cycles{}\n", ipu, groupedNumber(t.total[ipu]),
+    os << fmt::format("    IPU {}: {} cycles{}\n", ipu,
+                      groupedNumber(t.total[ipu]),
                       time.empty() ? "" : " (" + time + ")");
   }
   os << "  Cycles by step kind:\n    " << fmt::format("{:<10}", "");
@@ -596,9 +617,9 @@ void printExecution(std::ostream &os, const Executable &exe,
     auto c = stepCycles(exe, s);
     for (auto &x : c)
       x *= countOf(counts, s);
-    os << fmt::format("    {:>7}  {:<13} {:>12} {:>24}  {}\n", s,
-                      kindName(exe.steps[s].kind), groupedNumber(countOf(counts, s)),
-                      perIpuText(c), stepName(exe, s));
+    os << fmt::format(
+        "    {:>7}  {:<13} {:>12} {:>24}  {}\n", s, kindName(exe.steps[s].kind),
+        groupedNumber(countOf(counts, s)), perIpuText(c), stepName(exe, s));
   }
 }
 

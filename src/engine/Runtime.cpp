@@ -222,20 +222,21 @@ void Runtime::planChunks() {
     const Step &st = exe_.steps[pc];
     std::vector<std::uint32_t> &c = chunks_[pc];
     if (st.kind == StepKind::Compute) {
+      const auto [first, n] = computeVertices(st);
       std::uint64_t total = 0;
-      for (std::uint32_t i = 0; i < st.b; ++i)
-        total += exe_.vertices[st.a + i].cycles + 1;
+      for (std::uint32_t i = 0; i < n; ++i)
+        total += exe_.vertices[first + i].cycles + 1;
       const unsigned parts =
-          threads == 1 ? 1 : std::min<std::uint32_t>(threads * 4, st.b);
+          threads == 1 ? 1 : std::min<std::uint32_t>(threads * 4, n);
       c.push_back(0);
       std::uint64_t acc = 0;
-      for (std::uint32_t i = 0; i < st.b; ++i) {
-        acc += exe_.vertices[st.a + i].cycles + 1;
+      for (std::uint32_t i = 0; i < n; ++i) {
+        acc += exe_.vertices[first + i].cycles + 1;
         if (c.size() < parts && acc * parts >= total * c.size())
           c.push_back(i + 1);
       }
-      if (c.back() != st.b)
-        c.push_back(st.b);
+      if (c.back() != n)
+        c.push_back(n);
     } else if (st.kind == StepKind::Exchange) {
       std::vector<std::pair<std::uint64_t, std::uint64_t>> src, dst;
       std::uint64_t total = 0;
@@ -445,10 +446,11 @@ void Runtime::compute(const Step &st, std::size_t pc) {
   const std::vector<std::uint32_t> &c = chunks_[pc];
   const std::size_t perReplica = c.size() - 1;
   const std::size_t n = exe_.vertices.size();
+  const std::uint32_t first = computeVertices(st).first;
   std::atomic<std::uint64_t> failed{~std::uint64_t(0)};
   auto runChunk = [&](std::size_t task, unsigned) {
     const std::size_t r = task / perReplica, k = task % perReplica;
-    const RtVertex *v = vertices_.data() + r * n + st.a;
+    const RtVertex *v = vertices_.data() + r * n + first;
     for (std::uint32_t i = c[k]; i < c[k + 1]; ++i) {
       const RtVertex &x = v[i];
       bool ok = true;
@@ -474,7 +476,7 @@ void Runtime::compute(const Step &st, std::size_t pc) {
     for (unsigned r = 0; r < replicas(); ++r)
       floatChecker_->check(st, pc, replicaMemory(r), r);
   if (failed.load() != ~std::uint64_t(0)) {
-    const VertexInstance &inst = exe_.vertices[st.a + failed.load()];
+    const VertexInstance &inst = exe_.vertices[first + failed.load()];
     throw RuntimeError("vertex " + str(failed.load()) + " of compute set \"" +
                        exe_.computeSetNames[st.c] + "\" (class " +
                        exe_.vertexClasses[inst.vertexClass].name + ", tile " +

@@ -15,6 +15,7 @@
 #include <functional>
 #include <iosfwd>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace tessera::engine {
@@ -87,6 +88,15 @@ private:
   void planChunks();
   void checkStreamsConnected(unsigned prog) const;
   void compute(const Step &st, std::size_t pc);
+  /// The first vertex and count a compute step runs: its host kernel's
+  /// when it has one, else its own.
+  static std::pair<std::uint32_t, std::uint32_t>
+  computeVertices(const Step &st) {
+    if (st.count)
+      return {static_cast<std::uint32_t>(st.addr),
+              static_cast<std::uint32_t>(st.count)};
+    return {st.a, st.b};
+  }
   void exchange(const Step &st, std::size_t pc);
   void streamIn(const Step &st);
   void streamOut(const Step &st);

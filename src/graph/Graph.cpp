@@ -190,8 +190,8 @@ void Graph::checkCount(const char *what, const std::vector<std::size_t> &shape,
 Tensor Graph::addConstantBytes(Type type, const std::vector<std::size_t> &shape,
                                Type srcType, const void *values, bool fill,
                                const DebugContext &dc) {
-  Tensor t = addVariable(type, shape,
-                         dc.name.empty() ? DebugContext("constant") : dc);
+  Tensor t =
+      addVariable(type, shape, dc.name.empty() ? DebugContext("constant") : dc);
   VariableData &v = data_->variables.back();
   v.isConstant = true;
   const std::size_t size = typeSize(type);
@@ -225,10 +225,9 @@ Tensor Graph::clone(const Tensor &t, const DebugContext &dc) {
 
 Tensor Graph::clone(Type type, const Tensor &t, const DebugContext &dc) {
   checkTensor(t, "clone");
-  Tensor c = addVariable(type, t.shape(), dc.name.empty()
-                                              ? DebugContext(getDebugName(t) +
-                                                             "/clone")
-                                              : dc);
+  Tensor c = addVariable(
+      type, t.shape(),
+      dc.name.empty() ? DebugContext(getDebugName(t) + "/clone") : dc);
   TileMapping m = getTileMapping(t, false);
   setTileMapping(c, m);
   return c;
@@ -266,8 +265,8 @@ void Graph::setTileMapping(const Tensor &t, const TileMapping &mapping) {
   for (unsigned tile = 0; tile < mapping.size(); ++tile)
     for (const Interval &iv : mapping[tile]) {
       if (iv.end() > t.numElements())
-        throw GraphError("setTileMapping: interval [" + str(iv.begin()) +
-                         ", " + str(iv.end()) + ") for tile " + str(tile) +
+        throw GraphError("setTileMapping: interval [" + str(iv.begin()) + ", " +
+                         str(iv.end()) + ") for tile " + str(tile) +
                          " is beyond the tensor's " + str(t.numElements()) +
                          " elements");
       forEachPiece(t, iv.begin(), iv.end(),
@@ -333,6 +332,22 @@ ComputeSet Graph::addComputeSet(const DebugContext &dc) {
   cs.name = dc.name.empty() ? "cs" + str(data_->computeSets.size()) : dc.name;
   data_->computeSets.push_back(std::move(cs));
   return ComputeSet(static_cast<unsigned>(data_->computeSets.size() - 1));
+}
+
+void Graph::setHostKernel(ComputeSet cs, ComputeSet kernel) {
+  const std::size_t n = data_->computeSets.size();
+  if (cs.getId() >= n || kernel.getId() >= n)
+    throw GraphError("setHostKernel: compute set " +
+                     str(std::max(cs.getId(), kernel.getId())) +
+                     " does not belong to this graph");
+  ComputeSetData &c = data_->computeSets[cs.getId()];
+  ComputeSetData &k = data_->computeSets[kernel.getId()];
+  if (cs.getId() == kernel.getId() || c.isHostKernel || k.hostKernel)
+    throw GraphError("setHostKernel: compute set \"" + k.name +
+                     "\" cannot be the host kernel of \"" + c.name +
+                     "\"; a kernel is a third compute set of its own");
+  c.hostKernel = kernel.getId();
+  k.isHostKernel = true;
 }
 
 VertexRef Graph::addVertex(ComputeSet cs, const std::string &vertexType) {
@@ -406,32 +421,34 @@ void Graph::connect(const FieldRef &field, const Tensor &t) {
   checkTensor(t, "connect");
   auto [v, idx] = fieldOf(field);
   const codelet::FieldInfo &info = v->vertexClass->info.fields[idx];
-  const std::string where = "connect " + v->vertexClass->info.name + "." +
-                            info.name;
+  const std::string where =
+      "connect " + v->vertexClass->info.name + "." + info.name;
   if (info.direction == codelet::Direction::State)
-    throw GraphError(where + ": the field is plain state, not an edge; set "
-                             "it with graph.setInitialValue(v[\"" +
+    throw GraphError(where +
+                     ": the field is plain state, not an edge; set "
+                     "it with graph.setInitialValue(v[\"" +
                      info.name + "\"], value)");
   if (t.elementType() != info.elementType)
-    throw TypeError(where + ": the field holds " +
-                    std::string(typeName(info.elementType)) +
-                    " but the tensor holds " +
-                    std::string(typeName(t.elementType())));
-  const bool scalarElem = info.shape == codelet::Shape::Scalar ||
-                          (info.shape == codelet::Shape::ScalarList &&
-                           field.isIndexed());
+    throw TypeError(
+        where + ": the field holds " + std::string(typeName(info.elementType)) +
+        " but the tensor holds " + std::string(typeName(t.elementType())));
+  const bool scalarElem =
+      info.shape == codelet::Shape::Scalar ||
+      (info.shape == codelet::Shape::ScalarList && field.isIndexed());
   if (scalarElem && t.numElements() != 1)
-    throw ShapeError(where + ": the field is a single element but the "
-                             "tensor has " +
+    throw ShapeError(where +
+                     ": the field is a single element but the "
+                     "tensor has " +
                      str(t.numElements()) + " (shape " + t.shapeToString() +
                      ")");
   FieldBinding &b = v->fields[idx];
   if (isList(info.shape)) {
     if (!field.isIndexed()) {
       if (info.shape == codelet::Shape::VectorList)
-        throw GraphError(where + ": the field is a list of vectors; connect "
-                                 "a std::vector of tensors, or connect "
-                                 "v[\"" +
+        throw GraphError(where +
+                         ": the field is a list of vectors; connect "
+                         "a std::vector of tensors, or connect "
+                         "v[\"" +
                          info.name + "\"][i] one by one");
       // A list of single elements connects to each element of t.
       std::vector<Tensor> elems;
@@ -462,10 +479,10 @@ void Graph::connect(const FieldRef &field, const std::vector<Tensor> &tensors) {
   auto [v, idx] = fieldOf(field);
   const codelet::FieldInfo &info = v->vertexClass->info.fields[idx];
   if (!isList(info.shape) || field.isIndexed())
-    throw GraphError("connect " + v->vertexClass->info.name + "." +
-                     info.name + ": a list of tensors connects only to a "
-                                 "list field (Vector<Input<Vector<T>>> or "
-                                 "VectorList)");
+    throw GraphError("connect " + v->vertexClass->info.name + "." + info.name +
+                     ": a list of tensors connects only to a "
+                     "list field (Vector<Input<Vector<T>>> or "
+                     "VectorList)");
   FieldBinding &b = v->fields[idx];
   if (b.size && *b.size != tensors.size())
     throw ShapeError("connect " + v->vertexClass->info.name + "." + info.name +
@@ -489,12 +506,12 @@ void Graph::setFieldSize(const FieldRef &field, std::size_t size) {
   v->fields[idx].size = size;
 }
 
-void Graph::setFieldState(const FieldRef &field, Type srcType, const void *values,
-                          std::size_t count) {
+void Graph::setFieldState(const FieldRef &field, Type srcType,
+                          const void *values, std::size_t count) {
   auto [v, idx] = fieldOf(field);
   const codelet::FieldInfo &info = v->vertexClass->info.fields[idx];
-  const std::string where = "setInitialValue " + v->vertexClass->info.name +
-                            "." + info.name;
+  const std::string where =
+      "setInitialValue " + v->vertexClass->info.name + "." + info.name;
   if (info.direction != codelet::Direction::State)
     throw GraphError(where + ": the field is an edge; connect a tensor to "
                              "it with graph.connect instead");
@@ -515,10 +532,9 @@ void Graph::setTensorInitialValue(const Tensor &t, Type srcType,
                                   const void *values, std::size_t count) {
   checkTensor(t, "setInitialValue");
   if (count != t.numElements())
-    throw ShapeError("setInitialValue: the tensor has " +
-                     str(t.numElements()) + " elements (shape " +
-                     t.shapeToString() + ") but " + str(count) +
-                     " values were given");
+    throw ShapeError("setInitialValue: the tensor has " + str(t.numElements()) +
+                     " elements (shape " + t.shapeToString() + ") but " +
+                     str(count) + " values were given");
   const std::size_t size = typeSize(t.elementType());
   std::vector<std::byte> converted(count * size);
   convertElements(srcType, values, t.elementType(), converted.data(), count);
@@ -617,8 +633,7 @@ void Graph::addCodelets(const std::string &path, CodeletFileType type,
   addCodelets(path, compileFlags);
 }
 
-void Graph::addCodeletSource(const std::string &source,
-                             const std::string &name,
+void Graph::addCodeletSource(const std::string &source, const std::string &name,
                              const std::string &compileFlags) {
   data_->registry->addCodeletSource(source, name, compileFlags);
 }

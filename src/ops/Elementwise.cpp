@@ -31,7 +31,8 @@ DebugContext nameOr(const DebugContext &dc, const char *name) {
   return dc.name.empty() ? DebugContext(name) : dc;
 }
 
-std::vector<std::size_t> shapeOf(const char *op, const std::vector<Tensor> &ts) {
+std::vector<std::size_t> shapeOf(const char *op,
+                                 const std::vector<Tensor> &ts) {
   std::vector<std::size_t> shape;
   for (const Tensor &t : ts) {
     if (!t.valid())
@@ -48,6 +49,96 @@ std::vector<unsigned> words(const std::vector<double> &values) {
   return w;
 }
 
+// How many pieces the output's memory pieces become when also cut wherever
+// \p in's pieces end.
+std::size_t jointPieces(const std::vector<MemoryPiece> &out,
+                        const std::vector<MemoryPiece> &in) {
+  std::size_t n = 0, i = 0, j = 0;
+  std::int64_t leftOut = 0, leftIn = 0;
+  while (i < out.size() || leftOut) {
+    if (!leftOut)
+      leftOut = out[i++].run.count;
+    if (!leftIn && j < in.size())
+      leftIn = in[j++].run.count;
+    const std::int64_t step = leftIn ? std::min(leftOut, leftIn) : leftOut;
+    leftOut -= step;
+    leftIn -= leftIn ? step : 0;
+    ++n;
+  }
+  return n;
+}
+
+// An input of the output's shape laid out unlike it, copied into the
+// output's layout first (one exchange, as Poplar rearranges operands), so
+// the map runs whole regions and not the pieces where the layouts disagree.
+Tensor inOutputLayout(Graph &graph, const Tensor &t, const Tensor &out,
+                      const std::vector<MemoryPiece> &outPieces, Sequence &prog,
+                      const DebugContext &dc) {
+  if (t.numElements() <= 1 || t.shape() != out.shape() ||
+      jointPieces(outPieces, memoryPieces(graph, t.flatten())) <=
+          outPieces.size())
+    return t;
+  Tensor like =
+      createLike(graph, out, t.elementType(), DebugContext(dc, "relayout"));
+  prog.add(program::Copy(t, like, false, DebugContext(dc, "relayout")));
+  return like;
+}
+
+// Joins consecutive regions of a tile that follow each other in the memory
+// of the output and of every input (the rows of a tile's block of a matmul
+// operand are not consecutive elements but are consecutive in memory); each
+// joined region's operands are given as one run. Scalar inputs stay whole.
+struct Region {
+  std::size_t begin = 0, end = 0;
+  std::vector<Tensor> operands; ///< data inputs, flag inputs, then out
+};
+std::vector<Region>
+joinRegions(const std::vector<std::pair<std::size_t, std::size_t>> &regions,
+            const std::vector<Tensor> &operands, bool join) {
+  std::vector<Region> out;
+  std::vector<std::vector<Run>> runs; // per joined region, per operand
+  for (const auto &[b, e] : regions) {
+    Region r{b, e, {}};
+    std::vector<Run> mine;
+    bool contiguous = join;
+    for (const Tensor &t : operands) {
+      if (t.numElements() == 1) {
+        r.operands.push_back(t);
+        mine.push_back(Run{});
+        continue;
+      }
+      r.operands.push_back(t.slice(b, e));
+      const auto &rs = r.operands.back().runs();
+      contiguous = contiguous && rs.size() == 1 && rs[0].stride == 1;
+      mine.push_back(contiguous ? rs[0] : Run{});
+    }
+    if (contiguous && !out.empty() && !runs.back().empty()) {
+      bool follows = true;
+      for (std::size_t k = 0; k < operands.size() && follows; ++k)
+        follows =
+            operands[k].numElements() == 1 ||
+            (mine[k].var == runs.back()[k].var &&
+             mine[k].start == runs.back()[k].start + runs.back()[k].count);
+      if (follows) {
+        for (std::size_t k = 0; k < operands.size(); ++k) {
+          if (operands[k].numElements() == 1)
+            continue;
+          Run &joined = runs.back()[k];
+          joined.count += mine[k].count;
+          out.back().operands[k] =
+              Tensor(operands[k].elementType(),
+                     {static_cast<std::size_t>(joined.count)}, {joined});
+        }
+        out.back().end = e;
+        continue;
+      }
+    }
+    runs.push_back(contiguous ? mine : std::vector<Run>{});
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 // The core of every map: one vertex per worker region of `out`.
 void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
              const Tensor &out, Sequence &prog, const DebugContext &dc) {
@@ -62,15 +153,19 @@ void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
   std::vector<unsigned> slot(ts.size());
   std::vector<bool> isBool(ts.size());
   std::vector<Tensor> data, flags;
+  const Tensor outFlat = out.flatten();
+  const std::vector<MemoryPiece> outPieces = memoryPieces(graph, outFlat);
   for (std::size_t k = 0; k < ts.size(); ++k) {
     Tensor t = ts[k];
     if (t.elementType() != inType && t.elementType() != BOOL)
       t = cast(graph, t, inType, prog, DebugContext(dc, "cast"));
+    t = inOutputLayout(graph, t, out, outPieces, prog, dc);
     isBool[k] = t.elementType() == BOOL && inType != BOOL;
     auto &list = isBool[k] ? flags : data;
     slot[k] = static_cast<unsigned>(list.size());
-    list.push_back(t.numElements() == 1 ? t.flatten()
-                                        : broadcastTo(t, out.shape()).flatten());
+    list.push_back(t.numElements() == 1
+                       ? t.flatten()
+                       : broadcastTo(t, out.shape()).flatten());
   }
   const mapcode::Program code = mapcode::compile(e, slot, isBool);
   const std::vector<unsigned> codeWords(code.code.begin(), code.code.end());
@@ -78,7 +173,12 @@ void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
   const std::string cls =
       templateName("tessera::ops::Map", {inType, out.elementType()});
   ComputeSet cs = graph.addComputeSet(dc);
-  const Tensor outFlat = out.flatten();
+  bool usesIndex = false;
+  for (std::size_t i = 0; i < code.code.size(); i += 2)
+    usesIndex = usesIndex || (code.code[i] & 0xff) == mapcode::Index;
+  std::vector<Tensor> operands = data;
+  operands.insert(operands.end(), flags.begin(), flags.end());
+  operands.push_back(outFlat);
   const std::size_t grain = 8 / typeSize(out.elementType());
   // The code is known here, so the estimate counts its operations (the
   // registered estimator sees only the code's length, loads included).
@@ -103,33 +203,31 @@ void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
         else
           regions.emplace_back(b, e);
       }
-      busiest = std::max(
-          busiest,
-          mapcode::mapWorkerCycles(costs.binaryOpWorkerCycles,
-                                   costs.binaryOpWorkerCyclesPerVector,
-                                   operations, sizes,
-                                   static_cast<unsigned>(grain)));
+      busiest =
+          std::max(busiest, mapcode::mapWorkerCycles(
+                                costs.binaryOpWorkerCycles,
+                                costs.binaryOpWorkerCyclesPerVector, operations,
+                                sizes, static_cast<unsigned>(grain)));
     }
     // The supervisor starts each worker that has a share, as it would
     // start six separate vertices; in worker cycles, a sixth of that.
-    const std::uint64_t starts = (next - first - 1) *
-                                 std::uint64_t(costs.supervisorCyclesPerVertex);
-    busiest += (starts + MultiVertex::numWorkers() - 1) /
-               MultiVertex::numWorkers();
+    const std::uint64_t starts =
+        (next - first - 1) * std::uint64_t(costs.supervisorCyclesPerVertex);
+    busiest +=
+        (starts + MultiVertex::numWorkers() - 1) / MultiVertex::numWorkers();
     first = next;
     VertexRef v = graph.addVertex(cs, cls);
     std::vector<Tensor> in, flagIn, outs;
     std::vector<unsigned> bases;
-    auto slices = [&](const std::vector<Tensor> &list, std::size_t b,
-                      std::size_t e, std::vector<Tensor> &to) {
-      for (const Tensor &t : list)
-        to.push_back(t.numElements() == 1 ? t : t.slice(b, e));
-    };
-    for (const auto &[b, e] : regions) {
-      slices(data, b, e, in);
-      slices(flags, b, e, flagIn);
-      outs.push_back(outFlat.slice(b, e));
-      bases.push_back(static_cast<unsigned>(b));
+    // The index an element's value may depend on is its place in the
+    // output, so only maps without it join regions out of that order.
+    for (const Region &r : joinRegions(regions, operands, !usesIndex)) {
+      const auto first = r.operands.begin();
+      in.insert(in.end(), first, first + data.size());
+      flagIn.insert(flagIn.end(), first + data.size(),
+                    first + data.size() + flags.size());
+      outs.push_back(r.operands.back());
+      bases.push_back(static_cast<unsigned>(r.begin));
     }
     graph.setPerfEstimate(v, busiest);
     graph.setFieldSize(v["in"], in.size());
@@ -201,8 +299,8 @@ void mapWithOutput(Graph &graph, const Expr &e, const std::vector<Tensor> &ts,
   const auto shape = shapeOf("mapWithOutput", all);
   if (shape != out.shape())
     throw ShapeError("mapWithOutput: the operands broadcast to " +
-                     shapeString(shape) +
-                     " but the output has shape " + out.shapeToString());
+                     shapeString(shape) + " but the output has shape " +
+                     out.shapeToString());
   inferType(e, typesOf(ts));
   mapImpl(graph, e, ts, out, prog, nameOr(dc, "mapWithOutput"));
 }
@@ -210,13 +308,13 @@ void mapWithOutput(Graph &graph, const Expr &e, const std::vector<Tensor> &ts,
 #define TESSERA_UNARY_DEF(E, n)                                                \
   Tensor n(Graph &graph, const Tensor &a, Sequence &prog,                      \
            const DebugContext &dc, const OptionFlags &options) {               \
-    return map(graph, UnaryOp(UnaryOpType::E, _1), {a}, prog,                  \
-               nameOr(dc, #n), options);                                       \
+    return map(graph, UnaryOp(UnaryOpType::E, _1), {a}, prog, nameOr(dc, #n),  \
+               options);                                                       \
   }                                                                            \
   void n##InPlace(Graph &graph, const Tensor &a, Sequence &prog,               \
                   const DebugContext &dc, const OptionFlags &options) {        \
-    mapInPlace(graph, UnaryOp(UnaryOpType::E, _1), {a}, prog,                  \
-               nameOr(dc, #n), options);                                       \
+    mapInPlace(graph, UnaryOp(UnaryOpType::E, _1), {a}, prog, nameOr(dc, #n),  \
+               options);                                                       \
   }                                                                            \
   void n##WithOutput(Graph &graph, const Tensor &a, const Tensor &out,         \
                      Sequence &prog, const DebugContext &dc,                   \
@@ -239,8 +337,8 @@ void mapWithOutput(Graph &graph, const Expr &e, const std::vector<Tensor> &ts,
   void n##WithOutput(Graph &graph, const Tensor &a, const Tensor &b,           \
                      const Tensor &out, Sequence &prog,                        \
                      const DebugContext &dc, const OptionFlags &options) {     \
-    mapWithOutput(graph, BinaryOp(BinaryOpType::E, _1, _2), {a, b}, out,       \
-                  prog, nameOr(dc, #n), options);                              \
+    mapWithOutput(graph, BinaryOp(BinaryOpType::E, _1, _2), {a, b}, out, prog, \
+                  nameOr(dc, #n), options);                                    \
   }
 #define TESSERA_UNARY(E, n, N, k, g) TESSERA_UNARY_DEF(E, n)
 #define TESSERA_PREDICATE(E, n, N, k) TESSERA_UNARY_DEF(E, n)
@@ -280,16 +378,16 @@ void zero(Graph &graph, const Tensor &t, Sequence &prog,
 
 void iota(Graph &graph, const Tensor &t, std::int64_t start, Sequence &prog,
           const DebugContext &dc) {
-  if (t.rank() != 1 || (t.elementType() != INT &&
-                        t.elementType() != UNSIGNED_INT))
+  if (t.rank() != 1 ||
+      (t.elementType() != INT && t.elementType() != UNSIGNED_INT))
     throw TypeError("iota: the tensor must be 1-D of int or unsigned int, "
                     "but it is " +
                     std::string(typeName(t.elementType())) + " of shape " +
                     t.shapeToString());
-  mapWithOutput(graph,
-                Cast(Index() + Const(static_cast<double>(start), INT),
-                     t.elementType()),
-                {}, t, prog, nameOr(dc, "iota"));
+  mapWithOutput(
+      graph,
+      Cast(Index() + Const(static_cast<double>(start), INT), t.elementType()),
+      {}, t, prog, nameOr(dc, "iota"));
 }
 
 void scaledAddTo(Graph &graph, const Tensor &a, const Tensor &b, float scaleB,

@@ -314,60 +314,78 @@ bool readTransposed(const Tensor &t) {
 
 // The entries a vertex reads of block [rows x cols] of 2-D operand t: the
 // block's elements in row-major order (of its transpose, when `transposed`)
-// cut into pieces that each lie contiguous in one tile interval of one
-// variable, so the vertex reads every piece where it lies and the simulator
-// copies nothing (DESIGN.md section 5.4); the exchange is still costed.
+// as memory pieces, so the vertex reads every piece where it lies and the
+// simulator copies nothing (DESIGN.md section 5.4); the exchange is still
+// costed.
 std::vector<Tensor> operandPieces(const Graph &graph, const Tensor &t,
                                   Range rows, Range cols, bool transposed) {
-  const Tensor v = transposed ? t.transpose() : t;
-  const Range outer = transposed ? cols : rows;
-  const Range inner = transposed ? rows : cols;
-  const auto &vars = graph.data().variables;
-  std::vector<Tensor> entries;
-  Run cur{};
-  std::int64_t curEnd = 0; // the end of cur's interval
-  auto flush = [&] {
-    if (cur.count)
-      entries.emplace_back(t.elementType(),
-                           std::vector<std::size_t>{std::size_t(cur.count)},
-                           std::vector<Run>{cur});
-    cur.count = 0;
-  };
-  for (std::size_t r = outer.begin; r < outer.end; ++r) {
-    const Tensor row = v[r].slice(inner.begin, inner.end);
-    for (const Run &run : row.runs()) {
-      const auto &mapping = vars[run.var].mapping;
-      for (std::int64_t i = 0; i < run.count;) {
-        const std::int64_t e = run.start + i * run.stride;
-        auto it =
-            std::upper_bound(mapping.begin(), mapping.end(), e,
-                             [](std::int64_t x, const TileInterval &iv) {
-                               return x < static_cast<std::int64_t>(iv.end);
-                             });
-        const bool mapped =
-            it != mapping.end() && static_cast<std::int64_t>(it->begin) <= e;
-        const std::int64_t end =
-            mapped ? static_cast<std::int64_t>(it->end) : e + 1;
-        const std::int64_t n =
-            run.stride == 1 ? std::min(run.count - i, end - e) : 1;
-        if (cur.count && cur.var == run.var && cur.start + cur.count == e &&
-            e + n <= curEnd) {
-          cur.count += n;
-        } else {
-          flush();
-          cur = Run{run.var, e, 1, n};
-          curEnd = end;
-        }
-        i += n;
+  const Tensor block = t.slice({rows.begin, cols.begin}, {rows.end, cols.end});
+  return memoryPieceTensors(graph,
+                            (transposed ? block.transpose() : block).flatten());
+}
+
+// The [m, n] matrix of group q that K-slice kk's block vertices write: C
+// itself, or that slice's partials.
+Tensor sliceOutput(const Plan &p, const Tensor &C,
+                   const PieceVariable *partials, std::size_t q, unsigned kk) {
+  if (!partials)
+    return C[q];
+  const unsigned mS = p.m.parts, nS = p.n.parts, kS = p.k.parts;
+  std::vector<Tensor> panels;
+  for (unsigned i = 0; i < mS; ++i) {
+    std::vector<Tensor> blocks;
+    for (unsigned j = 0; j < nS; ++j)
+      blocks.push_back(partials->piece(((q * mS + i) * nS + j) * kS + kk)
+                           .reshape({p.m(i).size(), p.n(j).size()}));
+    panels.push_back(concat(blocks, 1));
+  }
+  return concat(panels, 0);
+}
+
+// The block products' host kernel (Graph::setHostKernel): per group and
+// K-slice, a few MatMulHost vertices each multiply a band of rows by all of
+// B's columns with the tiles' kernel and order of sums, writing exactly the
+// bytes the block vertices would. The host runs a handful of large products
+// instead of one small one per tile.
+void addHostKernel(Graph &graph, const Plan &p, const Tensor &A,
+                   const Tensor &B, const Tensor &C,
+                   const PieceVariable *partials, ComputeSet blocks,
+                   bool transA, bool transB, const DebugContext &dc) {
+  const std::string cls =
+      templateName("tessera::ops::MatMulHost",
+                   {p.types.input, p.types.partials,
+                    partials ? p.types.partials : p.types.output});
+  ComputeSet cs = graph.addComputeSet(DebugContext(dc, "blocks/host"));
+  const Range all{0, p.n.length};
+  const unsigned bands =
+      static_cast<unsigned>(std::clamp<std::size_t>(p.m.length / 32, 1, 8));
+  for (std::size_t q = 0; q < p.g.length; ++q)
+    for (unsigned kk = 0; kk < p.k.parts; ++kk) {
+      const Range ks = p.k(kk);
+      const Tensor out = sliceOutput(p, C, partials, q, kk);
+      for (unsigned band = 0; band < bands; ++band) {
+        const Range rows = sub({0, p.m.length}, bands, band);
+        if (!rows.size() || !ks.size())
+          continue;
+        VertexRef v = graph.addVertex(cs, cls);
+        graph.connect(v["a"], operandPieces(graph, A[q], rows, ks, transA));
+        graph.connect(v["b"], operandPieces(graph, B[q], ks, all, transB));
+        graph.connect(v["c"], operandPieces(graph, out, rows, all, false));
+        graph.setInitialValue(v["m"], static_cast<unsigned>(rows.size()));
+        graph.setInitialValue(v["k"], static_cast<unsigned>(ks.size()));
+        graph.setInitialValue(v["n"], static_cast<unsigned>(all.size()));
+        graph.setInitialValue(v["transA"], static_cast<unsigned>(transA));
+        graph.setInitialValue(v["transB"], static_cast<unsigned>(transB));
+        graph.setTileMapping(v, 0);
+        graph.setPerfEstimate(v, rows.size() * ks.size() * all.size() / 64);
       }
     }
-  }
-  flush();
-  return entries;
+  graph.setHostKernel(blocks, cs);
 }
 
 // The block products: one MatMulBlock per group of each tile's block,
-// writing C directly or the partials when a reduction follows.
+// writing C directly or the partials when a reduction follows; with a host
+// kernel when the product spans several tiles.
 void addBlockVertices(Graph &graph, const Plan &p, const Tensor &A,
                       const Tensor &B, const Tensor &C,
                       const PieceVariable *partials, Sequence &prog,
@@ -399,6 +417,8 @@ void addBlockVertices(Graph &graph, const Plan &p, const Tensor &A,
     graph.setPerfEstimate(v, matmul::blockWorkerCycles(cost, rows.size(),
                                                        ks.size(), cols.size()));
   });
+  if (p.numTiles() > 1)
+    addHostKernel(graph, p, A, B, C, partials, cs, transA, transB, dc);
   prog.add(program::Execute(cs, DebugContext(dc, "blocks")));
 }
 

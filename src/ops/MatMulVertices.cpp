@@ -137,6 +137,19 @@ bool transposedRowsOf(const List &entries, std::size_t rows, std::size_t width,
   return true;
 }
 
+// The row pointers of a block product's operands (MatMulBlock's fields):
+// A (m x k, or its transpose) from `a`, B (k x n, or its transpose) from
+// `b`. The transposes change no product and the order of no sum.
+template <typename InT, typename List>
+bool operandRows(const List &a, const List &b, std::size_t m, std::size_t k,
+                 std::size_t n, bool transA, bool transB) {
+  auto &aRows = rowPointers(0), &bRows = rowPointers(1);
+  return (transA ? transposedRowsOf<InT>(a, k, m, scratch(0), aRows)
+                 : rowsOf<InT>(a, m, k, scratch(0), aRows)) &&
+         (transB ? transposedRowsOf<InT>(b, n, k, scratch(1), bRows)
+                 : rowsOf<InT>(b, k, n, scratch(1), bRows));
+}
+
 /// One tile's block product: c[m x n] = sum over its K-slice of a b, where
 /// a lists pieces whose concatenation is the A block row-major (m x k), and
 /// b pieces of the B block (k x n). With transA, a's pieces make A's
@@ -154,15 +167,10 @@ public:
   bool compute(unsigned worker) {
     if (worker != 0)
       return true;
-    if (c.size() != std::size_t(m) * n)
+    if (c.size() != std::size_t(m) * n ||
+        !operandRows<InT>(a, b, m, k, n, transA, transB))
       return false;
-    auto &aRows = rowPointers(0), &bRows = rowPointers(1);
-    // The transposes change no product and the order of no sum.
-    if (!(transA ? transposedRowsOf<InT>(a, k, m, scratch(0), aRows)
-                 : rowsOf<InT>(a, m, k, scratch(0), aRows)) ||
-        !(transB ? transposedRowsOf<InT>(b, n, k, scratch(1), bRows)
-                 : rowsOf<InT>(b, k, n, scratch(1), bRows)))
-      return false;
+    const auto &aRows = rowPointers(0), &bRows = rowPointers(1);
     constexpr bool roundToHalf = std::is_same_v<PartialsT, Half>;
     if constexpr (std::is_same_v<OutT, float>) {
       matmul::gemm(m, n, k, aRows.data(), bRows.data(), c.data(), n, false,
@@ -173,6 +181,40 @@ public:
       matmul::gemm(m, n, k, aRows.data(), bRows.data(), out.data(), n, false,
                    roundToHalf);
       fromFloat(out.data(), c.data(), c.size());
+    }
+    return true;
+  }
+};
+
+/// The host kernel of a block-product compute set (Graph::setHostKernel):
+/// a band of m rows of one K-slice's product over all n columns, with
+/// MatMulBlock's fields, kernel and order of sums, so it writes exactly the
+/// bytes the tiles' block vertices would; c lists pieces whose
+/// concatenation is the band row-major (each the piece of a tile's block).
+template <typename InT, typename PartialsT, typename OutT>
+class MatMulHost : public Vertex {
+public:
+  Input<VectorList<InT>> a;
+  Input<VectorList<InT>> b;
+  Vector<Output<Vector<OutT>>> c;
+  unsigned m = 0, k = 0, n = 0;
+  unsigned transA = 0, transB = 0;
+
+  bool compute() {
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < c.size(); ++i)
+      total += c[i].size();
+    if (total != std::size_t(m) * n ||
+        !operandRows<InT>(a, b, m, k, n, transA, transB))
+      return false;
+    std::vector<float> &out = scratch(2);
+    out.resize(std::max(out.size(), total));
+    matmul::gemm(m, n, k, rowPointers(0).data(), rowPointers(1).data(),
+                 out.data(), n, false, std::is_same_v<PartialsT, Half>);
+    const float *from = out.data();
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      fromFloat(from, c[i].data(), c[i].size());
+      from += c[i].size();
     }
     return true;
   }
@@ -293,6 +335,16 @@ void registerBlock(VertexRegistry &registry, const Target &target) {
     const std::uint64_t macs = macsOf(a, b, c);
     return matmul::blockWorkerCycles(cost, macs / b, macs / c, macs / a);
   });
+  // Its host kernel runs on no tile; the op sets each vertex's estimate to
+  // its share of the host's work, which the engine balances threads by.
+  using H = MatMulHost<InT, PartialsT, OutT>;
+  codelet::VertexDescriber<H> h(
+      templateName("tessera::ops::MatMulHost",
+                   {typeOf<InT>(), typeOf<PartialsT>(), typeOf<OutT>()}));
+  h.field("a", &H::a).field("b", &H::b).field("c", &H::c);
+  h.field("m", &H::m).field("k", &H::k).field("n", &H::n);
+  h.field("transA", &H::transA).field("transB", &H::transB);
+  registry.addBuiltin(h.take(), [](const VertexInstanceShape &) { return 1u; });
 }
 
 template <typename OutT, typename PartialsT, bool Acc>

@@ -97,8 +97,99 @@ std::vector<WorkerPiece> splitByWorker(const Graph &graph, const Tensor &t,
   return pieces;
 }
 
+std::vector<MemoryPiece> memoryPieces(const Graph &graph, const Tensor &t) {
+  const auto &vars = graph.data().variables;
+  std::vector<MemoryPiece> pieces;
+  std::int64_t end = 0; // the end of the last piece's interval
+  for (const Run &run : t.runs()) {
+    const auto &mapping = vars[run.var].mapping;
+    for (std::int64_t i = 0; i < run.count;) {
+      const std::int64_t e = run.start + i * run.stride;
+      auto it = std::upper_bound(mapping.begin(), mapping.end(), e,
+                                 [](std::int64_t x, const TileInterval &iv) {
+                                   return x < static_cast<std::int64_t>(iv.end);
+                                 });
+      const bool mapped =
+          it != mapping.end() && static_cast<std::int64_t>(it->begin) <= e;
+      const std::int64_t ivEnd =
+          mapped ? static_cast<std::int64_t>(it->end) : e + 1;
+      const std::int64_t n =
+          run.stride == 1 ? std::min(run.count - i, ivEnd - e) : 1;
+      MemoryPiece *last = pieces.empty() ? nullptr : &pieces.back();
+      if (last && last->run.var == run.var &&
+          last->run.start + last->run.count == e && e + n <= end) {
+        last->run.count += n;
+      } else {
+        pieces.push_back({Run{run.var, e, 1, n}, mapped ? it->tile : 0});
+        end = ivEnd;
+      }
+      i += n;
+    }
+  }
+  return pieces;
+}
+
+std::vector<Tensor> memoryPieceTensors(const Graph &graph, const Tensor &t) {
+  std::vector<Tensor> out;
+  for (const MemoryPiece &p : memoryPieces(graph, t))
+    out.emplace_back(t.elementType(),
+                     std::vector<std::size_t>{std::size_t(p.run.count)},
+                     std::vector<Run>{p.run});
+  return out;
+}
+
+namespace {
+
+// When \p like views every element of one fully mapped variable once (a
+// reshape or permutation, such as a matmul operand built of per-tile
+// pieces), a clone of that variable viewed the same way: its elements then
+// lie in memory in like's order too, not just on like's tiles.
+Tensor cloneOfWholeVariable(Graph &graph, const Tensor &like, Type type,
+                            const DebugContext &dc) {
+  const auto &runs = like.runs();
+  if (runs.empty())
+    return Tensor();
+  const std::uint32_t var = runs[0].var;
+  const VariableData &vd = graph.data().variables[var];
+  if (vd.numElements != like.numElements())
+    return Tensor();
+  std::vector<bool> seen(vd.numElements, false);
+  for (const Run &r : runs) {
+    if (r.var != var || r.stride == 0)
+      return Tensor();
+    for (std::int64_t i = 0; i < r.count; ++i) {
+      const auto e = static_cast<std::size_t>(r.start + i * r.stride);
+      if (seen[e])
+        return Tensor();
+      seen[e] = true;
+    }
+  }
+  const unsigned first = graph.getTileOffset();
+  const unsigned last = first + graph.getTarget().getNumTiles();
+  std::size_t mapped = 0;
+  for (const TileInterval &iv : vd.mapping) {
+    if (iv.tile < first || iv.tile >= last)
+      return Tensor();
+    mapped += iv.end - iv.begin;
+  }
+  if (mapped != vd.numElements)
+    return Tensor();
+  const Tensor whole(
+      vd.type, {vd.numElements},
+      {Run{var, 0, 1, static_cast<std::int64_t>(vd.numElements)}});
+  const std::uint32_t id = graph.clone(type, whole, dc).runs()[0].var;
+  std::vector<Run> view = runs;
+  for (Run &r : view)
+    r.var = id;
+  return Tensor(type, like.shape(), view);
+}
+
+} // namespace
+
 Tensor createLike(Graph &graph, const Tensor &like, Type type,
                   const DebugContext &dc) {
+  if (Tensor t = cloneOfWholeVariable(graph, like, type, dc); t.valid())
+    return t;
   Tensor t = graph.addVariable(type, like.shape(), dc);
   bool usable = true;
   for (const Run &r : like.runs())
@@ -131,12 +222,11 @@ std::vector<std::size_t> broadcastShape(const char *op,
     const std::size_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
     const std::size_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
     if (da != db && da != 1 && db != 1)
-      throw ShapeError(std::string(op) + ": shapes " + shapeString(a) +
-                       " and " + shapeString(b) +
-                       " do not broadcast: dimension " + std::to_string(i) +
-                       " is " + std::to_string(da) + " in one and " +
-                       std::to_string(db) +
-                       " in the other (each must be equal or 1)");
+      throw ShapeError(
+          std::string(op) + ": shapes " + shapeString(a) + " and " +
+          shapeString(b) + " do not broadcast: dimension " + std::to_string(i) +
+          " is " + std::to_string(da) + " in one and " + std::to_string(db) +
+          " in the other (each must be equal or 1)");
     out[i] = std::max(da, db);
   }
   return out;

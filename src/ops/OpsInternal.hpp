@@ -25,7 +25,8 @@ void registerSliceVertices(VertexRegistry &registry);
 /// The name of a vertex class templated on element types, as Poplar writes
 /// them: templateName("tessera::ops::Map", {FLOAT, HALF}) is
 /// "tessera::ops::Map<float,half>".
-std::string templateName(const std::string &base, std::initializer_list<Type> types);
+std::string templateName(const std::string &base,
+                         std::initializer_list<Type> types);
 
 /// A contiguous piece of a tensor's flattened elements that lives on one
 /// tile: [begin, end) of the flattened tensor.
@@ -56,8 +57,25 @@ std::vector<WorkerPiece> splitByWorker(const Graph &graph, const Tensor &t,
 std::vector<TilePiece> splitByTile(const Graph &graph, const Tensor &t,
                                    unsigned maxPerTile, std::size_t grain);
 
-/// A new variable with the shape of \p like and its tile mapping (mapped
-/// linearly when \p like's mapping is incomplete or it is a broadcast view).
+/// A run of elements of one variable that lies contiguous in one tile
+/// interval: what a vertex can read or write where it lies.
+struct MemoryPiece {
+  Run run;
+  unsigned tile = 0;
+};
+
+/// The elements of \p t in order, cut into the fewest memory pieces: a new
+/// piece starts where the next element does not follow in the same tile
+/// interval. (An unmapped element is a piece of its own.)
+std::vector<MemoryPiece> memoryPieces(const Graph &graph, const Tensor &t);
+
+/// memoryPieces as tensors, for connecting to a vertex list field.
+std::vector<Tensor> memoryPieceTensors(const Graph &graph, const Tensor &t);
+
+/// A new variable with the shape of \p like and its tile mapping: when \p
+/// like views one whole variable, a clone of it viewed the same way (so
+/// also in its order in memory); mapped linearly when \p like's mapping is
+/// incomplete or it is a broadcast view.
 Tensor createLike(Graph &graph, const Tensor &like, Type type,
                   const DebugContext &dc);
 

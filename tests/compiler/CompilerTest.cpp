@@ -367,3 +367,84 @@ TEST(CompilerExecutable, SavedExecutableRunsTheSame) {
   e.readTensor("s", &sum, &sum + 1);
   EXPECT_EQ(sum, 15.0f);
 }
+
+namespace {
+
+// s = sum(x) by the compute set; its host kernel sums y instead, so the
+// result tells which ran. y lies on tile 2, or across tiles 2 and 3 when
+// `split` (then the kernel cannot read it in one piece).
+struct HostKernelGraph {
+  Device device = modelDevice();
+  Graph g{device.getTarget()};
+  ComputeSet cs, kernel;
+
+  explicit HostKernelGraph(bool split) {
+    addTestCodelets(g);
+    Tensor x = g.addVariable(FLOAT, {4}, "x");
+    Tensor y = g.addVariable(FLOAT, {4}, "y");
+    Tensor s = g.addVariable(FLOAT, {}, "s");
+    g.setTileMapping(x, 0);
+    g.setTileMapping(y, 2);
+    if (split)
+      g.setTileMapping(y.slice(2, 4), 3);
+    g.setTileMapping(s, 1);
+    g.setInitialValue(x, std::vector<float>{1, 2, 3, 4});
+    g.setInitialValue(y, std::vector<float>{10, 20, 30, 40});
+    g.createHostRead("s", s);
+    cs = g.addComputeSet("sum");
+    g.setTileMapping(g.addVertex(cs, "SumVertex", {{"in", x}, {"out", s}}), 1);
+    kernel = g.addComputeSet("sum/host");
+    g.setTileMapping(g.addVertex(kernel, "SumVertex", {{"in", y}, {"out", s}}),
+                     0);
+    g.setHostKernel(cs, kernel);
+  }
+
+  float run(const OptionFlags &options = {}) {
+    Engine e(compileGraph(g, {Execute(cs)}, options));
+    e.load(device);
+    e.run();
+    float sum = 0;
+    e.readTensor("s", &sum, &sum + 1);
+    return sum;
+  }
+};
+
+std::uint64_t totalCycles(const Executable &exe) {
+  std::uint64_t total = 0;
+  for (const StepEstimate &e : exe.estimates)
+    for (std::uint64_t c : e.ipuCycles)
+      total += c;
+  return total;
+}
+
+} // namespace
+
+TEST(CompilerHostKernel, RunsInPlaceOfItsComputeSetAndChangesNoEstimate) {
+  HostKernelGraph h(false);
+  EXPECT_EQ(h.run(), 100.0f);
+  EXPECT_EQ(h.run({{"engine.hostKernels", "false"}}), 10.0f);
+  const Executable on = compileGraph(h.g, {Execute(h.cs)});
+  const Executable off =
+      compileGraph(h.g, {Execute(h.cs)}, {{"engine.hostKernels", "false"}});
+  EXPECT_EQ(totalCycles(on), totalCycles(off));
+  // The kernel's vertex, mapped to tile 0, takes none of its memory.
+  EXPECT_EQ(on.tileMemory[0].vertexState, 0u);
+}
+
+TEST(CompilerHostKernel, ComputeSetRunsWhenAKernelFieldIsNotOnePiece) {
+  HostKernelGraph h(true);
+  EXPECT_EQ(h.run(), 10.0f);
+}
+
+TEST(CompilerHostKernel, KernelCannotBeExecutedOrItsOwnComputeSet) {
+  HostKernelGraph h(false);
+  EXPECT_THROW(h.g.setHostKernel(h.cs, h.cs), GraphError);
+  EXPECT_THROW(h.g.setHostKernel(h.kernel, h.cs), GraphError);
+  try {
+    compileGraph(h.g, {Execute(h.kernel)});
+    FAIL() << "executing a host kernel compiled";
+  } catch (const GraphError &e) {
+    EXPECT_THAT(e.what(), HasSubstr("host kernel"));
+    EXPECT_THAT(e.what(), HasSubstr("sum/host"));
+  }
+}

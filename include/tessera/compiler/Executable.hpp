@@ -22,7 +22,9 @@ class VertexRegistry;
 
 /// What a step does. Field use per kind is documented on Step.
 enum class StepKind : std::uint8_t {
-  Compute,    ///< a = first vertex, b = vertex count, c = compute set
+  /// a = first vertex, b = vertex count, c = compute set; count > 0: the
+  /// host runs vertices [addr, addr + count) in their place (a host kernel)
+  Compute,
   Exchange,   ///< a = first copy op, b = op count
   StreamIn,   ///< a = stream, b = first op, c = op count (src = host offset)
   StreamOut,  ///< a = stream, b = first op, c = op count (dst = host offset)

@@ -29,6 +29,9 @@ struct EngineOptions {
   /// first compute step whose outputs hold a NaN (inv, nanoo) or an
   /// infinity (div0, oflo), as the IPU's floating-point exception flags do.
   bool fpInv = false, fpDiv0 = false, fpOflo = false, fpNanoo = false;
+  /// engine.hostKernels: run the host kernels ops give their compute sets
+  /// (Graph::setHostKernel); false runs every tile's vertices.
+  bool hostKernels = true;
 
   bool profileGraph() const { return autoReportAll || autoReportGraph; }
   bool profileExecution() const {

@@ -14,8 +14,8 @@
 #include "tessera/graph/Tensor.hpp"
 #include "tessera/support/Convert.hpp"
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -86,7 +86,8 @@ public:
   }
   template <typename T>
   Tensor addConstant(Type type, const std::vector<std::size_t> &shape,
-                     const std::vector<T> &values, const DebugContext &dc = {}) {
+                     const std::vector<T> &values,
+                     const DebugContext &dc = {}) {
     checkCount("addConstant", shape, values.size());
     return addConstant(type, shape, values.data(), dc);
   }
@@ -97,9 +98,8 @@ public:
     return addConstant(type, shape, std::vector<T>(values), dc);
   }
   /// A constant whose every element is \p value.
-  template <typename T,
-            typename = std::enable_if_t<std::is_arithmetic_v<T> ||
-                                        std::is_same_v<T, Half>>>
+  template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T> ||
+                                                    std::is_same_v<T, Half>>>
   Tensor addConstant(Type type, const std::vector<std::size_t> &shape, T value,
                      const DebugContext &dc = {}) {
     return addConstantBytes(type, shape, typeOf<T>(), &value, true, dc);
@@ -118,6 +118,17 @@ public:
                              bool requireComplete = true) const;
 
   ComputeSet addComputeSet(const DebugContext &dc = {});
+  /// Lets the IPU Model's host run \p kernel's vertices in place of \p cs's
+  /// whenever a program executes \p cs: they must write exactly the bytes
+  /// \p cs's vertices would, from the same inputs. \p cs is still what is
+  /// costed, laid out and profiled, so estimates do not change; the host
+  /// saves running many small per-tile vertices (DESIGN.md section 5: the
+  /// simulator may skip work whose result cannot differ). The compiler
+  /// runs \p cs itself when a field of \p kernel is not one contiguous
+  /// piece of one tile's memory, when \p cs writes through temporaries, or
+  /// with the option engine.hostKernels false. \p kernel's vertices need a
+  /// tile mapping but take no tile memory; \p kernel cannot be executed.
+  void setHostKernel(ComputeSet cs, ComputeSet kernel);
   VertexRef addVertex(ComputeSet cs, const std::string &vertexType);
   VertexRef
   addVertex(ComputeSet cs, const std::string &vertexType,

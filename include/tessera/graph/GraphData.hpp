@@ -62,6 +62,11 @@ struct VertexData {
 struct ComputeSetData {
   std::string name;
   std::vector<unsigned> vertices;
+  /// The compute set the host runs in this one's place (setHostKernel).
+  std::optional<unsigned> hostKernel;
+  /// Whether this is another's host kernel: never executed by a program,
+  /// never costed, laid out or profiled.
+  bool isHostKernel = false;
 };
 
 struct StreamData {
