@@ -422,6 +422,35 @@ void addBlockVertices(Graph &graph, const Plan &p, const Tensor &A,
   prog.add(program::Execute(cs, DebugContext(dc, "blocks")));
 }
 
+// The reduction's host kernel (Graph::setHostKernel), for a product into
+// a new C: one vertex per block sums its kS whole partials, in the tiles'
+// order, into the block's pieces of C.
+void addReduceHostKernel(Graph &graph, const Plan &p, const Tensor &C,
+                         const PieceVariable &partials, ComputeSet reduce,
+                         const DebugContext &dc) {
+  const std::string cls = templateName("tessera::ops::MatMulReduceHost",
+                                       {p.types.output, p.types.partials});
+  const unsigned mS = p.m.parts, nS = p.n.parts, kS = p.k.parts;
+  ComputeSet cs = graph.addComputeSet(DebugContext(dc, "reduce/host"));
+  for (std::size_t q = 0; q < p.g.length; ++q)
+    for (unsigned i = 0; i < mS; ++i)
+      for (unsigned j = 0; j < nS; ++j) {
+        const std::size_t n = p.m(i).size() * p.n(j).size();
+        if (!n)
+          continue;
+        std::vector<Tensor> parts;
+        for (unsigned kk = 0; kk < kS; ++kk)
+          parts.push_back(partials.piece(((q * mS + i) * nS + j) * kS + kk));
+        VertexRef v = graph.addVertex(cs, cls);
+        graph.connect(v["partials"], parts);
+        graph.connect(v["out"],
+                      memoryPieceTensors(graph, blockOf(C[q], p.m(i), p.n(j))));
+        graph.setTileMapping(v, 0);
+        graph.setPerfEstimate(v, n * kS / 64);
+      }
+  graph.setHostKernel(reduce, cs);
+}
+
 // The reduction: tile (.., kk) sums range reduceRange(kk) of its block's
 // kS partials into C (or adds alpha times the sum to C).
 void addReduceVertices(Graph &graph, const Plan &p, const Tensor &C,
@@ -455,6 +484,8 @@ void addReduceVertices(Graph &graph, const Plan &p, const Tensor &C,
                                                         r.size(), kS,
                                                         p.accumulate));
   });
+  if (p.numTiles() > 1 && !p.accumulate)
+    addReduceHostKernel(graph, p, C, partials, cs, dc);
   prog.add(program::Execute(cs, DebugContext(dc, "reduce")));
 }
 

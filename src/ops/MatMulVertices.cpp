@@ -249,6 +249,21 @@ template <typename List> bool sizesMatch(const List &partials, std::size_t n) {
   return true;
 }
 
+// Stores `len` sums (at most 512) to out: rounded once to the output type,
+// or, when Acc, added times alpha to what out holds.
+template <bool Acc, typename OutT>
+void storeSums(const float *sums, OutT *out, std::size_t len, float alpha) {
+  if constexpr (Acc) {
+    alignas(32) float old[512];
+    toFloat(out, old, len);
+    for (std::size_t i = 0; i < len; ++i)
+      old[i] += alpha * sums[i];
+    fromFloat(old, out, len);
+  } else {
+    fromFloat(sums, out, len);
+  }
+}
+
 /// out = the sum of the partials (each out.size() elements), summed in
 /// float and rounded once to the output type.
 template <typename OutT, typename PartialsT>
@@ -265,7 +280,7 @@ public:
     sumPartials<PartialsT>(
         partials, out.size(),
         [&](std::size_t at, const float *sums, std::size_t len) {
-          fromFloat(sums, out.data() + at, len);
+          storeSums<false>(sums, out.data() + at, len, 1.0f);
         });
     return true;
   }
@@ -287,11 +302,41 @@ public:
     sumPartials<PartialsT>(
         partials, out.size(),
         [&](std::size_t at, const float *sums, std::size_t len) {
-          alignas(32) float old[512];
-          toFloat(out.data() + at, old, len);
-          for (std::size_t i = 0; i < len; ++i)
-            old[i] += alpha * sums[i];
-          fromFloat(old, out.data() + at, len);
+          storeSums<true>(sums, out.data() + at, len, alpha);
+        });
+    return true;
+  }
+};
+
+/// The host kernel of a reduction compute set: one block's whole sum, as
+/// MatMulReduce computes each tile's range of it, stored to the block's
+/// pieces of the output (the tiles' ranges) in order.
+template <typename OutT, typename PartialsT>
+class MatMulReduceHost : public Vertex {
+public:
+  Input<VectorList<PartialsT>> partials;
+  Vector<Output<Vector<OutT>>> out;
+
+  bool compute() {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < out.size(); ++i)
+      n += out[i].size();
+    if (partials.size() == 0 || !sizesMatch(partials, n))
+      return false;
+    std::size_t piece = 0, off = 0; // where the next sum goes
+    sumPartials<PartialsT>(
+        partials, n, [&](std::size_t, const float *sums, std::size_t len) {
+          while (len) {
+            while (off == out[piece].size()) {
+              ++piece;
+              off = 0;
+            }
+            const std::size_t take = std::min(len, out[piece].size() - off);
+            storeSums<false>(sums, out[piece].data() + off, take, 1.0f);
+            sums += take;
+            len -= take;
+            off += take;
+          }
         });
     return true;
   }
@@ -364,6 +409,16 @@ void registerReduce(VertexRegistry &registry, const Target &target) {
     return matmul::reduceWorkerCycles(cost, typeOf<PartialsT>(), n,
                                       s.fieldSizes[0].size(), Acc);
   });
+  if constexpr (!Acc) {
+    // Its host kernel runs on no tile (see registerBlock).
+    using H = MatMulReduceHost<OutT, PartialsT>;
+    codelet::VertexDescriber<H> h(
+        templateName("tessera::ops::MatMulReduceHost",
+                     {typeOf<OutT>(), typeOf<PartialsT>()}));
+    h.field("partials", &H::partials).field("out", &H::out);
+    registry.addBuiltin(h.take(),
+                        [](const VertexInstanceShape &) { return 1u; });
+  }
 }
 
 template <typename OutT, typename PartialsT>

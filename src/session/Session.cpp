@@ -59,6 +59,10 @@ std::string cacheKey(const ir::Module &module, const Config &config,
           " arch=" + config.ipuModel.version +
           " synthetic=" + std::to_string(config.syntheticData) +
           " steps=" + std::to_string(spec.stepsPerExecution);
+  // Engine options that change what is compiled (the others act at run).
+  const EngineOptions o = EngineOptions::parse(engineFlags(config));
+  text += " hostKernels=" + std::to_string(o.hostKernels) +
+          " allowOutOfMemory=" + std::to_string(o.allowOutOfMemory);
   for (const auto &f : spec.feeds)
     text += " feed=" + f;
   for (const auto &o : spec.outfeeds)
@@ -195,9 +199,8 @@ void Session::run() {
     // The engine names the op; the user also wants the training step. Each
     // step starts by taking its element from the infeed, so the elements
     // taken during this run count the steps begun.
-    std::string where =
-        "in run " + std::to_string(runs_ + 1) + " of " +
-        std::to_string(spec_.stepsPerExecution) + " steps";
+    std::string where = "in run " + std::to_string(runs_ + 1) + " of " +
+                        std::to_string(spec_.stepsPerExecution) + " steps";
     if (infeed_ && !spec_.feeds.empty()) {
       const std::uint64_t begun = infeed_->elementsTaken() - takenBefore;
       where = "at training step " +

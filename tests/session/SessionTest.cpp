@@ -127,6 +127,18 @@ TEST(Session, SecondCompileHitsTheCache) {
   std::filesystem::remove_all(c.executableCachePath);
 }
 
+TEST(Session, CacheKeyChangesWithEngineOptionsThatChangeTheCompile) {
+  const ir::Module m = linearModel();
+  Config c = smallConfig();
+  const std::string plain = cacheKey(m, c, kSpec);
+  c.engineOptions.set({{"engine.hostKernels", "false"}});
+  EXPECT_NE(cacheKey(m, c, kSpec), plain);
+  // Threads act only when running: the same executable serves them all.
+  Config threads = smallConfig();
+  threads.hostThreads = 1;
+  EXPECT_EQ(cacheKey(m, threads, kSpec), plain);
+}
+
 TEST(Session, VariablesSurviveACheckpoint) {
   const std::string path = tempDir("ckpt") + ".ckpt";
   Session s(linearModel(), smallConfig(), kSpec);
