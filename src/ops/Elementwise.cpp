@@ -49,34 +49,27 @@ std::vector<unsigned> words(const std::vector<double> &values) {
   return w;
 }
 
-// How many pieces the output's memory pieces become when also cut wherever
-// \p in's pieces end.
-std::size_t jointPieces(const std::vector<MemoryPiece> &out,
-                        const std::vector<MemoryPiece> &in) {
-  std::size_t n = 0, i = 0, j = 0;
-  std::int64_t leftOut = 0, leftIn = 0;
-  while (i < out.size() || leftOut) {
-    if (!leftOut)
-      leftOut = out[i++].run.count;
-    if (!leftIn && j < in.size())
-      leftIn = in[j++].run.count;
-    const std::int64_t step = leftIn ? std::min(leftOut, leftIn) : leftOut;
-    leftOut -= step;
-    leftIn -= leftIn ? step : 0;
-    ++n;
-  }
-  return n;
+// Whether two tensors' memory pieces have the same lengths in order (then
+// their regions cut and join alike).
+bool samePieces(const std::vector<MemoryPiece> &a,
+                const std::vector<MemoryPiece> &b) {
+  if (a.size() != b.size())
+    return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].run.count != b[i].run.count)
+      return false;
+  return true;
 }
 
 // An input of the output's shape laid out unlike it, copied into the
 // output's layout first (one exchange, as Poplar rearranges operands), so
-// the map runs whole regions and not the pieces where the layouts disagree.
+// the map runs whole regions and not the pieces where the layouts disagree
+// or a tile's pieces that follow each other in one but not the other.
 Tensor inOutputLayout(Graph &graph, const Tensor &t, const Tensor &out,
                       const std::vector<MemoryPiece> &outPieces, Sequence &prog,
                       const DebugContext &dc) {
   if (t.numElements() <= 1 || t.shape() != out.shape() ||
-      jointPieces(outPieces, memoryPieces(graph, t.flatten())) <=
-          outPieces.size())
+      samePieces(outPieces, memoryPieces(graph, t.flatten())))
     return t;
   Tensor like =
       createLike(graph, out, t.elementType(), DebugContext(dc, "relayout"));

@@ -357,8 +357,11 @@ void addHostKernel(Graph &graph, const Plan &p, const Tensor &A,
                     partials ? p.types.partials : p.types.output});
   ComputeSet cs = graph.addComputeSet(DebugContext(dc, "blocks/host"));
   const Range all{0, p.n.length};
-  const unsigned bands =
-      static_cast<unsigned>(std::clamp<std::size_t>(p.m.length / 32, 1, 8));
+  // Bands of rows give the host's threads about 16 vertices to share; each
+  // band reads all of its K-slice of B, so no more bands than that.
+  const std::size_t products = p.g.length * p.k.parts;
+  const unsigned bands = static_cast<unsigned>(std::clamp<std::size_t>(
+      std::min((16 + products - 1) / products, p.m.length / 16), 1, 8));
   for (std::size_t q = 0; q < p.g.length; ++q)
     for (unsigned kk = 0; kk < p.k.parts; ++kk) {
       const Range ks = p.k(kk);

@@ -41,9 +41,14 @@ template <typename T> void toFloat(const T *src, float *dst, std::size_t n) {
     matmul::halfToFloat(src, dst, n);
 }
 template <typename T> void fromFloat(const float *src, T *dst, std::size_t n) {
-  if constexpr (std::is_same_v<T, float>)
-    std::memcpy(dst, src, n * sizeof(float));
-  else
+  // Host kernels store many pieces of a few floats: a loop beats memcpy.
+  if constexpr (std::is_same_v<T, float>) {
+    if (n <= 32)
+      for (std::size_t i = 0; i < n; ++i)
+        dst[i] = src[i];
+    else
+      std::memcpy(dst, src, n * sizeof(float));
+  } else
     matmul::floatToHalf(src, dst, n);
 }
 

@@ -70,13 +70,55 @@ TEST(ElementwiseMap, FragmentedLayoutsTakeAtMostOneVertexPerWorker) {
     EXPECT_NEAR(r.outputs[0][i], std::exp(a[i]) + 1, 1e-5 * std::exp(a[i]));
 }
 
+TEST(ElementwiseMap, InputsLaidOutUnlikeTheOutputAreCopiedAndRegionsJoin) {
+  // W [8, 8] is four 4x4 blocks, one a tile, each block's rows one after
+  // another in memory (as a matmul lays out a weight); L is mapped
+  // linearly. For W + L, L is first copied into W's layout, and each tile's
+  // four rows then run as one region.
+  const std::size_t n = 64;
+  auto a = spread(n, -2, 2), b = spread(n, 1, 3);
+  std::vector<std::size_t> regionsPerVertex;
+  using namespace expr;
+  RunResult r =
+      runOp(4, {{FLOAT, {8, 8}, a}, {FLOAT, {8, 8}, b}},
+            [&](Graph &g, const auto &in, program::Sequence &p) {
+              Tensor pieces = g.addVariable(FLOAT, {n}, "pieces");
+              std::vector<Tensor> rows;
+              for (unsigned br = 0; br < 2; ++br) {
+                std::vector<Tensor> blocks;
+                for (unsigned bc = 0; bc < 2; ++bc) {
+                  const unsigned tile = 2 * br + bc;
+                  Tensor block = pieces.slice(16 * tile, 16 * tile + 16);
+                  g.setTileMapping(block, tile);
+                  blocks.push_back(block.reshape({4, 4}));
+                }
+                rows.push_back(concat(blocks, 1));
+              }
+              Tensor w = concat(rows, 0);
+              p.add(program::Copy(in[0], w));
+              const std::size_t before = g.getNumVertices();
+              Tensor out = map(g, _1 + _2, {w, in[1]}, p);
+              for (std::size_t v = before; v < g.getNumVertices(); ++v) {
+                const VertexData &vd = g.data().vertices[v];
+                const auto &fields = vd.vertexClass->info.fields;
+                for (std::size_t f = 0; f < fields.size(); ++f)
+                  if (fields[f].name == "out")
+                    regionsPerVertex.push_back(vd.fields[f].tensors.size());
+              }
+              return std::vector<Tensor>{out};
+            });
+  EXPECT_EQ(regionsPerVertex, std::vector<std::size_t>(4, 1));
+  for (std::size_t i = 0; i < n; ++i)
+    EXPECT_NEAR(r.outputs[0][i], a[i] + b[i], 1e-6);
+}
+
 TEST(ElementwiseMap, BroadcastsByNumPyRulesAndScalars) {
-  RunResult r = runOp(4, {{FLOAT, {3, 1}, {1, 2, 3}}, {FLOAT, {4}, {10, 20, 30, 40}}},
-                      [&](Graph &g, const auto &in, program::Sequence &p) {
-                        return std::vector<Tensor>{add(g, in[0], in[1], p),
-                                                   mul(g, in[1], 2.0f, p),
-                                                   sub(g, 1, in[0], p)};
-                      });
+  RunResult r = runOp(
+      4, {{FLOAT, {3, 1}, {1, 2, 3}}, {FLOAT, {4}, {10, 20, 30, 40}}},
+      [&](Graph &g, const auto &in, program::Sequence &p) {
+        return std::vector<Tensor>{add(g, in[0], in[1], p),
+                                   mul(g, in[1], 2.0f, p), sub(g, 1, in[0], p)};
+      });
   EXPECT_EQ(r.outputs[0], (std::vector<double>{11, 21, 31, 41, 12, 22, 32, 42,
                                                13, 23, 33, 43}));
   EXPECT_EQ(r.outputs[1], (std::vector<double>{20, 40, 60, 80}));
@@ -102,24 +144,23 @@ TEST(ElementwiseMap, ShapesThatDoNotBroadcastAreAnError) {
 }
 
 TEST(ElementwiseMap, InPlaceSelectClampAndCasts) {
-  RunResult r = runOp(
-      4,
-      {{FLOAT, {5}, {-2.5, -0.5, 0.5, 1.5, 2.75}},
-       {BOOL, {5}, {1, 0, 1, 0, 1}}},
-      [&](Graph &g, const auto &in, program::Sequence &p) {
-        Tensor lo = g.addConstant<float>(FLOAT, {}, -1.0f);
-        Tensor hi = g.addConstant<float>(FLOAT, {}, 2.0f);
-        g.setTileMapping(lo, 0);
-        g.setTileMapping(hi, 1);
-        Tensor c = clamp(g, in[0], lo, hi, p);
-        Tensor sel = select(g, in[0], c, in[1], p);
-        Tensor asInt = cast(g, in[0], INT, p);
-        Tensor asHalf = cast(g, asInt, HALF, p);
-        Tensor x = g.clone(in[0]);
-        p.add(program::Copy(in[0], x));
-        absInPlace(g, x, p);
-        return std::vector<Tensor>{c, sel, asInt, asHalf, x};
-      });
+  RunResult r = runOp(4,
+                      {{FLOAT, {5}, {-2.5, -0.5, 0.5, 1.5, 2.75}},
+                       {BOOL, {5}, {1, 0, 1, 0, 1}}},
+                      [&](Graph &g, const auto &in, program::Sequence &p) {
+                        Tensor lo = g.addConstant<float>(FLOAT, {}, -1.0f);
+                        Tensor hi = g.addConstant<float>(FLOAT, {}, 2.0f);
+                        g.setTileMapping(lo, 0);
+                        g.setTileMapping(hi, 1);
+                        Tensor c = clamp(g, in[0], lo, hi, p);
+                        Tensor sel = select(g, in[0], c, in[1], p);
+                        Tensor asInt = cast(g, in[0], INT, p);
+                        Tensor asHalf = cast(g, asInt, HALF, p);
+                        Tensor x = g.clone(in[0]);
+                        p.add(program::Copy(in[0], x));
+                        absInPlace(g, x, p);
+                        return std::vector<Tensor>{c, sel, asInt, asHalf, x};
+                      });
   EXPECT_EQ(r.outputs[0], (std::vector<double>{-1, -0.5, 0.5, 1.5, 2}));
   EXPECT_EQ(r.outputs[1], (std::vector<double>{-2.5, -0.5, 0.5, 1.5, 2.75}));
   EXPECT_EQ(r.outputs[2], (std::vector<double>{-2, 0, 0, 1, 2}));
@@ -142,20 +183,22 @@ TEST(ElementwiseFill, FillZeroIotaAndScaledAdds) {
         iota(g, i, 3, p);
         Tensor s = g.addConstant<float>(FLOAT, {}, 0.5f);
         g.setTileMapping(s, 2);
-        scaledAddTo(g, in[0], in[1], 2.0f, p);         // +2
-        scaledAddTo(g, in[0], 0.5f, in[1], 1.0f, p);   // x/2 + 1
-        scaledSubtractFrom(g, in[0], in[1], s, p);     // -0.5
+        scaledAddTo(g, in[0], in[1], 2.0f, p);       // +2
+        scaledAddTo(g, in[0], 0.5f, in[1], 1.0f, p); // x/2 + 1
+        scaledSubtractFrom(g, in[0], in[1], s, p);   // -0.5
         return std::vector<Tensor>{f, z, i, in[0]};
       });
   EXPECT_EQ(r.outputs[0], std::vector<double>(6, 0.25));
   EXPECT_EQ(r.outputs[1], std::vector<double>(4, 0));
-  EXPECT_EQ(r.outputs[2], (std::vector<double>{3, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
+  EXPECT_EQ(r.outputs[2],
+            (std::vector<double>{3, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
   EXPECT_EQ(r.outputs[3], (std::vector<double>{2, 2.5, 3, 3.5, 4, 4.5}));
 }
 
 TEST(ElementwiseEstimates, CyclesArePositiveDeterministicAndGrowWithSize) {
   auto cycles = [](std::size_t n) {
-    return runOp(4, {{FLOAT, {n}, spread(n, 0, 1)}, {FLOAT, {n}, spread(n, 0, 1)}},
+    return runOp(4,
+                 {{FLOAT, {n}, spread(n, 0, 1)}, {FLOAT, {n}, spread(n, 0, 1)}},
                  [](Graph &g, const auto &in, program::Sequence &p) {
                    return std::vector<Tensor>{add(g, in[0], in[1], p)};
                  })
