@@ -53,6 +53,7 @@ private:
   };
   bool fusible(const Op &op) const;
   void planFusion();
+  void planInPlaceUpdates();
   ops::expr::Expr exprOf(ValueId v, unsigned ipu, const Op &user,
                          unsigned index, Leaves &leaves);
   void lowerFused(const Op &root, unsigned ipu, const DebugContext &dc);
@@ -68,6 +69,8 @@ private:
   std::vector<bool> fused_;
   /// Per value: the index of the op that computes it, if any.
   std::vector<std::size_t> producer_;
+  /// New value -> the variable its fused map writes into.
+  std::map<ValueId, ValueId> inPlace_;
 };
 
 namespace {
@@ -123,15 +126,48 @@ void Lowering::planFusion() {
     // known; take them while the tree stays small enough.
     for (ValueId v : user.operands) {
       const std::size_t p = producer_[v];
-      const bool candidate =
-          p != SIZE_MAX && uses[v] == 1 && !needed[v] && fusible(ops[p]) &&
-          ops[p].annotations.ipu == user.annotations.ipu &&
-          numElements(m_.typeOf(v).shape) == size &&
-          total + nodes[v] <= kMaxFusedNodes;
+      const bool candidate = p != SIZE_MAX && uses[v] == 1 && !needed[v] &&
+                             fusible(ops[p]) &&
+                             ops[p].annotations.ipu == user.annotations.ipu &&
+                             numElements(m_.typeOf(v).shape) == size &&
+                             total + nodes[v] <= kMaxFusedNodes;
       fused_[v] = candidate;
       total += candidate ? nodes[v] : 1;
     }
     nodes[user.results[0]] = total;
+  }
+}
+
+// A variable's update is written in place when its map is the last op (in
+// lowering order, a fused op counting as its root) to read the variable.
+void Lowering::planInPlaceUpdates() {
+  if (options_.updateInPlace.empty())
+    return;
+  const auto &ops = m_.ops();
+  // The root whose lowering runs each op: itself, or its fused user's.
+  std::vector<std::size_t> root(ops.size());
+  std::vector<std::size_t> user(m_.numValues(), SIZE_MAX);
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    for (ValueId v : ops[i].operands)
+      user[v] = i;
+  for (std::size_t i = ops.size(); i-- > 0;) {
+    const ValueId r = ops[i].results[0];
+    root[i] = fused_[r] ? root[user[r]] : i;
+  }
+  std::vector<std::size_t> lastRead(m_.numValues(), 0);
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    for (ValueId v : ops[i].operands)
+      lastRead[v] = std::max(lastRead[v], root[i]);
+  for (const auto &[var, next] : options_.updateInPlace) {
+    const std::size_t p = next < producer_.size() ? producer_[next] : SIZE_MAX;
+    if (p == SIZE_MAX || fused_[next] || lastRead[var] > p ||
+        m_.value(var).kind != ValueKind::Variable ||
+        m_.typeOf(var) != m_.typeOf(next))
+      continue;
+    const Op &op = ops[p];
+    if (std::any_of(op.operands.begin(), op.operands.end(),
+                    [&](ValueId v) { return fused_[v]; }))
+      inPlace_[next] = var;
   }
 }
 
@@ -168,12 +204,22 @@ void Lowering::lowerFused(const Op &root, unsigned ipu,
   fused_[root.results[0]] = true;
   const ops::expr::Expr e = exprOf(root.results[0], ipu, root, 0, leaves);
   fused_[root.results[0]] = false;
-  Tensor t = ops::map(graphFor(ipu), e, leaves.tensors, prog_, dc);
+  Tensor t;
+  if (auto it = inPlace_.find(root.results[0]); it != inPlace_.end()) {
+    const ValueId var = it->second;
+    if (!out_.tensors_[var].valid())
+      createLeaf(var, ipu, nullptr, 0);
+    if (out_.ipus_[var] == ipu) {
+      t = out_.tensors_[var];
+      ops::mapWithOutput(graphFor(ipu), e, leaves.tensors, t, prog_, dc);
+    }
+  }
+  if (!t.valid())
+    t = ops::map(graphFor(ipu), e, leaves.tensors, prog_, dc);
   const ValueType &type = m_.typeOf(root.results[0]);
-  TESSERA_INTERNAL_ASSERT(t.elementType() == type.dtype &&
-                              t.shape() == type.shape,
-                          "fused map gave " + t.shapeToString() + " for " +
-                              type.toString());
+  TESSERA_INTERNAL_ASSERT(
+      t.elementType() == type.dtype && t.shape() == type.shape,
+      "fused map gave " + t.shapeToString() + " for " + type.toString());
   out_.tensors_[root.results[0]] = t;
   out_.ipus_[root.results[0]] = ipu;
 }
@@ -335,6 +381,7 @@ LoweredModule Lowering::run() {
   out_.tensors_.assign(m_.numValues(), Tensor());
   out_.ipus_.assign(m_.numValues(), 0);
   planFusion();
+  planInPlaceUpdates();
   for (const Op &op : m_.ops())
     lower(op);
   // Inputs and variables nothing uses still get tensors, for the host to

@@ -102,7 +102,11 @@ Executable Session::build(std::ostream *progress) {
   IPUModel model = modelFor(config_);
   Graph graph(model.getTarget(), replication_factor(config_.replicationFactor));
   Sequence step;
-  const ir::LoweredModule lowered = ir::lowerToGraph(module_, graph, step);
+  ir::LoweringOptions lowering;
+  for (const auto &[var, next] : passes::variableUpdates(module_))
+    lowering.updateInPlace.emplace_back(var, next);
+  const ir::LoweredModule lowered =
+      ir::lowerToGraph(module_, graph, step, lowering);
   Sequence body;
   for (const auto &f : spec_.feeds) {
     const Tensor &t = lowered.tensor(*module_.findValue(f));
@@ -111,8 +115,11 @@ Executable Session::build(std::ostream *progress) {
           graph.addHostToDeviceFIFO(f, t.elementType(), t.numElements()), t));
   }
   body.add(step);
-  for (const auto &[var, next] : passes::variableUpdates(module_))
-    body.add(Copy(lowered.tensor(next), lowered.tensor(var)));
+  for (const auto &[var, next] : passes::variableUpdates(module_)) {
+    const Tensor &from = lowered.tensor(next), &to = lowered.tensor(var);
+    if (from.runs() != to.runs()) // else updated in place
+      body.add(Copy(from, to));
+  }
   for (const auto &o : spec_.outfeeds) {
     const Tensor &t = lowered.tensor(module_.output(o));
     if (!config_.syntheticData)

@@ -227,3 +227,28 @@ TEST(Lowering, FusedValuesHaveNoTensorUnlessKept) {
   keep.keep = {inner.id()};
   EXPECT_EQ(lowerToGraph(m, g2, prog, keep).numFused(), 0u);
 }
+
+// A variable's update is written into the variable when its map is the
+// last reader of the variable's old value; a later reader prevents it.
+TEST(Lowering, UpdateIsWrittenInPlaceOnlyAfterTheVariablesLastReader) {
+  for (bool laterReader : {false, true}) {
+    Module m;
+    Builder b(m);
+    Value x = b.input("x", FLOAT, {8});
+    Value w = b.variable("w", {8}, init::zeros());
+    b.output("y", w * x);
+    Value next = w - x * 0.1;
+    if (laterReader)
+      b.output("z", w * 2.0);
+    b.output("next", next);
+    IPUModel model;
+    model.tilesPerIPU = 2;
+    Graph g(model.createDevice().getTarget());
+    program::Sequence prog;
+    LoweringOptions o;
+    o.updateInPlace = {{w.id(), next.id()}};
+    const LoweredModule l = lowerToGraph(m, g, prog, o);
+    EXPECT_EQ(l.tensor(next).runs() == l.tensor(w).runs(), !laterReader)
+        << (laterReader ? "with" : "without") << " a later reader";
+  }
+}

@@ -53,6 +53,11 @@ struct LoweringOptions {
   /// Values that must keep a tensor even where fusion would inline them
   /// (for reading intermediate values in tests and tools).
   std::vector<ValueId> keep;
+  /// (variable, new value) pairs, as a training step's updates: where the
+  /// new value is a fused map run after every other reader of the
+  /// variable, the map writes into the variable, whose tensor the value
+  /// then shares (no copy back is needed; LoweredModule::tensor tells).
+  std::vector<std::pair<ValueId, ValueId>> updateInPlace;
 };
 
 /// What lowering made: a tensor per value, and where it lives.
