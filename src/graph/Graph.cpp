@@ -223,11 +223,46 @@ Tensor Graph::clone(const Tensor &t, const DebugContext &dc) {
   return clone(t.elementType(), t, dc);
 }
 
+Tensor Graph::cloneInOrder(Type type, const Tensor &t, const DebugContext &dc) {
+  const auto &runs = t.runs();
+  if (runs.empty())
+    return Tensor();
+  const std::uint32_t var = runs[0].var;
+  const VariableData &vd = data_->variables[var];
+  if (vd.numElements != t.numElements())
+    return Tensor();
+  std::vector<bool> seen(vd.numElements, false);
+  for (const Run &r : runs) {
+    if (r.var != var || r.stride == 0)
+      return Tensor();
+    for (std::int64_t i = 0; i < r.count; ++i) {
+      const auto e = static_cast<std::size_t>(r.start + i * r.stride);
+      if (seen[e])
+        return Tensor();
+      seen[e] = true;
+    }
+  }
+  const unsigned last = tileOffset_ + getTarget().getNumTiles();
+  for (const TileInterval &iv : vd.mapping)
+    if (iv.tile < tileOffset_ || iv.tile >= last)
+      return Tensor();
+  const std::vector<TileInterval> mapping = vd.mapping;
+  const std::uint32_t id =
+      addVariable(type, {vd.numElements}, dc).runs()[0].var;
+  data_->variables[id].mapping = mapping;
+  std::vector<Run> view = runs;
+  for (Run &r : view)
+    r.var = id;
+  return Tensor(type, t.shape(), view);
+}
+
 Tensor Graph::clone(Type type, const Tensor &t, const DebugContext &dc) {
   checkTensor(t, "clone");
-  Tensor c = addVariable(
-      type, t.shape(),
-      dc.name.empty() ? DebugContext(getDebugName(t) + "/clone") : dc);
+  const DebugContext name =
+      dc.name.empty() ? DebugContext(getDebugName(t) + "/clone") : dc;
+  if (Tensor c = cloneInOrder(type, t, name); c.valid())
+    return c;
+  Tensor c = addVariable(type, t.shape(), name);
   TileMapping m = getTileMapping(t, false);
   setTileMapping(c, m);
   return c;

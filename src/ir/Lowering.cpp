@@ -263,7 +263,10 @@ void Lowering::createLeaf(ValueId v, unsigned ipu, const Op *op,
   const unsigned home = out_.sharded_ ? info.ipu.value_or(ipu) : 0;
   Graph &g = graphFor(home);
   Tensor t;
-  if (op && home == ipu) {
+  for (const auto &[var, like] : options_.layoutLike)
+    if (var == v && out_.tensors_[like].valid() && out_.ipus_[like] == home)
+      t = g.clone(out_.tensors_[like], nameOf(v));
+  if (!t.valid() && op && home == ipu) {
     std::vector<ValueType> types;
     for (ValueId o : op->operands)
       types.push_back(m_.typeOf(o));

@@ -138,71 +138,19 @@ std::vector<Tensor> memoryPieceTensors(const Graph &graph, const Tensor &t) {
   return out;
 }
 
-namespace {
-
-// When \p like views every element of one fully mapped variable once (a
-// reshape or permutation, such as a matmul operand built of per-tile
-// pieces), a clone of that variable viewed the same way: its elements then
-// lie in memory in like's order too, not just on like's tiles.
-Tensor cloneOfWholeVariable(Graph &graph, const Tensor &like, Type type,
-                            const DebugContext &dc) {
-  const auto &runs = like.runs();
-  if (runs.empty())
-    return Tensor();
-  const std::uint32_t var = runs[0].var;
-  const VariableData &vd = graph.data().variables[var];
-  if (vd.numElements != like.numElements())
-    return Tensor();
-  std::vector<bool> seen(vd.numElements, false);
-  for (const Run &r : runs) {
-    if (r.var != var || r.stride == 0)
-      return Tensor();
-    for (std::int64_t i = 0; i < r.count; ++i) {
-      const auto e = static_cast<std::size_t>(r.start + i * r.stride);
-      if (seen[e])
-        return Tensor();
-      seen[e] = true;
-    }
-  }
-  const unsigned first = graph.getTileOffset();
-  const unsigned last = first + graph.getTarget().getNumTiles();
-  std::size_t mapped = 0;
-  for (const TileInterval &iv : vd.mapping) {
-    if (iv.tile < first || iv.tile >= last)
-      return Tensor();
-    mapped += iv.end - iv.begin;
-  }
-  if (mapped != vd.numElements)
-    return Tensor();
-  const Tensor whole(
-      vd.type, {vd.numElements},
-      {Run{var, 0, 1, static_cast<std::int64_t>(vd.numElements)}});
-  const std::uint32_t id = graph.clone(type, whole, dc).runs()[0].var;
-  std::vector<Run> view = runs;
-  for (Run &r : view)
-    r.var = id;
-  return Tensor(type, like.shape(), view);
-}
-
-} // namespace
-
 Tensor createLike(Graph &graph, const Tensor &like, Type type,
                   const DebugContext &dc) {
-  if (Tensor t = cloneOfWholeVariable(graph, like, type, dc); t.valid())
-    return t;
-  Tensor t = graph.addVariable(type, like.shape(), dc);
   bool usable = true;
   for (const Run &r : like.runs())
     usable = usable && r.stride != 0;
-  TileMapping m = graph.getTileMapping(like, false);
   std::size_t mapped = 0;
-  for (const auto &ivs : m)
+  for (const auto &ivs : graph.getTileMapping(like, false))
     for (const Interval &iv : ivs)
       mapped += iv.size();
   if (usable && mapped == like.numElements())
-    graph.setTileMapping(t, m);
-  else
-    mapTensorLinearly(graph, t);
+    return graph.clone(type, like, dc);
+  Tensor t = graph.addVariable(type, like.shape(), dc);
+  mapTensorLinearly(graph, t);
   return t;
 }
 

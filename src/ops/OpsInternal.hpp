@@ -72,10 +72,9 @@ std::vector<MemoryPiece> memoryPieces(const Graph &graph, const Tensor &t);
 /// memoryPieces as tensors, for connecting to a vertex list field.
 std::vector<Tensor> memoryPieceTensors(const Graph &graph, const Tensor &t);
 
-/// A new variable with the shape of \p like and its tile mapping: when \p
-/// like views one whole variable, a clone of it viewed the same way (so
-/// also in its order in memory); mapped linearly when \p like's mapping is
-/// incomplete or it is a broadcast view.
+/// graph.clone(type, like) (like's tile mapping, and its order in memory
+/// where it views one whole variable); a new variable mapped linearly when
+/// \p like's mapping is incomplete or it is a broadcast view.
 Tensor createLike(Graph &graph, const Tensor &like, Type type,
                   const DebugContext &dc);
 

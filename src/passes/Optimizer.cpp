@@ -15,10 +15,14 @@ void check(bool ok, const std::string &what) {
     throw OptionError("optimizer: " + what);
 }
 
+// The names of the optimizer state of variable "w": "w/<suffix>".
+constexpr std::string_view kStateSuffixes[] = {"momentum", "adam_m", "adam_v"};
+
 // A zero-initialised optimizer state variable like \p w.
 ir::Value stateLike(ir::Builder &b, const ir::Value &w,
                     const std::string &suffix) {
-  return b.variable(w.name() + "/" + suffix, w.shape(), ir::init::zeros(), w.dtype(),
+  return b.variable(w.name() + "/" + suffix, w.shape(), ir::init::zeros(),
+                    w.dtype(),
                     /*trainable=*/false);
 }
 
@@ -147,6 +151,26 @@ variableUpdates(const ir::Module &module) {
                         module.typeOf(o.value).toString() + " but variable \"" +
                         var + "\" is " + module.typeOf(*id).toString());
     out.emplace_back(*id, o.value);
+  }
+  return out;
+}
+
+std::vector<std::pair<ir::ValueId, ir::ValueId>>
+optimizerState(const ir::Module &module) {
+  std::vector<std::pair<ir::ValueId, ir::ValueId>> out;
+  for (const ir::Variable &v : module.variables()) {
+    const std::string &name = module.value(v.value).name;
+    for (std::string_view suffix : kStateSuffixes) {
+      const std::string tail = "/" + std::string(suffix);
+      if (name.size() <= tail.size() ||
+          name.compare(name.size() - tail.size(), tail.size(), tail) != 0)
+        continue;
+      const auto w =
+          module.findValue(name.substr(0, name.size() - tail.size()));
+      if (w && module.value(*w).kind == ir::ValueKind::Variable &&
+          module.typeOf(*w) == module.typeOf(v.value))
+        out.emplace_back(v.value, *w);
+    }
   }
   return out;
 }

@@ -105,6 +105,7 @@ Executable Session::build(std::ostream *progress) {
   ir::LoweringOptions lowering;
   for (const auto &[var, next] : passes::variableUpdates(module_))
     lowering.updateInPlace.emplace_back(var, next);
+  lowering.layoutLike = passes::optimizerState(module_);
   const ir::LoweredModule lowered =
       ir::lowerToGraph(module_, graph, step, lowering);
   Sequence body;

@@ -1,8 +1,8 @@
 // Graph building: variables, constants, tile mappings, vertices and their
 // fields, handles.
+#include "tessera/graph/Graph.hpp"
 #include "tessera/device/IPUModel.hpp"
 #include "tessera/device/Target.hpp"
-#include "tessera/graph/Graph.hpp"
 #include "tessera/support/Error.hpp"
 
 #include <gmock/gmock.h>
@@ -13,7 +13,8 @@ using ::testing::HasSubstr;
 
 namespace {
 Target smallTarget(unsigned tiles = 8) {
-  return Target::createIPUTarget(1, "ipu2", {{"tilesPerIPU", std::to_string(tiles)}});
+  return Target::createIPUTarget(1, "ipu2",
+                                 {{"tilesPerIPU", std::to_string(tiles)}});
 }
 } // namespace
 
@@ -91,6 +92,28 @@ TEST(GraphConstants, CloneKeepsShapeAndMapping) {
                 static_cast<std::uint16_t>(var.initialValue[6]) |
                 static_cast<std::uint16_t>(var.initialValue[7]) << 8)),
             4.0f);
+}
+
+TEST(GraphClone, AViewOfOneWholeVariableKeepsItsOrderInMemory) {
+  Graph g(smallTarget());
+  Tensor v = g.addVariable(FLOAT, {8}, "v");
+  g.setTileMapping(v.slice(0, 4), 0);
+  g.setTileMapping(v.slice(4, 8), 1);
+  // t is the transpose of a 4x2 view: its elements are not in v's order...
+  const Tensor t = v.reshape({4, 2}).transpose();
+  const Tensor c = g.clone(t, "c");
+  EXPECT_EQ(c.shape(), t.shape());
+  EXPECT_EQ(g.getTileMapping(c), g.getTileMapping(t));
+  // ...and so is element i of the clone, of its own variable.
+  ASSERT_EQ(c.runs().size(), t.runs().size());
+  for (std::size_t i = 0; i < t.runs().size(); ++i) {
+    tessera::Run r = t.runs()[i];
+    r.var = c.runs()[0].var;
+    EXPECT_EQ(c.runs()[i], r);
+  }
+  EXPECT_NE(c.runs()[0].var, v.runs()[0].var);
+  // A view of part of a variable is cloned into a new one in its own order.
+  EXPECT_TRUE(g.clone(v.slice(2, 6)).isContiguous());
 }
 
 TEST(GraphConstants, ValueCountMustMatchTheShape) {

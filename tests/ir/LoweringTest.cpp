@@ -252,3 +252,23 @@ TEST(Lowering, UpdateIsWrittenInPlaceOnlyAfterTheVariablesLastReader) {
         << (laterReader ? "with" : "without") << " a later reader";
   }
 }
+
+// A variable laid out like another is its clone: same tiles, same order.
+TEST(Lowering, LayoutLikeClonesTheOtherVariablesLayout) {
+  Module m;
+  Builder b(m);
+  Value x = b.input("x", FLOAT, {16, 64});
+  Value w = b.variable("w", {64, 48}, init::zeros());
+  Value s = b.variable("s", {64, 48}, init::zeros(), FLOAT, false);
+  b.output("y", matmul(x, w));
+  b.output("t", s * 2.0);
+  IPUModel model;
+  model.tilesPerIPU = 16;
+  Graph g(model.createDevice().getTarget());
+  program::Sequence prog;
+  LoweringOptions o;
+  o.layoutLike = {{s.id(), w.id()}};
+  const LoweredModule l = lowerToGraph(m, g, prog, o);
+  EXPECT_EQ(g.getTileMapping(l.tensor(s)), g.getTileMapping(l.tensor(w)));
+  EXPECT_EQ(l.tensor(s).runs().size(), l.tensor(w).runs().size());
+}

@@ -148,3 +148,29 @@ TEST(Optimizer, BadSettingsAreOptionErrors) {
   o.lossScaling = 0;
   EXPECT_THAT(error(o), ::testing::HasSubstr("loss scaling"));
 }
+
+TEST(Optimizer, StateVariablesNameTheVariableTheyBelongTo) {
+  auto stateOf = [](const TrainingOptions &o) {
+    Module m("quadratic");
+    Builder b(m);
+    Value w = b.variable("w", {3}, init::values(kW0));
+    b.variable("w/other", {3}, init::zeros(), FLOAT, false); // not state
+    Value loss = reduceSum(w * w);
+    makeTrainingStep(m, loss, o);
+    std::vector<std::string> names;
+    for (const auto &[state, var] : optimizerState(m)) {
+      EXPECT_EQ(var, w.id());
+      names.push_back(m.value(state).name);
+    }
+    return names;
+  };
+  TrainingOptions adam;
+  adam.optimizer = Adam{};
+  EXPECT_EQ(stateOf(adam), (std::vector<std::string>{"w/adam_m", "w/adam_v"}));
+  TrainingOptions momentum;
+  momentum.optimizer = SGD{0.1, 0.9};
+  EXPECT_EQ(stateOf(momentum), std::vector<std::string>{"w/momentum"});
+  TrainingOptions plain;
+  plain.optimizer = SGD{0.1};
+  EXPECT_TRUE(stateOf(plain).empty());
+}

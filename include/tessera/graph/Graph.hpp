@@ -105,7 +105,11 @@ public:
     return addConstantBytes(type, shape, typeOf<T>(), &value, true, dc);
   }
 
-  /// A new variable with the shape, type and tile mapping of \p t.
+  /// A new variable with the shape, type and tile mapping of \p t. When \p
+  /// t views every element of one variable once (a reshape, transpose or
+  /// reordering of pieces), the clone is that variable's clone viewed the
+  /// same way, so its elements also lie in memory in t's order (Poplar's
+  /// clone preserves the order too).
   Tensor clone(const Tensor &t, const DebugContext &dc = {});
   Tensor clone(Type type, const Tensor &t, const DebugContext &dc = {});
 
@@ -205,6 +209,9 @@ private:
                              std::size_t count);
   VertexData &vertexOf(VertexRef v);
   std::pair<VertexData *, unsigned> fieldOf(const FieldRef &f);
+  /// clone's order-preserving case; an invalid tensor when it does not
+  /// apply (t is not one whole variable of this graph's tiles).
+  Tensor cloneInOrder(Type type, const Tensor &t, const DebugContext &dc);
   void checkTensor(const Tensor &t, const char *what) const;
   void checkHandle(const std::string &handle, const char *what) const;
   Graph(std::shared_ptr<GraphData> data, std::shared_ptr<const Target> target,

@@ -58,6 +58,10 @@ struct LoweringOptions {
   /// variable, the map writes into the variable, whose tensor the value
   /// then shares (no copy back is needed; LoweredModule::tensor tells).
   std::vector<std::pair<ValueId, ValueId>> updateInPlace;
+  /// (variable, like) pairs: the variable is laid out as a clone of like's
+  /// tensor when like is lowered first on its IPU (optimizer state as its
+  /// weight, so their elementwise updates need no rearranging).
+  std::vector<std::pair<ValueId, ValueId>> layoutLike;
 };
 
 /// What lowering made: a tensor per value, and where it lives.

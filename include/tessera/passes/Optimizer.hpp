@@ -78,4 +78,10 @@ std::vector<VariableUpdate> makeTrainingStep(ir::Module &module, ir::Value loss,
 std::vector<std::pair<ir::ValueId, ir::ValueId>>
 variableUpdates(const ir::Module &module);
 
+/// The optimizer state variables of \p module (momentum, Adam's m and v)
+/// with the variable each belongs to: (state, variable) pairs, for laying
+/// the state out as its variable.
+std::vector<std::pair<ir::ValueId, ir::ValueId>>
+optimizerState(const ir::Module &module);
+
 } // namespace tessera::passes
