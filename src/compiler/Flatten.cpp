@@ -344,11 +344,7 @@ private:
     if (!kernel || !s_.options.hostKernels || !plan.scatters.empty())
       return;
     for (unsigned v : s_.data.computeSets[*kernel].vertices) {
-      const VertexData &vd = s_.data.vertices[v];
-      if (!vd.tile)
-        throw GraphError(vertexName(s_.data, v) +
-                         " is not mapped to a tile; call "
-                         "graph.setTileMapping(vertex, tile)");
+      const VertexData &vd = mappedVertex(v);
       const auto &fields = vd.vertexClass->info.fields;
       for (unsigned f = 0; f < fields.size(); ++f) {
         const FieldBinding &b = vd.fields[f];
@@ -372,12 +368,18 @@ private:
     plan.gathers.clear();
   }
 
-  void planVertex(ComputeSetPlan &plan, unsigned v) {
+  // Vertex v, which must be mapped to a tile.
+  const VertexData &mappedVertex(unsigned v) const {
     const VertexData &vd = s_.data.vertices[v];
     if (!vd.tile)
       throw GraphError(vertexName(s_.data, v) +
                        " is not mapped to a tile; call "
                        "graph.setTileMapping(vertex, tile)");
+    return vd;
+  }
+
+  void planVertex(ComputeSetPlan &plan, unsigned v) {
+    const VertexData &vd = mappedVertex(v);
     const auto &fields = vd.vertexClass->info.fields;
     for (unsigned f = 0; f < fields.size(); ++f) {
       const codelet::FieldInfo &fi = fields[f];

@@ -52,6 +52,20 @@ template <typename T> void fromFloat(const float *src, T *dst, std::size_t n) {
     matmul::floatToHalf(src, dst, n);
 }
 
+// Whether the entries hold exactly rows x width elements (width > 0); if so,
+// `buffer` is made large enough for all of them.
+template <typename List>
+bool holdsMatrix(const List &entries, std::size_t rows, std::size_t width,
+                 std::vector<float> &buffer) {
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    total += entries[i].size();
+  if (width == 0 || total != rows * width)
+    return false;
+  buffer.resize(std::max(buffer.size(), total));
+  return true;
+}
+
 // Row pointers over a list of entries whose concatenation is a row-major
 // matrix of `rows` rows of `width`: rows inside one float entry are read
 // where they lie, rows cut by an entry's end are assembled in `buffer`, and
@@ -61,12 +75,8 @@ template <typename T, typename List>
 bool rowsOf(const List &entries, std::size_t rows, std::size_t width,
             std::vector<float> &buffer, std::vector<const float *> &out) {
   out.clear();
-  std::size_t total = 0;
-  for (std::size_t i = 0; i < entries.size(); ++i)
-    total += entries[i].size();
-  if (width == 0 || total != rows * width)
+  if (!holdsMatrix(entries, rows, width, buffer))
     return false;
-  buffer.resize(std::max(buffer.size(), total));
   if constexpr (!std::is_same_v<T, float>) {
     float *dst = buffer.data();
     for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -116,12 +126,8 @@ bool transposedRowsOf(const List &entries, std::size_t rows, std::size_t width,
                       std::vector<float> &buffer,
                       std::vector<const float *> &out) {
   out.clear();
-  std::size_t total = 0;
-  for (std::size_t i = 0; i < entries.size(); ++i)
-    total += entries[i].size();
-  if (width == 0 || total != rows * width)
+  if (!holdsMatrix(entries, rows, width, buffer))
     return false;
-  buffer.resize(std::max(buffer.size(), total));
   float *dst = buffer.data();
   std::size_t r = 0, c = 0; // the next element's place in the matrix
   for (std::size_t i = 0; i < entries.size(); ++i) {
