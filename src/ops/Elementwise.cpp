@@ -132,6 +132,67 @@ joinRegions(const std::vector<std::pair<std::size_t, std::size_t>> &regions,
   return out;
 }
 
+// What one map vertex is connected to: its regions' inputs, flag inputs,
+// outputs and first output indices.
+struct MapFields {
+  std::vector<Tensor> in, flagIn, outs;
+  std::vector<unsigned> bases;
+  void append(const MapFields &o) {
+    in.insert(in.end(), o.in.begin(), o.in.end());
+    flagIn.insert(flagIn.end(), o.flagIn.begin(), o.flagIn.end());
+    outs.insert(outs.end(), o.outs.begin(), o.outs.end());
+    bases.insert(bases.end(), o.bases.begin(), o.bases.end());
+  }
+};
+
+VertexRef addMapVertex(Graph &graph, ComputeSet cs, const std::string &cls,
+                       const MapFields &f, const mapcode::Program &code,
+                       unsigned tile, std::uint64_t estimate) {
+  VertexRef v = graph.addVertex(cs, cls);
+  graph.setPerfEstimate(v, estimate);
+  graph.setFieldSize(v["in"], f.in.size());
+  graph.setFieldSize(v["flags"], f.flagIn.size());
+  graph.setFieldSize(v["out"], f.outs.size());
+  if (!f.in.empty())
+    graph.connect(v["in"], f.in);
+  if (!f.flagIn.empty())
+    graph.connect(v["flags"], f.flagIn);
+  graph.connect(v["out"], f.outs);
+  graph.setInitialValue(
+      v["code"], std::vector<unsigned>(code.code.begin(), code.code.end()));
+  graph.setInitialValue(v["constants"], words(code.constants));
+  graph.setInitialValue(v["indexBase"], f.bases);
+  graph.setTileMapping(v, tile);
+  return v;
+}
+
+// A map whose tiles hold few elements each costs the host more to start a
+// vertex per tile than to compute: its host kernel (Graph::setHostKernel)
+// runs the same regions, the same way, in about 16 vertices.
+constexpr std::size_t kHostMapMaxElementsPerTile = 64;
+void addMapHostKernel(Graph &graph, ComputeSet cs, const std::string &cls,
+                      const std::vector<MapFields> &tiles,
+                      const mapcode::Program &code, std::size_t elements,
+                      const DebugContext &dc) {
+  if (tiles.size() < 2 || elements > kHostMapMaxElementsPerTile * tiles.size())
+    return;
+  ComputeSet kernel = graph.addComputeSet(DebugContext(dc, "host"));
+  const std::size_t per = (elements + 15) / 16;
+  MapFields group;
+  std::size_t filled = 0;
+  for (std::size_t t = 0; t < tiles.size(); ++t) {
+    group.append(tiles[t]);
+    for (const Tensor &o : tiles[t].outs)
+      filled += o.numElements();
+    if (filled >= per || t + 1 == tiles.size()) {
+      addMapVertex(graph, kernel, cls, group, code, 0, filled);
+      group = MapFields();
+      filled = 0;
+    }
+  }
+  graph.setHostKernel(cs, kernel);
+}
+
 // The core of every map: one vertex per worker region of `out`.
 void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
              const Tensor &out, Sequence &prog, const DebugContext &dc) {
@@ -161,8 +222,6 @@ void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
                        : broadcastTo(t, out.shape()).flatten());
   }
   const mapcode::Program code = mapcode::compile(e, slot, isBool);
-  const std::vector<unsigned> codeWords(code.code.begin(), code.code.end());
-  const std::vector<unsigned> constWords = words(code.constants);
   const std::string cls =
       templateName("tessera::ops::Map", {inType, out.elementType()});
   ComputeSet cs = graph.addComputeSet(dc);
@@ -181,6 +240,7 @@ void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
   // worker shares Poplar would give the tile.
   const std::vector<WorkerPiece> shares =
       splitByWorker(graph, outFlat, 6, grain);
+  std::vector<MapFields> perTile;
   for (std::size_t first = 0; first < shares.size();) {
     const unsigned tile = shares[first].tile;
     std::vector<std::pair<std::size_t, std::size_t>> regions;
@@ -209,33 +269,21 @@ void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
     busiest +=
         (starts + MultiVertex::numWorkers() - 1) / MultiVertex::numWorkers();
     first = next;
-    VertexRef v = graph.addVertex(cs, cls);
-    std::vector<Tensor> in, flagIn, outs;
-    std::vector<unsigned> bases;
+    MapFields f;
     // The index an element's value may depend on is its place in the
     // output, so only maps without it join regions out of that order.
     for (const Region &r : joinRegions(regions, operands, !usesIndex)) {
-      const auto first = r.operands.begin();
-      in.insert(in.end(), first, first + data.size());
-      flagIn.insert(flagIn.end(), first + data.size(),
-                    first + data.size() + flags.size());
-      outs.push_back(r.operands.back());
-      bases.push_back(static_cast<unsigned>(r.begin));
+      const auto begin = r.operands.begin();
+      f.in.insert(f.in.end(), begin, begin + data.size());
+      f.flagIn.insert(f.flagIn.end(), begin + data.size(),
+                      begin + data.size() + flags.size());
+      f.outs.push_back(r.operands.back());
+      f.bases.push_back(static_cast<unsigned>(r.begin));
     }
-    graph.setPerfEstimate(v, busiest);
-    graph.setFieldSize(v["in"], in.size());
-    graph.setFieldSize(v["flags"], flagIn.size());
-    graph.setFieldSize(v["out"], outs.size());
-    if (!in.empty())
-      graph.connect(v["in"], in);
-    if (!flagIn.empty())
-      graph.connect(v["flags"], flagIn);
-    graph.connect(v["out"], outs);
-    graph.setInitialValue(v["code"], codeWords);
-    graph.setInitialValue(v["constants"], constWords);
-    graph.setInitialValue(v["indexBase"], bases);
-    graph.setTileMapping(v, tile);
+    addMapVertex(graph, cs, cls, f, code, tile, busiest);
+    perTile.push_back(std::move(f));
   }
+  addMapHostKernel(graph, cs, cls, perTile, code, out.numElements(), dc);
   prog.add(program::Execute(cs, dc));
 }
 

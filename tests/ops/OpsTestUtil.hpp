@@ -28,15 +28,18 @@ struct RunResult {
   std::vector<std::vector<double>> outputs;
   std::uint64_t cycles = 0;
   std::size_t computeSteps = 0;
+  std::size_t hostKernelSteps = 0; ///< compute steps run by a host kernel
 };
 
 using OpBuilder = std::function<std::vector<Tensor>(
     Graph &, const std::vector<Tensor> &, program::Sequence &)>;
 
 /// Builds inputs (mapped linearly), calls \p build for the outputs, runs
-/// once on a model of \p tiles tiles, returns the outputs.
+/// once on a model of \p tiles tiles (with \p engineOptions), returns the
+/// outputs.
 inline RunResult runOp(unsigned tiles, const std::vector<HostTensor> &inputs,
-                       const OpBuilder &build) {
+                       const OpBuilder &build,
+                       const OptionFlags &engineOptions = {}) {
   IPUModel model;
   model.tilesPerIPU = tiles;
   Device device = model.createDevice();
@@ -54,7 +57,7 @@ inline RunResult runOp(unsigned tiles, const std::vector<HostTensor> &inputs,
   std::vector<Tensor> outs = build(g, ins, prog);
   for (std::size_t i = 0; i < outs.size(); ++i)
     g.createHostRead("out" + std::to_string(i), outs[i]);
-  Engine e(g, prog);
+  Engine e(g, prog, engineOptions);
   e.load(device);
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const HostTensor &h = inputs[i];
@@ -69,7 +72,8 @@ inline RunResult runOp(unsigned tiles, const std::vector<HostTensor> &inputs,
   for (std::size_t i = 0; i < outs.size(); ++i) {
     const Type t = outs[i].elementType();
     std::vector<std::byte> raw(outs[i].numElements() * typeSize(t));
-    e.readTensor("out" + std::to_string(i), raw.data(), raw.data() + raw.size());
+    e.readTensor("out" + std::to_string(i), raw.data(),
+                 raw.data() + raw.size());
     std::vector<double> v(outs[i].numElements());
     for (std::size_t k = 0; k < v.size(); ++k)
       v[k] = elementAsDouble(t, raw.data() + k * typeSize(t));
@@ -77,8 +81,10 @@ inline RunResult runOp(unsigned tiles, const std::vector<HostTensor> &inputs,
   }
   for (std::uint64_t c : e.getCycleCounts())
     r.cycles += c;
-  for (const Step &s : e.getExecutable().steps)
+  for (const Step &s : e.getExecutable().steps) {
     r.computeSteps += s.kind == StepKind::Compute;
+    r.hostKernelSteps += s.kind == StepKind::Compute && s.count > 0;
+  }
   return r;
 }
 
