@@ -194,36 +194,52 @@ void addMapHostKernel(Graph &graph, ComputeSet cs, const std::string &cls,
 }
 
 // The core of every map: one vertex per worker region of `out`.
-void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
-             const Tensor &out, Sequence &prog, const DebugContext &dc) {
-  checkSupported("the output", out.elementType());
-  // One non-BOOL input type per vertex: others are cast to it first.
-  Type inType = BOOL;
+// A map's inputs as its vertices read them: of one non-BOOL type (others
+// cast to it first), in the output's layout where they have its shape,
+// flattened (broadcast to the output's shape unless a single element), and
+// split into the data and the BOOL flag lists; `slot` and `isBool` say
+// where each input went.
+struct MapInputs {
+  Type type = BOOL;
+  std::vector<Tensor> data, flags;
+  std::vector<unsigned> slot;
+  std::vector<bool> isBool;
+};
+MapInputs mapInputs(Graph &graph, const std::vector<Tensor> &ts,
+                    const Tensor &out, Sequence &prog, const DebugContext &dc) {
+  MapInputs m;
   for (const Tensor &t : ts) {
     checkSupported("an input", t.elementType());
-    if (inType == BOOL && t.elementType() != BOOL)
-      inType = t.elementType();
+    if (m.type == BOOL && t.elementType() != BOOL)
+      m.type = t.elementType();
   }
-  std::vector<unsigned> slot(ts.size());
-  std::vector<bool> isBool(ts.size());
-  std::vector<Tensor> data, flags;
-  const Tensor outFlat = out.flatten();
-  const std::vector<MemoryPiece> outPieces = memoryPieces(graph, outFlat);
+  m.slot.resize(ts.size());
+  m.isBool.resize(ts.size());
+  const std::vector<MemoryPiece> outPieces = memoryPieces(graph, out.flatten());
   for (std::size_t k = 0; k < ts.size(); ++k) {
     Tensor t = ts[k];
-    if (t.elementType() != inType && t.elementType() != BOOL)
-      t = cast(graph, t, inType, prog, DebugContext(dc, "cast"));
+    if (t.elementType() != m.type && t.elementType() != BOOL)
+      t = cast(graph, t, m.type, prog, DebugContext(dc, "cast"));
     t = inOutputLayout(graph, t, out, outPieces, prog, dc);
-    isBool[k] = t.elementType() == BOOL && inType != BOOL;
-    auto &list = isBool[k] ? flags : data;
-    slot[k] = static_cast<unsigned>(list.size());
+    m.isBool[k] = t.elementType() == BOOL && m.type != BOOL;
+    auto &list = m.isBool[k] ? m.flags : m.data;
+    m.slot[k] = static_cast<unsigned>(list.size());
     list.push_back(t.numElements() == 1
                        ? t.flatten()
                        : broadcastTo(t, out.shape()).flatten());
   }
-  const mapcode::Program code = mapcode::compile(e, slot, isBool);
+  return m;
+}
+
+void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
+             const Tensor &out, Sequence &prog, const DebugContext &dc) {
+  checkSupported("the output", out.elementType());
+  const MapInputs inputs = mapInputs(graph, ts, out, prog, dc);
+  const std::vector<Tensor> &data = inputs.data, &flags = inputs.flags;
+  const Tensor outFlat = out.flatten();
+  const mapcode::Program code = mapcode::compile(e, inputs.slot, inputs.isBool);
   const std::string cls =
-      templateName("tessera::ops::Map", {inType, out.elementType()});
+      templateName("tessera::ops::Map", {inputs.type, out.elementType()});
   ComputeSet cs = graph.addComputeSet(dc);
   bool usesIndex = false;
   for (std::size_t i = 0; i < code.code.size(); i += 2)
