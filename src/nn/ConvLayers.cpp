@@ -59,16 +59,9 @@ Conv2D::Conv2D(unsigned filters, Size2 kernel, Conv2DOptions options)
     throw ShapeError("Conv2D: filters must be at least 1");
 }
 
-namespace {
-Conv2DOptions withActivation(const std::string &activation) {
-  Conv2DOptions o;
-  o.activation = activationFromName(activation);
-  return o;
-}
-} // namespace
-
 Conv2D::Conv2D(unsigned filters, Size2 kernel, const std::string &activation)
-    : Conv2D(filters, kernel, withActivation(activation)) {}
+    : Conv2D(filters, kernel,
+             detail::withActivation<Conv2DOptions>(activation)) {}
 
 Activations Conv2D::call(BuildContext &ctx, const Activations &in) const {
   requireImages(*this, in);

@@ -5,6 +5,8 @@
 #include "NnInternal.hpp"
 
 #include <algorithm>
+#include <string_view>
+#include <utility>
 
 namespace tessera::nn {
 namespace detail {
@@ -47,39 +49,30 @@ std::pair<unsigned, unsigned> samePadding(std::size_t in, unsigned k,
 using detail::describeLayer;
 using detail::kerasShape;
 
+namespace {
+// Each activation with its Keras name: the one table both directions read.
+constexpr std::pair<Activation, std::string_view> kActivationNames[] = {
+    {Activation::Linear, "linear"},   {Activation::Relu, "relu"},
+    {Activation::Sigmoid, "sigmoid"}, {Activation::Tanh, "tanh"},
+    {Activation::Gelu, "gelu"},       {Activation::Softmax, "softmax"}};
+} // namespace
+
 Activation activationFromName(const std::string &name) {
-  if (name.empty() || name == "linear")
+  if (name.empty())
     return Activation::Linear;
-  if (name == "relu")
-    return Activation::Relu;
-  if (name == "sigmoid")
-    return Activation::Sigmoid;
-  if (name == "tanh")
-    return Activation::Tanh;
-  if (name == "gelu")
-    return Activation::Gelu;
-  if (name == "softmax")
-    return Activation::Softmax;
-  throw OptionError("unknown activation \"" + name +
-                    "\"; use one of linear, relu, sigmoid, tanh, gelu, "
-                    "softmax");
+  std::string known;
+  for (const auto &[a, n] : kActivationNames) {
+    if (name == n)
+      return a;
+    known += (known.empty() ? "" : ", ") + std::string(n);
+  }
+  throw OptionError("unknown activation \"" + name + "\"; use one of " + known);
 }
 
 std::string activationName(Activation a) {
-  switch (a) {
-  case Activation::Linear:
-    return "linear";
-  case Activation::Relu:
-    return "relu";
-  case Activation::Sigmoid:
-    return "sigmoid";
-  case Activation::Tanh:
-    return "tanh";
-  case Activation::Gelu:
-    return "gelu";
-  case Activation::Softmax:
-    return "softmax";
-  }
+  for (const auto &[x, n] : kActivationNames)
+    if (x == a)
+      return std::string(n);
   return "linear";
 }
 
@@ -232,16 +225,8 @@ Dense::Dense(unsigned units, DenseOptions options)
     throw ShapeError("Dense: units must be at least 1");
 }
 
-namespace {
-DenseOptions withActivation(const std::string &activation) {
-  DenseOptions o;
-  o.activation = activationFromName(activation);
-  return o;
-}
-} // namespace
-
 Dense::Dense(unsigned units, const std::string &activation)
-    : Dense(units, withActivation(activation)) {}
+    : Dense(units, detail::withActivation<DenseOptions>(activation)) {}
 
 Activations Dense::call(BuildContext &ctx, const Activations &in) const {
   requireFloat(in);

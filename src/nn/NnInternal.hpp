@@ -16,6 +16,15 @@ std::string kerasShape(const Shape &withBatch);
 std::uint64_t mixSeed(std::uint64_t a, std::uint64_t b);
 std::uint64_t hashString(const std::string &s);
 
+/// Default options of a layer (DenseOptions, Conv2DOptions) but for the
+/// activation named \p activation.
+template <typename Options>
+Options withActivation(const std::string &activation) {
+  Options o;
+  o.activation = activationFromName(activation);
+  return o;
+}
+
 /// "dense (Dense)", as messages and summary() name a layer.
 std::string describeLayer(const Layer &layer);
 
