@@ -23,4 +23,9 @@ EngineOptions EngineOptions::parse(const OptionFlags &flags) {
   return o;
 }
 
+std::string EngineOptions::compileKey() const {
+  return "hostKernels=" + std::to_string(hostKernels) +
+         " allowOutOfMemory=" + std::to_string(allowOutOfMemory);
+}
+
 } // namespace tessera

@@ -59,10 +59,7 @@ std::string cacheKey(const ir::Module &module, const Config &config,
           " arch=" + config.ipuModel.version +
           " synthetic=" + std::to_string(config.syntheticData) +
           " steps=" + std::to_string(spec.stepsPerExecution);
-  // Engine options that change what is compiled (the others act at run).
-  const EngineOptions o = EngineOptions::parse(engineFlags(config));
-  text += " hostKernels=" + std::to_string(o.hostKernels) +
-          " allowOutOfMemory=" + std::to_string(o.allowOutOfMemory);
+  text += " " + EngineOptions::parse(engineFlags(config)).compileKey();
   for (const auto &f : spec.feeds)
     text += " feed=" + f;
   for (const auto &o : spec.outfeeds)

@@ -34,6 +34,9 @@ struct EngineOptions {
   bool hostKernels = true;
 
   bool profileGraph() const { return autoReportAll || autoReportGraph; }
+  /// The options that change what is compiled (not how it runs), as text
+  /// for executable cache keys.
+  std::string compileKey() const;
   bool profileExecution() const {
     return autoReportAll || autoReportExecution || instrument;
   }
