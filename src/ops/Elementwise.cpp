@@ -82,52 +82,48 @@ Tensor inOutputLayout(Graph &graph, const Tensor &t, const Tensor &out,
 // operand are not consecutive elements but are consecutive in memory); each
 // joined region's operands are given as one run. Scalar inputs stay whole.
 struct Region {
-  std::size_t begin = 0, end = 0;
+  std::size_t begin = 0;        ///< the flat output index of its first element
   std::vector<Tensor> operands; ///< data inputs, flag inputs, then out
+  /// Per operand, its one run when every non-scalar operand is one
+  /// contiguous run (scalars: an empty run); empty otherwise.
+  std::vector<Run> runs;
 };
 std::vector<Region>
 joinRegions(const std::vector<std::pair<std::size_t, std::size_t>> &regions,
             const std::vector<Tensor> &operands, bool join) {
   std::vector<Region> out;
-  std::vector<std::vector<Run>> runs; // per joined region, per operand
   for (const auto &[b, e] : regions) {
-    Region r{b, e, {}};
-    std::vector<Run> mine;
+    Region r{b, {}, {}};
     bool contiguous = join;
     for (const Tensor &t : operands) {
-      if (t.numElements() == 1) {
-        r.operands.push_back(t);
-        mine.push_back(Run{});
-        continue;
-      }
-      r.operands.push_back(t.slice(b, e));
+      r.operands.push_back(t.numElements() == 1 ? t : t.slice(b, e));
       const auto &rs = r.operands.back().runs();
-      contiguous = contiguous && rs.size() == 1 && rs[0].stride == 1;
-      mine.push_back(contiguous ? rs[0] : Run{});
+      const bool scalar = t.numElements() == 1;
+      contiguous =
+          contiguous && (scalar || (rs.size() == 1 && rs[0].stride == 1));
+      r.runs.push_back(contiguous && !scalar ? rs[0] : Run{});
     }
-    if (contiguous && !out.empty() && !runs.back().empty()) {
-      bool follows = true;
-      for (std::size_t k = 0; k < operands.size() && follows; ++k)
-        follows =
-            operands[k].numElements() == 1 ||
-            (mine[k].var == runs.back()[k].var &&
-             mine[k].start == runs.back()[k].start + runs.back()[k].count);
-      if (follows) {
-        for (std::size_t k = 0; k < operands.size(); ++k) {
-          if (operands[k].numElements() == 1)
-            continue;
-          Run &joined = runs.back()[k];
-          joined.count += mine[k].count;
-          out.back().operands[k] =
-              Tensor(operands[k].elementType(),
-                     {static_cast<std::size_t>(joined.count)}, {joined});
-        }
-        out.back().end = e;
+    if (!contiguous)
+      r.runs.clear();
+    Region *last = out.empty() ? nullptr : &out.back();
+    bool follows = contiguous && last && !last->runs.empty();
+    for (std::size_t k = 0; follows && k < operands.size(); ++k)
+      follows = operands[k].numElements() == 1 ||
+                (r.runs[k].var == last->runs[k].var &&
+                 r.runs[k].start == last->runs[k].start + last->runs[k].count);
+    if (!follows) {
+      out.push_back(std::move(r));
+      continue;
+    }
+    for (std::size_t k = 0; k < operands.size(); ++k) {
+      if (operands[k].numElements() == 1)
         continue;
-      }
+      Run &joined = last->runs[k];
+      joined.count += r.runs[k].count;
+      last->operands[k] =
+          Tensor(operands[k].elementType(),
+                 {static_cast<std::size_t>(joined.count)}, {joined});
     }
-    runs.push_back(contiguous ? mine : std::vector<Run>{});
-    out.push_back(std::move(r));
   }
   return out;
 }
