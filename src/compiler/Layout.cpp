@@ -7,7 +7,11 @@
 #include "tessera/support/Logging.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <iterator>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace tessera::compiler {
 namespace {
@@ -142,6 +146,64 @@ struct Block {
   bool always = false;
 };
 
+// The bytes in use at each step of one tile, as sorted, disjoint, coalesced
+// ranges. First fit packs blocks side by side, so a step holds a few ranges
+// however many blocks are live in it (a compute set's operand temporaries
+// can number thousands a tile).
+class Occupancy {
+public:
+  using Range = std::pair<std::uint64_t, std::uint64_t>; ///< [lo, hi)
+
+  explicit Occupancy(std::int64_t lastStep)
+      : steps_(static_cast<std::size_t>(lastStep) + 1) {}
+
+  // The lowest offset from \p floor where \p bytes fit free in every step
+  // of [begin, end].
+  std::uint64_t firstFit(std::int64_t begin, std::int64_t end,
+                         std::uint64_t floor, std::uint64_t bytes) {
+    busy_.clear();
+    for (std::int64_t t = begin; t <= end; ++t) {
+      const auto &r = steps_[static_cast<std::size_t>(t)];
+      busy_.insert(busy_.end(), r.begin(), r.end());
+    }
+    std::sort(busy_.begin(), busy_.end());
+    std::uint64_t off = floor;
+    for (const auto &[lo, hi] : busy_) {
+      if (off + bytes <= lo)
+        break;
+      off = std::max(off, hi);
+    }
+    return off;
+  }
+
+  // Marks [lo, hi) used in every step of [begin, end]; it must be free.
+  void occupy(std::int64_t begin, std::int64_t end, std::uint64_t lo,
+              std::uint64_t hi) {
+    if (lo == hi)
+      return;
+    for (std::int64_t t = begin; t <= end; ++t) {
+      auto &r = steps_[static_cast<std::size_t>(t)];
+      auto next = std::lower_bound(r.begin(), r.end(), Range{lo, hi});
+      const bool joinsPrev = next != r.begin() && std::prev(next)->second == lo;
+      const bool joinsNext = next != r.end() && next->first == hi;
+      if (joinsPrev && joinsNext) {
+        std::prev(next)->second = next->second;
+        r.erase(next);
+      } else if (joinsPrev) {
+        std::prev(next)->second = hi;
+      } else if (joinsNext) {
+        next->first = lo;
+      } else {
+        r.insert(next, Range{lo, hi});
+      }
+    }
+  }
+
+private:
+  std::vector<std::vector<Range>> steps_;
+  std::vector<Range> busy_;
+};
+
 // First fit: the lowest offset that collides with no placed block whose
 // lifetime overlaps.
 std::uint64_t placeTile(std::vector<Block> &blocks) {
@@ -150,8 +212,11 @@ std::uint64_t placeTile(std::vector<Block> &blocks) {
       return a.always;
     return a.bytes > b.bytes;
   });
+  std::int64_t lastStep = 0;
+  for (const Block &b : blocks)
+    lastStep = std::max(lastStep, b.end);
+  Occupancy used(lastStep);
   std::uint64_t top = 0, alwaysTop = 0;
-  std::vector<const Block *> placed;
   for (Block &b : blocks) {
     if (b.always) {
       b.offset = alwaysTop;
@@ -159,20 +224,9 @@ std::uint64_t placeTile(std::vector<Block> &blocks) {
       top = alwaysTop;
       continue;
     }
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> busy;
-    for (const Block *p : placed)
-      if (p->begin <= b.end && b.begin <= p->end)
-        busy.emplace_back(p->offset, p->offset + p->bytes);
-    std::sort(busy.begin(), busy.end());
-    std::uint64_t off = alwaysTop;
-    for (const auto &[lo, hi] : busy) {
-      if (off + b.bytes <= lo)
-        break;
-      off = std::max(off, hi);
-    }
-    b.offset = off;
-    top = std::max(top, off + b.bytes);
-    placed.push_back(&b);
+    b.offset = used.firstFit(b.begin, b.end, alwaysTop, b.bytes);
+    used.occupy(b.begin, b.end, b.offset, b.offset + b.bytes);
+    top = std::max(top, b.offset + b.bytes);
   }
   return top;
 }

@@ -139,6 +139,56 @@ TEST(CompilerMemory, ValuesWithDisjointLifetimesShareBytes) {
   EXPECT_EQ(res, in);
 }
 
+TEST(CompilerMemory, ManyOperandTemporariesPackSideBySideAndReuseBytes) {
+  Device device = modelDevice();
+  Graph g(device.getTarget());
+  addTestCodelets(g);
+  constexpr std::size_t n = 300, w = 16;
+  Tensor x = g.addVariable(FLOAT, {n * w}, "x");
+  g.setTileMapping(x, 0);
+  std::vector<float> init(n * w);
+  for (std::size_t i = 0; i < init.size(); ++i)
+    init[i] = float(i % 97);
+  g.setInitialValue(x, init);
+  Sequence prog;
+  std::vector<Tensor> sums;
+  for (int set = 0; set < 2; ++set) {
+    sums.push_back(g.addVariable(FLOAT, {n}, "s" + std::to_string(set)));
+    g.setTileMapping(sums.back(), 1);
+    g.createHostRead("s" + std::to_string(set), sums.back());
+    ComputeSet cs = g.addComputeSet();
+    // The second set reads the pieces in the other order.
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t p = set == 0 ? i : n - 1 - i;
+      VertexRef v = g.addVertex(
+          cs, "SumVertex",
+          {{"in", x.slice(p * w, (p + 1) * w)}, {"out", sums.back()[i]}});
+      g.setTileMapping(v, 1);
+    }
+    prog.add(Execute(cs));
+  }
+  Executable exe = compileGraph(g, {prog});
+  // Each set brings its 300 pieces of 64 bytes to tile 1, all live at once;
+  // they pack without gaps, and the second set's reuse the first's bytes.
+  const TileMemory &m = exe.tileMemory[1];
+  EXPECT_EQ(m.temporaries + m.notAlwaysLive, n * w * 4);
+
+  Engine e(std::move(exe));
+  e.load(device);
+  e.run();
+  for (std::size_t set = 0; set < 2; ++set) {
+    std::vector<float> got(n);
+    e.readTensor("s" + std::to_string(set), got.data(), got.data() + n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t p = set == 0 ? i : n - 1 - i;
+      float want = 0;
+      for (std::size_t k = p * w; k < (p + 1) * w; ++k)
+        want += init[k];
+      ASSERT_EQ(got[i], want) << "set " << set << " sum " << i;
+    }
+  }
+}
+
 TEST(CompilerMemory, ValueReadBeforeWrittenStaysLiveAcrossRuns) {
   Device device = modelDevice();
   Graph g(device.getTarget());
