@@ -308,6 +308,12 @@ private:
         static_cast<std::uint32_t>(s_.exe.switchTable.size()) - first;
   }
 
+  template <typename Map> static void reserveFor(Map &m, std::size_t more) {
+    const std::size_t need = m.size() + more;
+    if (need > m.bucket_count() * m.max_load_factor())
+      m.reserve(std::max(need, 2 * m.size()));
+  }
+
   void planComputeSet(unsigned cs) {
     ComputeSetPlan &plan = s_.csPlans[cs];
     plan.planned = true;
@@ -326,9 +332,10 @@ private:
       }
     }
     // Vertices with many entries (a convolution's rows) would otherwise
-    // rehash these maps over and over.
-    s_.substitutions.reserve(s_.substitutions.size() + operands);
-    s_.inPlaceSources.reserve(s_.inPlaceSources.size() + operands);
+    // rehash these maps over and over; growing them at least twofold keeps
+    // the rehashes of all compute sets together linear.
+    reserveFor(s_.substitutions, operands);
+    reserveFor(s_.inPlaceSources, operands);
     for (unsigned v : s_.data.computeSets[cs].vertices)
       planVertex(plan, v);
     planHostKernel(cs);
@@ -428,23 +435,24 @@ private:
     s_.intervalAddr.emplace_back();
     Tensor temp(t.elementType(), {t.numElements()},
                 {Run{id, 0, 1, static_cast<std::int64_t>(t.numElements())}});
-    s_.substitutions[State::substitutionKey(v, f, i)] = temp;
+    s_.substitutions.emplace(State::substitutionKey(v, f, i), temp);
     unsigned srcTile = 0;
     // The IPU would copy the operand over the exchange; the simulator lets
     // the vertex read a contiguous source where it lies, since no vertex of
     // this compute set writes the source and so the result cannot differ.
     // The temporary keeps its memory and the copy keeps its cost.
+    const Tensor flat = t.flatten();
     if (fi.direction == codelet::Direction::Input &&
         contiguousInOneInterval(s_, t, &srcTile) &&
         !writtenVars_.count(t.runs()[0].var)) {
-      s_.inPlaceSources[State::substitutionKey(v, f, i)] = t.flatten();
-      plan.costOnlyGathers.emplace_back(t.flatten(), temp);
+      s_.inPlaceSources.emplace(State::substitutionKey(v, f, i), flat);
+      plan.costOnlyGathers.emplace_back(flat, std::move(temp));
       return;
     }
     if (fi.direction != codelet::Direction::Output)
-      plan.gathers.emplace_back(t.flatten(), temp);
+      plan.gathers.emplace_back(flat, temp);
     if (fi.direction != codelet::Direction::Input)
-      plan.scatters.emplace_back(temp, t.flatten());
+      plan.scatters.emplace_back(std::move(temp), flat);
   }
 
   State &s_;
