@@ -78,8 +78,8 @@ Built buildGraph(const Target &target, Layout layout) {
     for (std::size_t i = 0; i < perSet; ++i) {
       // Spread each set over all variables; alternate which half is read.
       const std::size_t v = (i + s * 997) % kVariables;
-      // Variable v + 1 lives on the next tile (10000 is a multiple of
-      // neither 1472 nor 16, so at the wrap the tile differs too).
+      // Variable v + 1 lives on the next tile; at the wrap, variables 9999
+      // and 0 lie on different tiles too (tiles 1167 and 0, or 15 and 0).
       const std::size_t src = remoteInputs ? (v + 1) % kVariables : v;
       const bool up = (s % 2) == 0;
       const Tensor in = up ? vars[src].slice(0, half)
