@@ -146,14 +146,14 @@ struct Block {
   bool always = false;
 };
 
-// The bytes in use at each step of one tile, as sorted, disjoint, coalesced
-// ranges. First fit packs blocks side by side, so a step holds a few ranges
-// however many blocks are live in it (a compute set's operand temporaries
-// can number thousands a tile).
+// The bytes in use on one tile over time. A block live for a few steps is
+// recorded in each of its steps as sorted, disjoint, coalesced ranges: first
+// fit packs blocks side by side, so a step holds a few ranges however many
+// blocks are live in it (a compute set's operand temporaries can number
+// thousands a tile). A block live for many steps is kept whole in one list
+// instead, so no block costs more than a scan of the placed ones.
 class Occupancy {
 public:
-  using Range = std::pair<std::uint64_t, std::uint64_t>; ///< [lo, hi)
-
   explicit Occupancy(std::int64_t lastStep)
       : steps_(static_cast<std::size_t>(lastStep) + 1) {}
 
@@ -162,9 +162,19 @@ public:
   std::uint64_t firstFit(std::int64_t begin, std::int64_t end,
                          std::uint64_t floor, std::uint64_t bytes) {
     busy_.clear();
-    for (std::int64_t t = begin; t <= end; ++t) {
-      const auto &r = steps_[static_cast<std::size_t>(t)];
-      busy_.insert(busy_.end(), r.begin(), r.end());
+    auto overlapping = [&](const std::vector<Placed> &placed) {
+      for (const Placed &p : placed)
+        if (p.begin <= end && begin <= p.end)
+          busy_.push_back(p.bytes);
+    };
+    if (isLong(begin, end)) {
+      overlapping(all_);
+    } else {
+      overlapping(long_);
+      for (std::int64_t t = begin; t <= end; ++t) {
+        const auto &r = steps_[static_cast<std::size_t>(t)];
+        busy_.insert(busy_.end(), r.begin(), r.end());
+      }
     }
     std::sort(busy_.begin(), busy_.end());
     std::uint64_t off = floor;
@@ -181,26 +191,46 @@ public:
               std::uint64_t hi) {
     if (lo == hi)
       return;
-    for (std::int64_t t = begin; t <= end; ++t) {
-      auto &r = steps_[static_cast<std::size_t>(t)];
-      auto next = std::lower_bound(r.begin(), r.end(), Range{lo, hi});
-      const bool joinsPrev = next != r.begin() && std::prev(next)->second == lo;
-      const bool joinsNext = next != r.end() && next->first == hi;
-      if (joinsPrev && joinsNext) {
-        std::prev(next)->second = next->second;
-        r.erase(next);
-      } else if (joinsPrev) {
-        std::prev(next)->second = hi;
-      } else if (joinsNext) {
-        next->first = lo;
-      } else {
-        r.insert(next, Range{lo, hi});
-      }
+    all_.push_back({begin, end, {lo, hi}});
+    if (isLong(begin, end)) {
+      long_.push_back(all_.back());
+      return;
     }
+    for (std::int64_t t = begin; t <= end; ++t)
+      insert(steps_[static_cast<std::size_t>(t)], lo, hi);
   }
 
 private:
+  using Range = std::pair<std::uint64_t, std::uint64_t>; ///< [lo, hi)
+  struct Placed {
+    std::int64_t begin, end;
+    Range bytes;
+  };
+  static constexpr std::int64_t kLongSteps = 16;
+
+  static bool isLong(std::int64_t begin, std::int64_t end) {
+    return end - begin >= kLongSteps;
+  }
+
+  static void insert(std::vector<Range> &r, std::uint64_t lo,
+                     std::uint64_t hi) {
+    auto next = std::lower_bound(r.begin(), r.end(), Range{lo, hi});
+    const bool joinsPrev = next != r.begin() && std::prev(next)->second == lo;
+    const bool joinsNext = next != r.end() && next->first == hi;
+    if (joinsPrev && joinsNext) {
+      std::prev(next)->second = next->second;
+      r.erase(next);
+    } else if (joinsPrev) {
+      std::prev(next)->second = hi;
+    } else if (joinsNext) {
+      next->first = lo;
+    } else {
+      r.insert(next, Range{lo, hi});
+    }
+  }
+
   std::vector<std::vector<Range>> steps_;
+  std::vector<Placed> long_, all_;
   std::vector<Range> busy_;
 };
 

@@ -139,6 +139,41 @@ TEST(CompilerMemory, ValuesWithDisjointLifetimesShareBytes) {
   EXPECT_EQ(res, in);
 }
 
+TEST(CompilerMemory, ShortLivedValuesShareBytesBesideALongLivedOne) {
+  Device device = modelDevice();
+  Graph g(device.getTarget());
+  Tensor src = g.addVariable(FLOAT, {256}, "src");
+  Tensor out = g.addVariable(FLOAT, {256}, "out");
+  Tensor kept = g.addVariable(FLOAT, {2, 256}, "kept"); // placed first
+  for (const Tensor &t : {src, out, kept})
+    g.setTileMapping(t, 0);
+  g.createHostWrite("src", src);
+  g.createHostRead("out", out);
+  // kept lives across the 40 steps of the 20 short values, each of which
+  // lives two steps: they take turns in one 1 KB slot beside kept's 2 KB.
+  Sequence prog{Copy(src, kept[0]), Copy(src, kept[1])};
+  for (int i = 0; i < 20; ++i) {
+    Tensor t = g.addVariable(FLOAT, {256}, "t" + std::to_string(i));
+    g.setTileMapping(t, 0);
+    prog.add(Copy(src, t));
+    prog.add(Copy(t, out));
+  }
+  prog.add(Copy(kept[1], out));
+  Executable exe = compileGraph(g, {prog});
+  EXPECT_EQ(exe.tileMemory[0].alwaysLive, 2 * 1024u);
+  EXPECT_EQ(exe.tileMemory[0].notAlwaysLive, 3 * 1024u);
+
+  Engine e(std::move(exe));
+  e.load(device);
+  std::vector<float> in(256), res(256);
+  for (std::size_t i = 0; i < in.size(); ++i)
+    in[i] = float(i);
+  e.writeTensor("src", in.data(), in.data() + 256);
+  e.run();
+  e.readTensor("out", res.data(), res.data() + 256);
+  EXPECT_EQ(res, in);
+}
+
 TEST(CompilerMemory, ManyOperandTemporariesPackSideBySideAndReuseBytes) {
   Device device = modelDevice();
   Graph g(device.getTarget());
