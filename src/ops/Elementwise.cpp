@@ -237,9 +237,6 @@ void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
   const std::string cls =
       templateName("tessera::ops::Map", {inputs.type, out.elementType()});
   ComputeSet cs = graph.addComputeSet(dc);
-  bool usesIndex = false;
-  for (std::size_t i = 0; i < code.code.size(); i += 2)
-    usesIndex = usesIndex || (code.code[i] & 0xff) == mapcode::Index;
   std::vector<Tensor> operands = data;
   operands.insert(operands.end(), flags.begin(), flags.end());
   operands.push_back(outFlat);
@@ -284,7 +281,7 @@ void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
     MapFields f;
     // The index an element's value may depend on is its place in the
     // output, so only maps without it join regions out of that order.
-    for (const Region &r : joinRegions(regions, operands, !usesIndex)) {
+    for (const Region &r : joinRegions(regions, operands, !code.usesIndex())) {
       const auto begin = r.operands.begin();
       f.in.insert(f.in.end(), begin, begin + data.size());
       f.flagIn.insert(f.flagIn.end(), begin + data.size(),

@@ -44,6 +44,13 @@ struct Program {
     }
     return n;
   }
+  /// Whether a result may depend on its element's index (Index loads).
+  bool usesIndex() const {
+    for (std::size_t i = 0; i < code.size(); i += 2)
+      if ((code[i] & 0xff) == Index)
+        return true;
+    return false;
+  }
 };
 
 /// Worker cycles of a map vertex writing \p n elements, \p width to a
