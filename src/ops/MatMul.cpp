@@ -259,16 +259,13 @@ Tensor createOutput(Graph &graph, const Plan &p, const DebugContext &dc) {
   const unsigned mS = p.m.parts, nS = p.n.parts, kS = p.k.parts;
   const std::size_t G = p.g.length;
   const bool reduces = p.reduces();
-  auto id = [&](std::size_t q, unsigned i, unsigned j, unsigned kk) {
-    return ((q * mS + i) * nS + j) * kS + kk;
-  };
   PieceVariable v(G * mS * nS * kS);
   forEachTileBlock(p, [&](unsigned tile, unsigned, unsigned i, unsigned j,
                           unsigned kk, std::size_t q) {
     const std::size_t size = reduces   ? reduceRange(p, i, j, kk).size()
                              : kk == 0 ? p.m(i).size() * p.n(j).size()
                                        : 0;
-    v.add(id(q, i, j, kk), size, tile);
+    v.add(p.piece(q, i, j, kk), size, tile);
   });
   v.create(graph, p.types.output, dc);
   std::vector<Tensor> groups;
@@ -279,7 +276,7 @@ Tensor createOutput(Graph &graph, const Plan &p, const DebugContext &dc) {
       for (unsigned j = 0; j < nS; ++j) {
         std::vector<Tensor> pieces;
         for (unsigned kk = 0; kk < kS; ++kk)
-          pieces.push_back(v.piece(id(q, i, j, kk)));
+          pieces.push_back(v.piece(p.piece(q, i, j, kk)));
         blocks.push_back(
             concatNonEmpty(pieces, 0).reshape({p.m(i).size(), p.n(j).size()}));
       }
@@ -330,12 +327,12 @@ Tensor sliceOutput(const Plan &p, const Tensor &C,
                    const PieceVariable *partials, std::size_t q, unsigned kk) {
   if (!partials)
     return C[q];
-  const unsigned mS = p.m.parts, nS = p.n.parts, kS = p.k.parts;
+  const unsigned mS = p.m.parts, nS = p.n.parts;
   std::vector<Tensor> panels;
   for (unsigned i = 0; i < mS; ++i) {
     std::vector<Tensor> blocks;
     for (unsigned j = 0; j < nS; ++j)
-      blocks.push_back(partials->piece(((q * mS + i) * nS + j) * kS + kk)
+      blocks.push_back(partials->piece(p.piece(q, i, j, kk))
                            .reshape({p.m(i).size(), p.n(j).size()}));
     panels.push_back(concat(blocks, 1));
   }
@@ -399,7 +396,6 @@ void addBlockVertices(Graph &graph, const Plan &p, const Tensor &A,
       templateName("tessera::ops::MatMulBlock",
                    {p.types.input, p.types.partials,
                     partials ? p.types.partials : p.types.output});
-  const unsigned mS = p.m.parts, nS = p.n.parts, kS = p.k.parts;
   ComputeSet cs = graph.addComputeSet(DebugContext(dc, "blocks"));
   const bool transA = readTransposed(A[0]), transB = readTransposed(B[0]);
   forEachBlockInKOrder(p, [&](unsigned tile, unsigned i, unsigned j,
@@ -410,9 +406,8 @@ void addBlockVertices(Graph &graph, const Plan &p, const Tensor &A,
     graph.connect(v["b"], operandPieces(graph, B[q], ks, cols, transB));
     graph.setInitialValue(v["transA"], static_cast<unsigned>(transA));
     graph.setInitialValue(v["transB"], static_cast<unsigned>(transB));
-    graph.connect(v["c"],
-                  partials ? partials->piece(((q * mS + i) * nS + j) * kS + kk)
-                           : blockOf(C[q], rows, cols));
+    graph.connect(v["c"], partials ? partials->piece(p.piece(q, i, j, kk))
+                                   : blockOf(C[q], rows, cols));
     graph.setInitialValue(v["m"], static_cast<unsigned>(rows.size()));
     graph.setInitialValue(v["k"], static_cast<unsigned>(ks.size()));
     graph.setInitialValue(v["n"], static_cast<unsigned>(cols.size()));
@@ -443,7 +438,7 @@ void addReduceHostKernel(Graph &graph, const Plan &p, const Tensor &C,
           continue;
         std::vector<Tensor> parts;
         for (unsigned kk = 0; kk < kS; ++kk)
-          parts.push_back(partials.piece(((q * mS + i) * nS + j) * kS + kk));
+          parts.push_back(partials.piece(p.piece(q, i, j, kk)));
         VertexRef v = graph.addVertex(cs, cls);
         graph.connect(v["partials"], parts);
         graph.connect(v["out"],
@@ -465,7 +460,7 @@ void addReduceVertices(Graph &graph, const Plan &p, const Tensor &C,
       templateName(p.accumulate ? "tessera::ops::MatMulReduceAcc"
                                 : "tessera::ops::MatMulReduce",
                    {p.types.output, p.types.partials});
-  const unsigned mS = p.m.parts, nS = p.n.parts, kS = p.k.parts;
+  const unsigned kS = p.k.parts;
   ComputeSet cs = graph.addComputeSet(DebugContext(dc, "reduce"));
   forEachTileBlock(p, [&](unsigned tile, unsigned, unsigned i, unsigned j,
                           unsigned kk, std::size_t q) {
@@ -474,8 +469,8 @@ void addReduceVertices(Graph &graph, const Plan &p, const Tensor &C,
       return;
     std::vector<Tensor> parts;
     for (unsigned k2 = 0; k2 < kS; ++k2)
-      parts.push_back(partials.piece(((q * mS + i) * nS + j) * kS + k2)
-                          .slice(r.begin, r.end));
+      parts.push_back(
+          partials.piece(p.piece(q, i, j, k2)).slice(r.begin, r.end));
     VertexRef v = graph.addVertex(cs, cls);
     graph.connect(v["partials"], parts);
     graph.connect(v["out"],
@@ -501,12 +496,10 @@ Tensor build(Graph &graph, const Plan &p, const Tensor &A, const Tensor &B,
     addBlockVertices(graph, p, A, B, C, nullptr, prog, dc);
     return C;
   }
-  const unsigned mS = p.m.parts, nS = p.n.parts, kS = p.k.parts;
-  PieceVariable partials(p.g.length * mS * nS * kS);
+  PieceVariable partials(p.g.length * p.m.parts * p.n.parts * p.k.parts);
   forEachTileBlock(p, [&](unsigned tile, unsigned, unsigned i, unsigned j,
                           unsigned kk, std::size_t q) {
-    partials.add(((q * mS + i) * nS + j) * kS + kk,
-                 p.m(i).size() * p.n(j).size(), tile);
+    partials.add(p.piece(q, i, j, kk), p.m(i).size() * p.n(j).size(), tile);
   });
   partials.create(graph, p.types.partials, DebugContext(dc, "partials"));
   addBlockVertices(graph, p, A, B, C, &partials, prog, dc);

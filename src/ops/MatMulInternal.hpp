@@ -106,6 +106,11 @@ struct Plan {
       return ((gi * m.parts + i) * n.parts + j) * k.parts + kk;
     }
   }
+  /// The index of K-slice kk of block (i, j) of group q among the pieces of
+  /// the output and of the partials (group, then M, N and K order).
+  std::size_t piece(std::size_t q, unsigned i, unsigned j, unsigned kk) const {
+    return ((q * m.parts + i) * n.parts + j) * k.parts + kk;
+  }
   /// The block of \p tile (below numTiles()): tile's inverse.
   BlockIndex block(unsigned tile) const;
 };
