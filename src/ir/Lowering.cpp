@@ -52,6 +52,8 @@ private:
     std::vector<Tensor> tensors;
   };
   bool fusible(const Op &op) const;
+  /// Whether \p op is lowered as one map of the ops fused into it.
+  bool rootsFusion(const Op &op) const;
   void planFusion();
   void planInPlaceUpdates();
   ops::expr::Expr exprOf(ValueId v, unsigned ipu, const Op &user,
@@ -138,6 +140,11 @@ void Lowering::planFusion() {
   }
 }
 
+bool Lowering::rootsFusion(const Op &op) const {
+  return std::any_of(op.operands.begin(), op.operands.end(),
+                     [&](ValueId v) { return fused_[v]; });
+}
+
 // A variable's update is written in place when its map is the last op (in
 // lowering order, a fused op counting as its root) to read the variable.
 void Lowering::planInPlaceUpdates() {
@@ -164,9 +171,7 @@ void Lowering::planInPlaceUpdates() {
         m_.value(var).kind != ValueKind::Variable ||
         m_.typeOf(var) != m_.typeOf(next))
       continue;
-    const Op &op = ops[p];
-    if (std::any_of(op.operands.begin(), op.operands.end(),
-                    [&](ValueId v) { return fused_[v]; }))
+    if (rootsFusion(ops[p]))
       inPlace_[next] = var;
   }
 }
@@ -345,8 +350,7 @@ void Lowering::lower(const Op &op) {
                          nameOf(op.results[0]), options_};
   c.dc =
       DebugContext(DebugContext(std::string(opKindName(op.kind))), c.dc.name);
-  if (std::any_of(op.operands.begin(), op.operands.end(),
-                  [&](ValueId v) { return fused_[v]; })) {
+  if (rootsFusion(op)) {
     lowerFused(op, ipu, c.dc);
     return;
   }
