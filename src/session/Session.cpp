@@ -100,8 +100,7 @@ Executable Session::build(std::ostream *progress) {
   Graph graph(model.getTarget(), replication_factor(config_.replicationFactor));
   Sequence step;
   ir::LoweringOptions lowering;
-  for (const auto &[var, next] : passes::variableUpdates(module_))
-    lowering.updateInPlace.emplace_back(var, next);
+  lowering.updateInPlace = passes::variableUpdates(module_);
   lowering.layoutLike = passes::optimizerState(module_);
   const ir::LoweredModule lowered =
       ir::lowerToGraph(module_, graph, step, lowering);
@@ -113,7 +112,7 @@ Executable Session::build(std::ostream *progress) {
           graph.addHostToDeviceFIFO(f, t.elementType(), t.numElements()), t));
   }
   body.add(step);
-  for (const auto &[var, next] : passes::variableUpdates(module_)) {
+  for (const auto &[var, next] : lowering.updateInPlace) {
     const Tensor &from = lowered.tensor(next), &to = lowered.tensor(var);
     if (from.runs() != to.runs()) // else updated in place
       body.add(Copy(from, to));
