@@ -138,12 +138,7 @@ std::uint64_t compiledCycles(const Target &target, const Case &c, Type in,
   Tensor B = ops::createMatMulInputRHS(g, in, as, bs, "B", opts);
   program::Sequence prog;
   ops::matMul(g, A, B, prog, "mm", opts);
-  const Executable exe = compileGraph(g, {prog});
-  std::uint64_t total = 0;
-  for (const StepEstimate &s : exe.estimates)
-    for (std::uint64_t x : s.ipuCycles)
-      total += x;
-  return total;
+  return compileGraph(g, {prog}).stepCyclesOnce();
 }
 
 } // namespace

@@ -132,8 +132,8 @@ struct TileMemory {
   std::uint64_t vertexState = 0; ///< vertex objects and their field tables
   std::uint64_t code = 0;        ///< vertex code, estimated
   std::uint64_t total() const {
-    return alwaysLive + notAlwaysLive + constants + temporaries +
-           vertexState + code;
+    return alwaysLive + notAlwaysLive + constants + temporaries + vertexState +
+           code;
   }
 };
 
@@ -205,6 +205,15 @@ struct Executable {
   std::uint32_t numTiles() const { return numIPUs * tilesPerIPU; }
   std::uint64_t replicaBytes() const {
     return tileBase.empty() ? 0 : tileBase.back();
+  }
+  /// The estimated cycles of every step taken once, summed over the steps
+  /// and the IPUs: a straight-line program's estimate.
+  std::uint64_t stepCyclesOnce() const {
+    std::uint64_t total = 0;
+    for (const StepEstimate &e : estimates)
+      for (std::uint64_t c : e.ipuCycles)
+        total += c;
+    return total;
   }
 
   /// Writes the executable: versioned, checksummed, compressed.
