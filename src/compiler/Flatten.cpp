@@ -342,8 +342,9 @@ private:
   }
 
   // Runs cs's host kernel in its place when every field of the kernel's
-  // vertices is one contiguous piece of one tile interval (read and written
-  // where it lies) and cs writes nothing through temporaries. cs's gathers
+  // vertices (checked as any vertex is) is one contiguous piece of one tile
+  // interval (read and written where it lies) and cs writes nothing through
+  // temporaries. cs's gathers
   // are then only costed: nothing reads their temporaries.
   void planHostKernel(unsigned cs) {
     const std::optional<unsigned> kernel = s_.data.computeSets[cs].hostKernel;
@@ -351,20 +352,14 @@ private:
     if (!kernel || !s_.options.hostKernels || !plan.scatters.empty())
       return;
     for (unsigned v : s_.data.computeSets[*kernel].vertices) {
-      const VertexData &vd = mappedVertex(v);
+      const VertexData &vd = checkedVertex(v);
       const auto &fields = vd.vertexClass->info.fields;
       for (unsigned f = 0; f < fields.size(); ++f) {
-        const FieldBinding &b = vd.fields[f];
-        if (fields[f].direction == codelet::Direction::State) {
-          if (!b.connected && fields[f].shape == codelet::Shape::Scalar)
-            return;
+        if (fields[f].direction == codelet::Direction::State)
           continue;
-        }
-        if (!b.connected && !(isList(fields[f].shape) && b.tensors.empty()))
-          return;
         unsigned tile = 0;
-        for (const Tensor &t : b.tensors)
-          if (!t.valid() || !contiguousInOneInterval(s_, t, &tile))
+        for (const Tensor &t : vd.fields[f].tensors)
+          if (!contiguousInOneInterval(s_, t, &tile))
             return;
       }
     }
@@ -375,18 +370,14 @@ private:
     plan.gathers.clear();
   }
 
-  // Vertex v, which must be mapped to a tile.
-  const VertexData &mappedVertex(unsigned v) const {
+  // Vertex v, which must be mapped to a tile and have every field set: each
+  // scalar state given a value, each edge and list element connected.
+  const VertexData &checkedVertex(unsigned v) const {
     const VertexData &vd = s_.data.vertices[v];
     if (!vd.tile)
       throw GraphError(vertexName(s_.data, v) +
                        " is not mapped to a tile; call "
                        "graph.setTileMapping(vertex, tile)");
-    return vd;
-  }
-
-  void planVertex(ComputeSetPlan &plan, unsigned v) {
-    const VertexData &vd = mappedVertex(v);
     const auto &fields = vd.vertexClass->info.fields;
     for (unsigned f = 0; f < fields.size(); ++f) {
       const codelet::FieldInfo &fi = fields[f];
@@ -411,13 +402,23 @@ private:
         throw GraphError(where + " has size " + str(*b.size) + " but " +
                          str(b.tensors.size()) +
                          " elements are connected; connect every element");
-      for (unsigned i = 0; i < b.tensors.size(); ++i) {
-        const Tensor &t = b.tensors[i];
-        if (!t.valid())
+      for (unsigned i = 0; i < b.tensors.size(); ++i)
+        if (!b.tensors[i].valid())
           throw GraphError(where + " element " + str(i) + " is not connected");
-        if (!usableInPlace(s_, t, *vd.tile))
-          addTemporary(plan, v, f, i, t, fi);
-      }
+    }
+    return vd;
+  }
+
+  void planVertex(ComputeSetPlan &plan, unsigned v) {
+    const VertexData &vd = checkedVertex(v);
+    const auto &fields = vd.vertexClass->info.fields;
+    for (unsigned f = 0; f < fields.size(); ++f) {
+      if (fields[f].direction == codelet::Direction::State)
+        continue;
+      const std::vector<Tensor> &ts = vd.fields[f].tensors;
+      for (unsigned i = 0; i < ts.size(); ++i)
+        if (!usableInPlace(s_, ts[i], *vd.tile))
+          addTemporary(plan, v, f, i, ts[i], fields[f]);
     }
   }
 

@@ -525,3 +525,17 @@ TEST(CompilerHostKernel, KernelCannotBeExecutedOrItsOwnComputeSet) {
     EXPECT_THAT(e.what(), HasSubstr("sum/host"));
   }
 }
+
+TEST(CompilerHostKernel, KernelVertexIsCheckedAsAnyVertexIs) {
+  HostKernelGraph h(false);
+  // An unconnected field of a kernel vertex is an error naming it, not a
+  // reason to run the tiles instead.
+  h.g.setTileMapping(h.g.addVertex(h.kernel, "SumVertex"), 0);
+  try {
+    compileGraph(h.g, {Execute(h.cs)});
+    FAIL() << "a kernel vertex with unconnected fields compiled";
+  } catch (const GraphError &e) {
+    EXPECT_THAT(e.what(), HasSubstr("SumVertex"));
+    EXPECT_THAT(e.what(), HasSubstr("is not connected"));
+  }
+}
