@@ -242,9 +242,10 @@ std::uint64_t placeTile(std::vector<Block> &blocks) {
       return a.always;
     return a.bytes > b.bytes;
   });
-  std::int64_t lastStep = 0;
+  std::int64_t lastStep = 0; // of the blocks Occupancy tracks
   for (const Block &b : blocks)
-    lastStep = std::max(lastStep, b.end);
+    if (!b.always)
+      lastStep = std::max(lastStep, b.end);
   Occupancy used(lastStep);
   std::uint64_t top = 0, alwaysTop = 0;
   for (Block &b : blocks) {
