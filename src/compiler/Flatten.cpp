@@ -382,11 +382,13 @@ private:
     for (unsigned f = 0; f < fields.size(); ++f) {
       const codelet::FieldInfo &fi = fields[f];
       const FieldBinding &b = vd.fields[f];
-      const std::string where =
-          vertexName(s_.data, v) + " field \"" + fi.name + "\"";
+      // Built only for an error: this runs for every field of every vertex.
+      auto where = [&] {
+        return vertexName(s_.data, v) + " field \"" + fi.name + "\"";
+      };
       if (fi.direction == codelet::Direction::State) {
         if (!b.connected && fi.shape == codelet::Shape::Scalar)
-          throw GraphError(where +
+          throw GraphError(where() +
                            " has no value; set it with "
                            "graph.setInitialValue(v[\"" +
                            fi.name + "\"], value)");
@@ -394,17 +396,18 @@ private:
       }
       const bool list = isList(fi.shape);
       if (!b.connected && !(list && b.size && *b.size == 0))
-        throw GraphError(where +
+        throw GraphError(where() +
                          " is not connected; connect a tensor with "
                          "graph.connect(v[\"" +
                          fi.name + "\"], tensor)");
       if (list && b.size && b.tensors.size() != *b.size)
-        throw GraphError(where + " has size " + str(*b.size) + " but " +
+        throw GraphError(where() + " has size " + str(*b.size) + " but " +
                          str(b.tensors.size()) +
                          " elements are connected; connect every element");
       for (unsigned i = 0; i < b.tensors.size(); ++i)
         if (!b.tensors[i].valid())
-          throw GraphError(where + " element " + str(i) + " is not connected");
+          throw GraphError(where() + " element " + str(i) +
+                           " is not connected");
     }
     return vd;
   }
