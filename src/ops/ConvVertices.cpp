@@ -321,15 +321,21 @@ public:
   Vector<int> geometry;
 
   bool compute(unsigned worker) {
+    // As in ConvPartial, worker 0 takes every kernel element (the host runs
+    // a vertex's workers one after another on one thread): the padded
+    // activations and the transposed deltas are built once per vertex
+    // rather than once per worker. Each element's sum runs over the
+    // positions in the same order either way; the estimate still shares
+    // the elements between six workers (wgradBegin), as the IPU does.
+    if (worker != 0)
+      return true;
     const int *g = geometry.data();
     const std::size_t cin = g[gInChans], cout = g[gOutChans];
     const std::size_t kk = static_cast<std::size_t>(g[gKH]) * g[gKW];
-    const std::size_t k0 = wgradBegin(cin * kk, worker),
-                      k1 = wgradBegin(cin * kk, worker + 1);
-    if (k0 == k1)
+    // All kernel elements [k0, k1) of input channels [ciA, ciB).
+    const std::size_t k0 = 0, k1 = cin * kk, ciA = 0, ciB = cin;
+    if (k1 == 0)
       return true;
-    // Input channels [ciA, ciB) hold this worker's kernel elements.
-    const std::size_t ciA = k0 / kk, ciB = (k1 - 1) / kk + 1;
     Scratch &s = scratch();
     float *ct = sized(s.ct, (k1 - k0) * cout);
     std::fill(ct, ct + (k1 - k0) * cout, 0.0f);
