@@ -122,35 +122,51 @@ public:
   Vector<int> geometry;
 
   bool compute(unsigned worker) {
+    // The host runs a vertex's workers one after another on one thread
+    // (Runtime::compute), so worker 0 takes every plane and visits each
+    // window once; taken row by row, a max window was searched once for
+    // every input row it covers. Each input element still sums its windows
+    // in the same order (output row, then column); the estimate shares the
+    // rows between six workers, as the IPU does.
+    if (worker != 0)
+      return true;
     const int *g = geometry.data();
-    const std::size_t rows = g[pRows], items = g[pPlanes] * rows;
-    const std::size_t inW = g[pInW];
-    PoolScratch &s = poolScratch();
-    float *acc = sized(s.acc, inW);
-    for (std::size_t it = items * worker / kWorkers;
-         it < items * (worker + 1) / kWorkers; ++it) {
-      const std::size_t plane = it / rows, r = it % rows;
-      const long ih = g[pRowBegin] + static_cast<long>(r);
-      std::fill(acc, acc + inW, 0.0f);
-      const auto [ohLo, ohHi] = windowsOver(g, ih);
+    const std::size_t rows = g[pRows], inW = g[pInW];
+    const long rowBegin = g[pRowBegin];
+    if (rows == 0)
+      return true;
+    float *acc = sized(poolScratch().acc, rows * inW);
+    const long ohLo = windowsOver(g, rowBegin).first;
+    const long ohHi =
+        windowsOver(g, rowBegin + static_cast<long>(rows) - 1).second;
+    for (std::size_t plane = 0; plane < static_cast<std::size_t>(g[pPlanes]);
+         ++plane) {
+      std::fill(acc, acc + rows * inW, 0.0f);
       for (long oh = ohLo; oh <= ohHi && g[pOutRows] > 0; ++oh)
-        addWindowRow(g, plane, oh, ih, acc);
-      kernels::fromFloat(acc, out[plane].data() + r * inW, inW);
+        addWindowRow(g, plane, oh, acc);
+      kernels::fromFloat(acc, out[plane].data(), rows * inW);
     }
     return true;
   }
 
 private:
-  // Adds the gradient that the windows of output row oh send to input row
-  // ih into acc.
-  void addWindowRow(const int *g, std::size_t plane, long oh, long ih,
+  // Adds the gradient that the windows of output row oh send to the block's
+  // input rows into acc (the block's rows x inW).
+  void addWindowRow(const int *g, std::size_t plane, long oh,
                     float *acc) const {
     const auto type = static_cast<PoolingType>(g[pType]);
     const std::size_t outW = g[pOutW];
+    const long inW = g[pInW];
     const T *dy = grad[plane].data() + (oh - g[pOutRow0]) * g[pOutW];
     const long top = oh * g[pSH] - g[pPlH];
     const long rowLo = std::max(0L, top),
                rowHi = std::min<long>(g[pInH], top + g[pKH]);
+    // The window's rows that lie in the block.
+    const long blockLo = std::max<long>(rowLo, g[pRowBegin]);
+    const long blockHi = std::min<long>(rowHi, g[pRowBegin] + g[pRows]);
+    const auto at = [&](long y, long col) -> float & {
+      return acc[(y - g[pRowBegin]) * inW + col];
+    };
     if (type != PoolingType::MAX) {
       for (long kw = 0; kw < g[pKW]; ++kw) {
         const Range cols = validColumns(g, kw);
@@ -158,7 +174,9 @@ private:
           float v = static_cast<float>(dy[ow]);
           if (type == PoolingType::AVG)
             v /= static_cast<float>((rowHi - rowLo) * windowWidth(g, ow));
-          acc[static_cast<long>(ow) * g[pSW] - g[pPlW] + kw] += v;
+          const long col = static_cast<long>(ow) * g[pSW] - g[pPlW] + kw;
+          for (long y = blockLo; y < blockHi; ++y)
+            at(y, col) += v;
         }
       }
       return;
@@ -167,11 +185,11 @@ private:
     for (std::size_t ow = 0; ow < outW; ++ow) {
       const long left = static_cast<long>(ow) * g[pSW] - g[pPlW];
       const long colLo = std::max(0L, left),
-                 colHi = std::min<long>(g[pInW], left + g[pKW]);
+                 colHi = std::min<long>(inW, left + g[pKW]);
       float best = -std::numeric_limits<float>::infinity();
       long bestRow = -1, bestCol = -1;
       for (long y = rowLo; y < rowHi; ++y) {
-        const T *x = in[plane].data() + (y - g[pInRow0]) * g[pInW];
+        const T *x = in[plane].data() + (y - g[pInRow0]) * inW;
         for (long c = colLo; c < colHi; ++c) {
           const float v = static_cast<float>(x[c]);
           if (bestRow < 0 || v > best) {
@@ -181,8 +199,8 @@ private:
           }
         }
       }
-      if (bestRow == ih)
-        acc[bestCol] += static_cast<float>(dy[ow]);
+      if (bestRow >= blockLo && bestRow < blockHi)
+        at(bestRow, bestCol) += static_cast<float>(dy[ow]);
     }
   }
 
