@@ -65,6 +65,12 @@ struct State {
   /// this contiguous source in place (DESIGN.md section 5.4). The temporary
   /// still takes its tile memory and its exchange is still costed.
   std::unordered_map<std::uint64_t, Tensor> inPlaceSources;
+  /// Elements of each compiler temporary (from numGraphVars on) that no
+  /// step writes: the alignment gaps between the field elements it holds.
+  std::vector<std::size_t> temporaryGaps;
+  std::size_t gapElements(std::uint32_t var) const {
+    return var < numGraphVars ? 0 : temporaryGaps[var - numGraphVars];
+  }
   /// Byte address of each mapping interval of each variable.
   std::vector<std::vector<std::uint64_t>> intervalAddr;
   Executable exe;

@@ -4,6 +4,7 @@
 
 #include "tessera/support/Error.hpp"
 
+#include <algorithm>
 #include <string>
 #include <unordered_set>
 
@@ -419,43 +420,74 @@ private:
       if (fields[f].direction == codelet::Direction::State)
         continue;
       const std::vector<Tensor> &ts = vd.fields[f].tensors;
+      remote_.clear();
       for (unsigned i = 0; i < ts.size(); ++i)
         if (!usableInPlace(s_, ts[i], *vd.tile))
-          addTemporary(plan, v, f, i, ts[i], fields[f]);
+          remote_.push_back(i);
+      if (!remote_.empty())
+        addTemporaries(plan, v, f, fields[f]);
     }
   }
 
-  void addTemporary(ComputeSetPlan &plan, unsigned v, unsigned f, unsigned i,
-                    const Tensor &t, const codelet::FieldInfo &fi) {
+  // One temporary on v's tile for the field's elements remote_ (a
+  // convolution's rows arrive as dozens of elements): each element gets a
+  // slice starting on an 8-byte boundary, so the bytes are those of one
+  // temporary per element, as the layout would align them.
+  void addTemporaries(ComputeSetPlan &plan, unsigned v, unsigned f,
+                      const codelet::FieldInfo &fi) {
     const VertexData &vd = s_.data.vertices[v];
+    const std::vector<Tensor> &ts = vd.fields[f].tensors;
+    const Type type = ts[remote_.front()].elementType();
+    const std::size_t grain = std::max<std::size_t>(1, 8 / typeSize(type));
+    std::size_t total = 0, used = 0;
+    for (unsigned i : remote_) {
+      total += (ts[i].numElements() + grain - 1) / grain * grain;
+      used += ts[i].numElements();
+    }
     VariableData tmp;
     tmp.name = vd.vertexClass->info.name + "." + fi.name + "/operand";
-    tmp.type = t.elementType();
-    tmp.numElements = t.numElements();
-    tmp.shape = {tmp.numElements};
-    tmp.mapping.push_back({0, tmp.numElements, *vd.tile});
+    tmp.type = type;
+    tmp.numElements = total;
+    tmp.shape = {total};
+    tmp.mapping.push_back({0, total, *vd.tile});
     const auto id = static_cast<std::uint32_t>(s_.vars.size());
     s_.vars.push_back(std::move(tmp));
     s_.intervalAddr.emplace_back();
-    Tensor temp(t.elementType(), {t.numElements()},
-                {Run{id, 0, 1, static_cast<std::int64_t>(t.numElements())}});
-    s_.substitutions.emplace(State::substitutionKey(v, f, i), temp);
+    s_.temporaryGaps.push_back(total - used);
+    std::size_t offset = 0;
+    for (unsigned i : remote_) {
+      const std::size_t n = ts[i].numElements();
+      Tensor temp(type, {n},
+                  {Run{id, static_cast<std::int64_t>(offset), 1,
+                       static_cast<std::int64_t>(n)}});
+      offset += (n + grain - 1) / grain * grain;
+      addElementCopies(plan, State::substitutionKey(v, f, i), ts[i],
+                       std::move(temp), fi.direction);
+    }
+  }
+
+  // Substitutes temp for the field element keyed `key` (tensor t) and plans
+  // its copies.
+  void addElementCopies(ComputeSetPlan &plan, std::uint64_t key,
+                        const Tensor &t, Tensor temp,
+                        codelet::Direction direction) {
+    s_.substitutions.emplace(key, temp);
     unsigned srcTile = 0;
     // The IPU would copy the operand over the exchange; the simulator lets
     // the vertex read a contiguous source where it lies, since no vertex of
     // this compute set writes the source and so the result cannot differ.
     // The temporary keeps its memory and the copy keeps its cost.
     const Tensor flat = t.flatten();
-    if (fi.direction == codelet::Direction::Input &&
+    if (direction == codelet::Direction::Input &&
         contiguousInOneInterval(s_, t, &srcTile) &&
         !writtenVars_.count(t.runs()[0].var)) {
-      s_.inPlaceSources.emplace(State::substitutionKey(v, f, i), flat);
+      s_.inPlaceSources.emplace(key, flat);
       plan.costOnlyGathers.emplace_back(flat, std::move(temp));
       return;
     }
-    if (fi.direction != codelet::Direction::Output)
+    if (direction != codelet::Direction::Output)
       plan.gathers.emplace_back(flat, temp);
-    if (fi.direction != codelet::Direction::Input)
+    if (direction != codelet::Direction::Input)
       plan.scatters.emplace_back(std::move(temp), flat);
   }
 
@@ -464,6 +496,7 @@ private:
   int conditional_ = 0;
   std::vector<std::uint32_t> calls_;
   std::unordered_set<std::uint32_t> writtenVars_; ///< by the planned set
+  std::vector<unsigned> remote_; ///< field elements needing a temporary
 };
 
 } // namespace

@@ -107,7 +107,7 @@ std::vector<Live> computeLiveness(const State &s) {
             l.always = true;
           if (write && l.def < 0 && !d.conditional) {
             l.written += elems;
-            if (l.written >= s.vars[var].numElements)
+            if (l.written + s.gapElements(var) >= s.vars[var].numElements)
               l.def = static_cast<std::int64_t>(i);
           }
           if (l.first < 0)
