@@ -84,8 +84,7 @@ template <typename E> inline E castTo(Type t, E x) {
   case BOOL:
     return x != 0 ? E(1) : E(0);
   case UNSIGNED_INT:
-    return static_cast<E>(
-        static_cast<unsigned>(static_cast<long long>(x)));
+    return static_cast<E>(static_cast<unsigned>(static_cast<long long>(x)));
   case UNSIGNED_SHORT:
     return static_cast<E>(
         static_cast<unsigned short>(static_cast<long long>(x)));
@@ -119,6 +118,16 @@ template <typename T, typename E> inline T store(E v) {
     return static_cast<T>(static_cast<long long>(v));
   else
     return static_cast<T>(v);
+}
+
+/// dst[j] = f(src[j]) for j < n: the gathers and scatters between a
+/// chunk's registers and its segments. Plain pointers that do not alias let
+/// the compiler vectorise the short copies (rows of a dozen elements).
+template <typename S, typename D, typename F>
+inline void convert(const S *__restrict src, D *__restrict dst, unsigned n,
+                    F f) {
+  for (unsigned j = 0; j < n; ++j)
+    dst[j] = f(src[j]);
 }
 
 } // namespace mapcode
@@ -216,8 +225,8 @@ private:
       case mapcode::Index:
         for (unsigned s = 0, k = 0; s < numSegs; ++s)
           for (unsigned j = 0; j < segs[s].size; ++j, ++k)
-            dst[k] = static_cast<E>(indexBase[segs[s].region] +
-                                    segs[s].offset + j);
+            dst[k] =
+                static_cast<E>(indexBase[segs[s].region] + segs[s].offset + j);
         break;
       case mapcode::Unary:
         mapcode::unary<E>(static_cast<expr::UnaryOpType>(extra), view[a], dst,
@@ -245,9 +254,10 @@ private:
     if (direct && view[last] == direct)
       return;
     for (unsigned s = 0, k = 0; s < numSegs; ++s) {
-      auto &&o = out[segs[s].region];
-      for (unsigned j = 0; j < segs[s].size; ++j, ++k)
-        o[segs[s].offset + j] = mapcode::store<OutT, E>(view[last][k]);
+      mapcode::convert(view[last] + k,
+                       out[segs[s].region].data() + segs[s].offset,
+                       segs[s].size, mapcode::store<OutT, E>);
+      k += segs[s].size;
     }
   }
 
@@ -278,8 +288,8 @@ private:
       if (f.size() == 1)
         std::fill(regs[d] + k, regs[d] + k + n, mapcode::load<T, E>(f[0]));
       else
-        for (unsigned j = 0; j < n; ++j)
-          regs[d][k + j] = mapcode::load<T, E>(f[segs[s].offset + j]);
+        mapcode::convert(f.data() + segs[s].offset, regs[d] + k, n,
+                         mapcode::load<T, E>);
       k += n;
     }
     view[d] = regs[d];
