@@ -9,7 +9,9 @@
 // - the same convolution on a one-tile target (with enough memory): the
 //   vertex's host kernel with no exchange, against the same baseline.
 // - the weight gradient of that convolution on the full target, against
-//   im2col + sgemm of dOut x im2col^T.
+//   im2col + sgemm of dOut x im2col^T; and the same for the CNN's second
+//   convolution (32 -> 64 channels, 13x13, batch 32), whose plan gives
+//   each tile a few output channels.
 // - the estimated cycles of the forward pass against the AMP bound MACs /
 //   (16 x 1472).
 #include "BenchCommon.hpp"
@@ -30,8 +32,8 @@
 
 namespace {
 
-using tessera::bench::values;
 using tessera::bench::processCpuSeconds;
+using tessera::bench::values;
 
 using namespace tessera;
 using tessera::bench::Clock;
@@ -41,6 +43,13 @@ ops::ConvParams benchParams() {
   ops::ConvParams p(FLOAT, 8, {32, 32}, {3, 3}, 64, 64);
   p.paddingLower = p.paddingUpper = {1, 1};
   return p;
+}
+
+// The second convolution of `tessera train --model cnn` (Keras' Conv2D(64,
+// 3) on 13x13x32 maps, batch 32, no padding): a weight-gradient plan that
+// gives each tile a few output channels.
+ops::ConvParams cnnParams() {
+  return ops::ConvParams(FLOAT, 32, {13, 13}, {3, 3}, 32, 64);
 }
 
 std::size_t product(const std::vector<std::size_t> &s) {
@@ -57,11 +66,11 @@ struct Loaded {
   std::uint64_t cycles = 0;
 };
 
-// Forward (and, when weightGrad, the weight gradient from "dy") of
-// benchParams on a model of `tiles` tiles.
-Loaded buildEngine(unsigned tiles, bool weightGrad, const std::vector<float> &x,
-                   const std::vector<float> &w, const std::vector<float> &dy) {
-  const ops::ConvParams p = benchParams();
+// Forward (and, when weightGrad, the weight gradient from "dy") of p on a
+// model of `tiles` tiles.
+Loaded buildEngine(const ops::ConvParams &p, unsigned tiles, bool weightGrad,
+                   const std::vector<float> &x, const std::vector<float> &w,
+                   const std::vector<float> &dy) {
   Loaded l;
   IPUModel model("ipu2");
   model.tilesPerIPU = tiles;
@@ -151,14 +160,14 @@ void baseline(const ops::ConvParams &p, bool weightGrad, const float *x,
   }
 }
 
-void runComparison(benchmark::State &state, unsigned tiles, bool weightGrad,
-                   const std::string &name, double target) {
+void runComparison(benchmark::State &state, const ops::ConvParams &p,
+                   unsigned tiles, bool weightGrad, const std::string &name,
+                   double target) {
   openblas_set_num_threads(1);
-  const ops::ConvParams p = benchParams();
   const auto x = values(product(p.getInputShape()), 1);
   const auto w = values(product(p.getWeightsShape()), 2);
   const auto dy = values(product(p.getOutputShape()), 3);
-  Loaded l = buildEngine(tiles, weightGrad, x, w, dy);
+  Loaded l = buildEngine(p, tiles, weightGrad, x, w, dy);
   const std::size_t outElems =
       weightGrad ? product(p.getWeightsShape()) : product(p.getOutputShape());
   std::vector<float> got(outElems), ref(outElems);
@@ -222,7 +231,7 @@ void runComparison(benchmark::State &state, unsigned tiles, bool weightGrad,
 }
 
 void BM_Conv3x3Engine1472Tiles(benchmark::State &state) {
-  runComparison(state, 1472, false,
+  runComparison(state, benchParams(), 1472, false,
                 "conv3x3_64ch_32x32_b8_fp32_1472tiles_vs_im2col_openblas", 0.4);
 }
 BENCHMARK(BM_Conv3x3Engine1472Tiles)
@@ -231,7 +240,7 @@ BENCHMARK(BM_Conv3x3Engine1472Tiles)
     ->Iterations(30);
 
 void BM_Conv3x3Engine1Tile(benchmark::State &state) {
-  runComparison(state, 1, false,
+  runComparison(state, benchParams(), 1, false,
                 "conv3x3_64ch_32x32_b8_fp32_1tile_vs_im2col_openblas", 0);
 }
 BENCHMARK(BM_Conv3x3Engine1Tile)
@@ -240,11 +249,22 @@ BENCHMARK(BM_Conv3x3Engine1Tile)
     ->Iterations(30);
 
 void BM_Conv3x3WeightGrad1472Tiles(benchmark::State &state) {
-  runComparison(state, 1472, true,
+  runComparison(state, benchParams(), 1472, true,
                 "conv3x3_64ch_32x32_b8_weightgrad_1472tiles_vs_im2col_openblas",
                 0);
 }
 BENCHMARK(BM_Conv3x3WeightGrad1472Tiles)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(30);
+
+void BM_CnnConv2WeightGrad1472Tiles(benchmark::State &state) {
+  runComparison(state, cnnParams(), 1472, true,
+                "cnn_conv2_32to64ch_13x13_b32_weightgrad_1472tiles_vs_im2col_"
+                "openblas",
+                0);
+}
+BENCHMARK(BM_CnnConv2WeightGrad1472Tiles)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->Iterations(30);

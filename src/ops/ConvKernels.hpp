@@ -42,28 +42,47 @@ struct Mask {
   }
 };
 
+/// Which lanes of a 16-float row a panel computes: all, those a mask
+/// selects, or (at most 8 valid) the first 8 only, which halves the work.
+enum class Lanes { All, Masked, Low };
+
 /// acc[i][0..1] += a(i, j) * b(j)[0..15] for j in [0, steps): the inner
-/// loop of every convolution kernel.
-template <int MR, bool Masked, typename A, typename B>
+/// loop of every convolution kernel. Each lane's sum is the same whichever
+/// Lanes computes it.
+template <int MR, Lanes L, typename A, typename B>
 inline void panel(std::size_t steps, A a, B b, const Mask &m,
                   __m256 (&acc)[MR][2]) {
   for (std::size_t j = 0; j < steps; ++j) {
     const float *bp = b(j);
     __m256 b0, b1;
-    if constexpr (Masked) {
-      b0 = _mm256_maskload_ps(bp, m.lo);
-      b1 = _mm256_maskload_ps(bp + 8, m.hi);
-    } else {
+    if constexpr (L == Lanes::All) {
       b0 = _mm256_loadu_ps(bp);
       b1 = _mm256_loadu_ps(bp + 8);
+    } else {
+      b0 = _mm256_maskload_ps(bp, m.lo);
+      if constexpr (L == Lanes::Masked)
+        b1 = _mm256_maskload_ps(bp + 8, m.hi);
     }
 #pragma GCC unroll 6
     for (int i = 0; i < MR; ++i) {
       const __m256 av = _mm256_broadcast_ss(a(i, j));
       acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
-      acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
+      if constexpr (L != Lanes::Low)
+        acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
     }
   }
+}
+
+/// panel over rows of \p n (1..16) valid floats, m = Mask(n).
+template <int MR, typename A, typename B>
+inline void panelOf(std::size_t n, std::size_t steps, A a, B b, const Mask &m,
+                    __m256 (&acc)[MR][2]) {
+  if (n == kNR)
+    panel<MR, Lanes::All>(steps, a, b, m, acc);
+  else if (n > 8)
+    panel<MR, Lanes::Masked>(steps, a, b, m, acc);
+  else
+    panel<MR, Lanes::Low>(steps, a, b, m, acc);
 }
 
 template <int MR> inline void clear(__m256 (&acc)[MR][2]) {
@@ -180,10 +199,7 @@ inline void fwdColumns(const float *const *w, const float *const *tab,
     clear(acc);
     auto a = [&](int i, std::size_t j) { return wr[i] + j; };
     auto b = [&](std::size_t j) { return tab[j] + c0; };
-    if (n == kNR)
-      panel<MR, false>(steps, a, b, m, acc);
-    else
-      panel<MR, true>(steps, a, b, m, acc);
+    panelOf<MR>(n, steps, a, b, m, acc);
     for (int i = 0; i < MR; ++i)
       storeRow(acc[i], dst[i] + c0, n, m);
   }
@@ -206,10 +222,7 @@ inline void fwdChannels(const float *const *tab, std::size_t steps,
     clear(acc);
     auto a = [&](int i, std::size_t j) { return tab[j] + off[i]; };
     auto b = [&](std::size_t j) { return wt + j * ldw + co0; };
-    if (n == kNR)
-      panel<MR, false>(steps, a, b, m, acc);
-    else
-      panel<MR, true>(steps, a, b, m, acc);
+    panelOf<MR>(n, steps, a, b, m, acc);
     alignas(32) float tmp[MR][kNR];
     for (int i = 0; i < MR; ++i) {
       _mm256_store_ps(tmp[i], acc[i][0]);
@@ -226,21 +239,21 @@ inline void fwdChannels(const float *const *tab, std::size_t steps,
 }
 
 /// Weight gradient, one output row: acc[i] += sum over j < outW of
-/// x[i][j * sW] * dyT[j * ldd + 0..16), for MR kernel elements.
-template <int MR, bool Masked>
+/// x[i][j * sW] * dyT[j * ldd + 0..n), for MR kernel elements, m = Mask(n).
+template <int MR>
 inline void wgradRow(const float *const *x, std::size_t outW, std::size_t sW,
-                     const float *dyT, std::size_t ldd, const Mask &m,
-                     __m256 (&acc)[MR][2]) {
+                     const float *dyT, std::size_t ldd, std::size_t n,
+                     const Mask &m, __m256 (&acc)[MR][2]) {
   const float *xr[MR];
   for (int i = 0; i < MR; ++i)
     xr[i] = x[i];
   if (sW == 1)
-    panel<MR, Masked>(
-        outW, [&](int i, std::size_t j) { return xr[i] + j; },
+    panelOf<MR>(
+        n, outW, [&](int i, std::size_t j) { return xr[i] + j; },
         [&](std::size_t j) { return dyT + j * ldd; }, m, acc);
   else
-    panel<MR, Masked>(
-        outW, [&](int i, std::size_t j) { return xr[i] + j * sW; },
+    panelOf<MR>(
+        n, outW, [&](int i, std::size_t j) { return xr[i] + j * sW; },
         [&](std::size_t j) { return dyT + j * ldd; }, m, acc);
 }
 

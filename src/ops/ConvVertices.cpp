@@ -416,10 +416,7 @@ private:
             for (int i = 0; i < MR; ++i)
               x[i] = xp + base[i] + oh * g[gSH] * wp;
             const float *d = dyT + (oh - oc0) * outW * cout + co0;
-            if (nco == kernels::kNR)
-              kernels::wgradRow<MR, false>(x, outW, g[gSW], d, cout, m, acc);
-            else
-              kernels::wgradRow<MR, true>(x, outW, g[gSW], d, cout, m, acc);
+            kernels::wgradRow<MR>(x, outW, g[gSW], d, cout, nco, m, acc);
           }
           float *dst[MR];
           for (int i = 0; i < MR; ++i)
