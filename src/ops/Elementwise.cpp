@@ -8,6 +8,7 @@
 #include "tessera/device/Target.hpp"
 #include "tessera/support/Error.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace tessera::ops {
@@ -77,6 +78,18 @@ Tensor inOutputLayout(Graph &graph, const Tensor &t, const Tensor &out,
   return like;
 }
 
+// A region's piece of an operand that repeats one element (a bias
+// broadcast along a row) as that element, which the vertex broadcasts: the
+// exchange then brings one element, not the row, as PopLibs' broadcast
+// vertices read each bias element once. Other pieces as they are.
+Tensor oneIfRepeated(const Tensor &piece) {
+  const auto &rs = piece.runs();
+  if (piece.numElements() > 1 && rs.size() == 1 && rs[0].stride == 0)
+    return Tensor(piece.elementType(), {1},
+                  {Run{rs[0].var, rs[0].start, 1, 1}});
+  return piece;
+}
+
 // Joins consecutive regions of a tile that follow each other in the memory
 // of the output and of every input (the rows of a tile's block of a matmul
 // operand are not consecutive elements but are consecutive in memory); each
@@ -88,19 +101,59 @@ struct Region {
   /// contiguous run (scalars: an empty run); empty otherwise.
   std::vector<Run> runs;
 };
-std::vector<Region>
-joinRegions(const std::vector<std::pair<std::size_t, std::size_t>> &regions,
-            const std::vector<Tensor> &operands, bool join) {
-  std::vector<Region> out;
+using Ranges = std::vector<std::pair<std::size_t, std::size_t>>;
+
+// The regions cut where a broadcast operand's piece moves on to its next
+// element (a bias over rows of several channels), so that each part's piece
+// repeats one element and oneIfRepeated can give it as that element.
+Ranges cutAtRepeats(const Ranges &regions,
+                    const std::vector<Tensor> &operands) {
+  std::vector<const Tensor *> broadcast;
+  for (const Tensor &t : operands)
+    if (t.numElements() > 1 &&
+        std::any_of(t.runs().begin(), t.runs().end(),
+                    [](const Run &r) { return r.stride == 0; }))
+      broadcast.push_back(&t);
+  if (broadcast.empty())
+    return regions;
+  Ranges out;
+  std::vector<std::size_t> cuts;
   for (const auto &[b, e] : regions) {
+    cuts.assign({b, e});
+    for (const Tensor *t : broadcast) {
+      const Tensor piece = t->slice(b, e);
+      const auto &rs = piece.runs();
+      if (rs.size() < 2 || !std::all_of(rs.begin(), rs.end(), [](const Run &r) {
+            return r.stride == 0 || r.count == 1;
+          }))
+        continue;
+      std::size_t at = b;
+      for (const Run &r : rs)
+        cuts.push_back(at += static_cast<std::size_t>(r.count));
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    for (std::size_t i = 0; i + 1 < cuts.size(); ++i)
+      out.emplace_back(cuts[i], cuts[i + 1]);
+  }
+  return out;
+}
+
+std::vector<Region> joinRegions(const Ranges &regions,
+                                const std::vector<Tensor> &operands,
+                                bool join) {
+  std::vector<Region> out;
+  for (const auto &[b, e] : cutAtRepeats(regions, operands)) {
     Region r{b, {}, {}};
     bool contiguous = join;
     for (const Tensor &t : operands) {
-      r.operands.push_back(t.numElements() == 1 ? t : t.slice(b, e));
+      r.operands.push_back(t.numElements() == 1 ? t
+                                                : oneIfRepeated(t.slice(b, e)));
       const auto &rs = r.operands.back().runs();
       const bool scalar = t.numElements() == 1;
       contiguous =
-          contiguous && (scalar || (rs.size() == 1 && rs[0].stride == 1));
+          contiguous && (scalar || (rs.size() == 1 && rs[0].stride == 1 &&
+                                    r.operands.back().numElements() == e - b));
       r.runs.push_back(contiguous && !scalar ? rs[0] : Run{});
     }
     if (!contiguous)

@@ -114,6 +114,25 @@ TEST(ElementwiseMap, InputsLaidOutUnlikeTheOutputAreCopiedAndRegionsJoin) {
     EXPECT_NEAR(r.outputs[0][i], a[i] + b[i], 1e-6);
 }
 
+TEST(ElementwiseMap, BroadcastBiasBringsOneElementPerRegionPart) {
+  // x [7, 30] + bias [7, 1] (a bias over channels of NCHW activations) on 4
+  // tiles: each tile's rows cross channels, and each part of a row reads its
+  // channel's bias element once (the vertex broadcasts it), not 30 copies.
+  const std::size_t c = 7, w = 30;
+  auto x = spread(c * w, -2, 2), bias = spread(c, 1, 3);
+  RunResult r = runOp(4, {{FLOAT, {c, w}, x}, {FLOAT, {c}, bias}},
+                      [&](Graph &g, const auto &in, program::Sequence &p) {
+                        return std::vector<Tensor>{
+                            add(g, in[0], in[1].reshape({c, 1}), p)};
+                      });
+  for (std::size_t i = 0; i < c * w; ++i)
+    ASSERT_NEAR(r.outputs[0][i], x[i] + bias[i / w], 1e-6) << i;
+  // At most c + 3 parts (the tiles' rows cut at channel boundaries), each
+  // bringing 4 bytes and its sender sending them: well under one copy of a
+  // row per part (120 bytes).
+  EXPECT_LE(r.exchangedBytes, 2 * 4 * (c + 3));
+}
+
 TEST(ElementwiseMap, SmallMapOnManyTilesRunsAsAHostKernelWithTheSameBytes) {
   // 3000 elements on 1472 tiles: two or three a tile, so the host runs the
   // map in a few vertices; the values and the estimate are the tiles'.
