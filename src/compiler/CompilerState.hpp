@@ -23,6 +23,17 @@ struct Draft {
   /// Exchange: copies costed as the IPU would move them, whose destination
   /// the simulator never fills because the vertex reads the source in place.
   std::vector<std::pair<Tensor, Tensor>> costOnlyCopies;
+  /// A compute set's gathers or scatters: its plan's lists (ComputeSetPlan,
+  /// planned before any of its steps is drafted and not changed after),
+  /// shared by every Execute of the set rather than copied into each.
+  const std::vector<std::pair<Tensor, Tensor>> *planCopies = nullptr;
+  const std::vector<std::pair<Tensor, Tensor>> *planCostOnlyCopies = nullptr;
+  const std::vector<std::pair<Tensor, Tensor>> &copyList() const {
+    return planCopies ? *planCopies : copies;
+  }
+  const std::vector<std::pair<Tensor, Tensor>> &costOnlyList() const {
+    return planCostOnlyCopies ? *planCostOnlyCopies : costOnlyCopies;
+  }
   int computeSet = -1;
   int program = -1;         ///< -1 inside a function body
   bool conditional = false; ///< may not run every time its program runs

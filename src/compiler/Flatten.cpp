@@ -203,8 +203,8 @@ private:
       planComputeSet(n.id);
     if (!plan.gathers.empty() || !plan.costOnlyGathers.empty()) {
       Draft d = named(n);
-      d.copies = plan.gathers;
-      d.costOnlyCopies = plan.costOnlyGathers;
+      d.planCopies = &plan.gathers;
+      d.planCostOnlyCopies = &plan.costOnlyGathers;
       emit(StepKind::Exchange, std::move(d));
     }
     Draft d = named(n);
@@ -212,7 +212,7 @@ private:
     emit(StepKind::Compute, std::move(d));
     if (!plan.scatters.empty()) {
       Draft d2 = named(n);
-      d2.copies = plan.scatters;
+      d2.planCopies = &plan.scatters;
       emit(StepKind::Exchange, std::move(d2));
     }
   }

@@ -59,7 +59,7 @@ void forEachTouch(const State &s, const Draft &d, F &&fn) {
     return;
   }
   case StepKind::Exchange:
-    for (const auto *copies : {&d.copies, &d.costOnlyCopies})
+    for (const auto *copies : {&d.copyList(), &d.costOnlyList()})
       for (const auto &[src, dst] : *copies) {
         tensor(src, true, false);
         tensor(dst, false, true);

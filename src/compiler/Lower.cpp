@@ -261,11 +261,11 @@ private:
       return;
     case StepKind::Exchange:
       opsFor(i, [&] {
-        for (const auto &[src, dst] : d.copies)
+        for (const auto &[src, dst] : d.copyList())
           ops_.copy(src.runs(), dst.runs(),
                     static_cast<std::uint32_t>(typeSize(src.elementType())));
         ops_.setCostOnly(true);
-        for (const auto &[src, dst] : d.costOnlyCopies)
+        for (const auto &[src, dst] : d.costOnlyList())
           ops_.copy(src.runs(), dst.runs(),
                     static_cast<std::uint32_t>(typeSize(src.elementType())));
         ops_.setCostOnly(false);
