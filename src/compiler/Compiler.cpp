@@ -14,20 +14,43 @@ namespace compiler {
 State::State(const Graph &g, const EngineOptions &o)
     : graph(g), data(g.data()), target(g.getTarget()), options(o),
       vars(g.data().variables), numGraphVars(g.data().variables.size()),
-      intervalAddr(g.data().variables.size()) {}
+      intervalAddr(g.data().variables.size()) {
+  std::size_t slots = 0;
+  for (const VertexData &vd : data.vertices) {
+    vertexSlot.push_back(slots);
+    vertexFieldStart.push_back(static_cast<std::uint32_t>(fieldOffset.size()));
+    std::size_t offset = 0;
+    for (const FieldBinding &b : vd.fields) {
+      fieldOffset.push_back(static_cast<std::uint32_t>(offset));
+      offset += b.tensors.size();
+    }
+    slots += offset;
+  }
+  substitutionOf.assign(slots, -1);
+}
 
 const Tensor &State::fieldTensor(unsigned vertex, unsigned field,
                                  unsigned index) const {
-  auto it = substitutions.find(substitutionKey(vertex, field, index));
-  if (it != substitutions.end())
-    return it->second;
+  const std::int32_t k = substitutionOf[slot(vertex, field, index)];
+  if (k >= 0)
+    return substitutions[static_cast<std::size_t>(k)].temporary;
   return data.vertices[vertex].fields[field].tensors[index];
 }
 
 const Tensor *State::inPlaceSource(unsigned vertex, unsigned field,
                                    unsigned index) const {
-  auto it = inPlaceSources.find(substitutionKey(vertex, field, index));
-  return it == inPlaceSources.end() ? nullptr : &it->second;
+  const std::int32_t k = substitutionOf[slot(vertex, field, index)];
+  if (k < 0)
+    return nullptr;
+  const Tensor &t = substitutions[static_cast<std::size_t>(k)].inPlaceSource;
+  return t.valid() ? &t : nullptr;
+}
+
+void State::substitute(unsigned vertex, unsigned field, unsigned index,
+                       Tensor temporary, Tensor inPlaceSource) {
+  substitutionOf[slot(vertex, field, index)] =
+      static_cast<std::int32_t>(substitutions.size());
+  substitutions.push_back({std::move(temporary), std::move(inPlaceSource)});
 }
 
 std::uint32_t State::intern(const std::string &s) {

@@ -8,7 +8,6 @@
 #include "tessera/graph/Graph.hpp"
 
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 namespace tessera::compiler {
@@ -70,12 +69,22 @@ struct State {
   std::vector<Draft> drafts;
   std::vector<LoopRange> loops;
   std::vector<ComputeSetPlan> csPlans;
-  /// (vertex << 32 | field << 20 | list index) -> replacing temporary.
-  std::unordered_map<std::uint64_t, Tensor> substitutions;
-  /// Same keys: input temporaries the vertex does not read, because it reads
-  /// this contiguous source in place (DESIGN.md section 5.4). The temporary
-  /// still takes its tile memory and its exchange is still costed.
-  std::unordered_map<std::uint64_t, Tensor> inPlaceSources;
+  /// A vertex field element replaced by a compiler temporary; when the
+  /// vertex reads a contiguous source in place instead (DESIGN.md section
+  /// 5.4), that source: the temporary still takes its tile memory and its
+  /// exchange is still costed.
+  struct Substitution {
+    Tensor temporary, inPlaceSource;
+  };
+  std::vector<Substitution> substitutions;
+  /// Per field element of every vertex (slot()), the index of its
+  /// substitution, or -1.
+  std::vector<std::int32_t> substitutionOf;
+  /// For slot(): per vertex, the slot of its first field element and the
+  /// index of its first field in fieldOffset; per field of each vertex, the
+  /// offset of the field's first element from the vertex's.
+  std::vector<std::size_t> vertexSlot;
+  std::vector<std::uint32_t> vertexFieldStart, fieldOffset;
   /// Elements of each compiler temporary (from numGraphVars on) that no
   /// step writes: the alignment gaps between the field elements it holds.
   std::vector<std::size_t> temporaryGaps;
@@ -93,9 +102,14 @@ struct State {
   /// temporary, or null.
   const Tensor *inPlaceSource(unsigned vertex, unsigned field,
                               unsigned index) const;
-  static std::uint64_t substitutionKey(unsigned vertex, unsigned field,
-                                       unsigned index) {
-    return (std::uint64_t(vertex) << 32) | (std::uint64_t(field) << 20) | index;
+  /// Replaces field element (vertex, field, index) by \p temporary, read
+  /// from \p inPlaceSource where that is valid.
+  void substitute(unsigned vertex, unsigned field, unsigned index,
+                  Tensor temporary, Tensor inPlaceSource);
+  /// The index of field element (vertex, field, index) among all vertices'.
+  std::size_t slot(unsigned vertex, unsigned field, unsigned index) const {
+    return vertexSlot[vertex] + fieldOffset[vertexFieldStart[vertex] + field] +
+           index;
   }
   std::uint32_t intern(const std::string &s);
 };

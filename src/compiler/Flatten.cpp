@@ -309,22 +309,14 @@ private:
         static_cast<std::uint32_t>(s_.exe.switchTable.size()) - first;
   }
 
-  template <typename Map> static void reserveFor(Map &m, std::size_t more) {
-    const std::size_t need = m.size() + more;
-    if (need > m.bucket_count() * m.max_load_factor())
-      m.reserve(std::max(need, 2 * m.size()));
-  }
-
   void planComputeSet(unsigned cs) {
     ComputeSetPlan &plan = s_.csPlans[cs];
     plan.planned = true;
     writtenVars_.clear();
-    std::size_t operands = 0;
     for (unsigned v : s_.data.computeSets[cs].vertices) {
       const VertexData &vd = s_.data.vertices[v];
       const auto &fields = vd.vertexClass->info.fields;
       for (unsigned f = 0; f < fields.size(); ++f) {
-        operands += vd.fields[f].tensors.size();
         if (fields[f].direction == codelet::Direction::Output ||
             fields[f].direction == codelet::Direction::InOut)
           for (const Tensor &t : vd.fields[f].tensors)
@@ -332,11 +324,6 @@ private:
               writtenVars_.insert(r.var);
       }
     }
-    // Vertices with many entries (a convolution's rows) would otherwise
-    // rehash these maps over and over; growing them at least twofold keeps
-    // the rehashes of all compute sets together linear.
-    reserveFor(s_.substitutions, operands);
-    reserveFor(s_.inPlaceSources, operands);
     for (unsigned v : s_.data.computeSets[cs].vertices)
       planVertex(plan, v);
     planHostKernel(cs);
@@ -461,17 +448,14 @@ private:
                   {Run{id, static_cast<std::int64_t>(offset), 1,
                        static_cast<std::int64_t>(n)}});
       offset += (n + grain - 1) / grain * grain;
-      addElementCopies(plan, State::substitutionKey(v, f, i), ts[i],
-                       std::move(temp), fi.direction);
+      addElementCopies(plan, v, f, i, std::move(temp), fi.direction);
     }
   }
 
-  // Substitutes temp for the field element keyed `key` (tensor t) and plans
-  // its copies.
-  void addElementCopies(ComputeSetPlan &plan, std::uint64_t key,
-                        const Tensor &t, Tensor temp,
-                        codelet::Direction direction) {
-    s_.substitutions.emplace(key, temp);
+  // Substitutes temp for field element (v, f, i) and plans its copies.
+  void addElementCopies(ComputeSetPlan &plan, unsigned v, unsigned f,
+                        unsigned i, Tensor temp, codelet::Direction direction) {
+    const Tensor &t = s_.data.vertices[v].fields[f].tensors[i];
     unsigned srcTile = 0;
     // The IPU would copy the operand over the exchange; the simulator lets
     // the vertex read a contiguous source where it lies, since no vertex of
@@ -481,10 +465,11 @@ private:
     if (direction == codelet::Direction::Input &&
         contiguousInOneInterval(s_, t, &srcTile) &&
         !writtenVars_.count(t.runs()[0].var)) {
-      s_.inPlaceSources.emplace(key, flat);
+      s_.substitute(v, f, i, temp, flat);
       plan.costOnlyGathers.emplace_back(flat, std::move(temp));
       return;
     }
+    s_.substitute(v, f, i, temp, Tensor());
     if (direction != codelet::Direction::Output)
       plan.gathers.emplace_back(flat, temp);
     if (direction != codelet::Direction::Input)
