@@ -105,7 +105,9 @@ using Ranges = std::vector<std::pair<std::size_t, std::size_t>>;
 
 // The regions cut where a broadcast operand's piece moves on to its next
 // element (a bias over rows of several channels), so that each part's piece
-// repeats one element and oneIfRepeated can give it as that element.
+// repeats one element and oneIfRepeated can give it as that element. Only
+// parts of kMinRepeat elements or more on average are worth a region each.
+constexpr std::size_t kMinRepeat = 8;
 Ranges cutAtRepeats(const Ranges &regions,
                     const std::vector<Tensor> &operands) {
   std::vector<const Tensor *> broadcast;
@@ -123,7 +125,8 @@ Ranges cutAtRepeats(const Ranges &regions,
     for (const Tensor *t : broadcast) {
       const Tensor piece = t->slice(b, e);
       const auto &rs = piece.runs();
-      if (rs.size() < 2 || !std::all_of(rs.begin(), rs.end(), [](const Run &r) {
+      if (rs.size() < 2 || e - b < kMinRepeat * rs.size() ||
+          !std::all_of(rs.begin(), rs.end(), [](const Run &r) {
             return r.stride == 0 || r.count == 1;
           }))
         continue;
