@@ -174,17 +174,28 @@ TEST(CompilerMemory, ShortLivedValuesShareBytesBesideALongLivedOne) {
   EXPECT_EQ(res, in);
 }
 
+namespace {
+
+// A variable "x" holding `values` on tile 0, for vertices on other tiles to
+// read.
+Tensor sourceOnTileZero(Graph &g, const std::vector<float> &values) {
+  Tensor x = g.addVariable(FLOAT, {values.size()}, "x");
+  g.setTileMapping(x, 0);
+  g.setInitialValue(x, values);
+  return x;
+}
+
+} // namespace
+
 TEST(CompilerMemory, ManyOperandTemporariesPackSideBySideAndReuseBytes) {
   Device device = modelDevice();
   Graph g(device.getTarget());
   addTestCodelets(g);
   constexpr std::size_t n = 300, w = 16;
-  Tensor x = g.addVariable(FLOAT, {n * w}, "x");
-  g.setTileMapping(x, 0);
   std::vector<float> init(n * w);
   for (std::size_t i = 0; i < init.size(); ++i)
     init[i] = float(i % 97);
-  g.setInitialValue(x, init);
+  Tensor x = sourceOnTileZero(g, init);
   Sequence prog;
   std::vector<Tensor> sums;
   for (int set = 0; set < 2; ++set) {
@@ -231,12 +242,10 @@ TEST(CompilerMemory, ListFieldElementsShareOneTemporaryThatIsFreedAfterUse) {
   // 10 parts of 3 floats: 12 bytes each, so each slice of the field's one
   // temporary starts on an 8-byte boundary after a 4-byte gap.
   constexpr std::size_t parts = 10, w = 3;
-  Tensor x = g.addVariable(FLOAT, {parts * w}, "x");
-  g.setTileMapping(x, 0);
   std::vector<float> init(parts * w);
   for (std::size_t i = 0; i < init.size(); ++i)
     init[i] = float(i * i % 23);
-  g.setInitialValue(x, init);
+  Tensor x = sourceOnTileZero(g, init);
   Sequence prog;
   for (int set = 0; set < 2; ++set) {
     Tensor sums = g.addVariable(FLOAT, {parts}, "s" + std::to_string(set));
