@@ -120,11 +120,11 @@ TEST(ElementwiseMap, BroadcastBiasBringsOneElementPerRegionPart) {
   // channel's bias element once (the vertex broadcasts it), not 30 copies.
   const std::size_t c = 7, w = 30;
   auto x = spread(c * w, -2, 2), bias = spread(c, 1, 3);
-  RunResult r = runOp(4, {{FLOAT, {c, w}, x}, {FLOAT, {c}, bias}},
-                      [&](Graph &g, const auto &in, program::Sequence &p) {
-                        return std::vector<Tensor>{
-                            add(g, in[0], in[1].reshape({c, 1}), p)};
-                      });
+  RunResult r = runOp(
+      4, {{FLOAT, {c, w}, x}, {FLOAT, {c}, bias}},
+      [&](Graph &g, const auto &in, program::Sequence &p) {
+        return std::vector<Tensor>{add(g, in[0], in[1].reshape({c, 1}), p)};
+      });
   for (std::size_t i = 0; i < c * w; ++i)
     ASSERT_NEAR(r.outputs[0][i], x[i] + bias[i / w], 1e-6) << i;
   // At most c + 3 parts (the tiles' rows cut at channel boundaries), each

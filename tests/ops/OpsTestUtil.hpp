@@ -28,7 +28,7 @@ struct RunResult {
   std::vector<std::vector<double>> outputs;
   std::uint64_t cycles = 0;
   std::size_t computeSteps = 0;
-  std::size_t hostKernelSteps = 0; ///< compute steps run by a host kernel
+  std::size_t hostKernelSteps = 0;  ///< compute steps run by a host kernel
   std::uint64_t exchangedBytes = 0; ///< by the exchange steps, estimated
 };
 
