@@ -12,6 +12,13 @@
 
 namespace tessera::compiler {
 
+/// Tile memory blocks start on kAlign-byte boundaries and take whole
+/// multiples of it.
+constexpr std::uint64_t kAlign = 8;
+inline std::uint64_t alignUp(std::uint64_t bytes) {
+  return (bytes + kAlign - 1) & ~(kAlign - 1);
+}
+
 /// A step before addresses are known: its operands are tensors.
 struct Draft {
   Step step;

@@ -418,17 +418,20 @@ private:
 
   // One temporary on v's tile for the field's elements remote_ (a
   // convolution's rows arrive as dozens of elements): each element gets a
-  // slice starting on an 8-byte boundary, so the bytes are those of one
-  // temporary per element, as the layout would align them.
+  // slice starting on a kAlign boundary, so the bytes are those of one
+  // temporary per element, as the layout aligns blocks.
   void addTemporaries(ComputeSetPlan &plan, unsigned v, unsigned f,
                       const codelet::FieldInfo &fi) {
     const VertexData &vd = s_.data.vertices[v];
     const std::vector<Tensor> &ts = vd.fields[f].tensors;
     const Type type = ts[remote_.front()].elementType();
-    const std::size_t grain = std::max<std::size_t>(1, 8 / typeSize(type));
+    // Elements an element's slice spans, its alignment gap included.
+    auto span = [&](unsigned i) {
+      return alignUp(ts[i].numElements() * typeSize(type)) / typeSize(type);
+    };
     std::size_t total = 0, used = 0;
     for (unsigned i : remote_) {
-      total += (ts[i].numElements() + grain - 1) / grain * grain;
+      total += span(i);
       used += ts[i].numElements();
     }
     VariableData tmp;
@@ -447,7 +450,7 @@ private:
       Tensor temp(type, {n},
                   {Run{id, static_cast<std::int64_t>(offset), 1,
                        static_cast<std::int64_t>(n)}});
-      offset += (n + grain - 1) / grain * grain;
+      offset += span(i);
       addElementCopies(plan, v, f, i, std::move(temp), fi.direction);
     }
   }

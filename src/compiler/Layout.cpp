@@ -18,11 +18,6 @@ namespace {
 
 std::string str(std::uint64_t v) { return std::to_string(v); }
 
-constexpr std::uint64_t kAlign = 8;
-std::uint64_t alignUp(std::uint64_t v) {
-  return (v + kAlign - 1) & ~(kAlign - 1);
-}
-
 struct Live {
   std::int64_t first = -1, def = -1, last = -1;
   std::size_t written = 0;
