@@ -331,14 +331,12 @@ public:
       return true;
     const int *g = geometry.data();
     const std::size_t cin = g[gInChans], cout = g[gOutChans];
-    const std::size_t kk = static_cast<std::size_t>(g[gKH]) * g[gKW];
-    // All kernel elements [k0, k1) of input channels [ciA, ciB).
-    const std::size_t k0 = 0, k1 = cin * kk, ciA = 0, ciB = cin;
-    if (k1 == 0)
+    const std::size_t kElems = cin * g[gKH] * g[gKW];
+    if (kElems == 0)
       return true;
     Scratch &s = scratch();
-    float *ct = sized(s.ct, (k1 - k0) * cout);
-    std::fill(ct, ct + (k1 - k0) * cout, 0.0f);
+    float *ct = sized(s.ct, kElems * cout);
+    std::fill(ct, ct + kElems * cout, 0.0f);
     const std::size_t rows = g[gRows], outW = g[gOutW];
     const long rB =
         static_cast<long>(rows - 1) * g[gSH] + (g[gKH] - 1) * g[gKdH] + 1;
@@ -346,21 +344,21 @@ public:
     // Output rows per chunk: the transposed deltas of a chunk stay cached.
     const std::size_t chunk = std::max<std::size_t>(1, 256 / outW);
     for (std::size_t n = 0; n < static_cast<std::size_t>(g[gBatch]); ++n) {
-      float *xp = sized(s.xp, (ciB - ciA) * static_cast<std::size_t>(rB) * wp);
-      buildPadded(&acts[n * cin + ciA], false, ciB - ciA, g, 0, rB, 0, wp, xp);
+      float *xp = sized(s.xp, cin * static_cast<std::size_t>(rB) * wp);
+      buildPadded(&acts[n * cin], false, cin, g, 0, rB, 0, wp, xp);
       for (std::size_t oc0 = 0; oc0 < rows; oc0 += chunk) {
         const std::size_t oc1 = std::min(rows, oc0 + chunk);
         transposeDeltas(n, oc0, oc1);
-        accumulate(g, k0, k1, ciA, static_cast<std::size_t>(rB), oc0, oc1, ct);
+        accumulate(g, kElems, static_cast<std::size_t>(rB), oc0, oc1, ct);
       }
     }
     for (std::size_t co = 0; co < cout; ++co) {
       OutT *o = out[co].data();
-      for (std::size_t k = k0; k < k1; ++k) {
+      for (std::size_t k = 0; k < kElems; ++k) {
         if constexpr (std::is_same_v<OutT, float>)
-          o[k] = ct[(k - k0) * cout + co];
+          o[k] = ct[k * cout + co];
         else
-          o[k].bits = floatToHalfBits(ct[(k - k0) * cout + co]);
+          o[k].bits = floatToHalfBits(ct[k * cout + co]);
       }
     }
     return true;
@@ -388,21 +386,21 @@ private:
     kernels::transpose(src, cout, p, dyT, cout);
   }
 
-  // ct[k - k0][co] += sum over the chunk's positions of x(k, p) * dy(co, p).
-  void accumulate(const int *g, std::size_t k0, std::size_t k1, std::size_t ciA,
-                  std::size_t nr, std::size_t oc0, std::size_t oc1,
-                  float *ct) const {
+  // ct[k][co] += sum over the chunk's positions of x(k, p) * dy(co, p), for
+  // the kElems kernel elements.
+  void accumulate(const int *g, std::size_t kElems, std::size_t nr,
+                  std::size_t oc0, std::size_t oc1, float *ct) const {
     const std::size_t cout = g[gOutChans], outW = g[gOutW],
                       wp = paddedWidth(g, 0, outW);
     const std::size_t kW = g[gKW], kk = static_cast<std::size_t>(g[gKH]) * kW;
     Scratch &s = scratch();
     const float *xp = s.xp.data(), *dyT = s.dyT.data();
-    for (std::size_t kb = k0; kb < k1;) {
-      const int mr = kernels::nextBlock(k1 - kb);
+    for (std::size_t kb = 0; kb < kElems;) {
+      const int mr = kernels::nextBlock(kElems - kb);
       std::size_t base[kernels::kMaxMR];
       for (int i = 0; i < mr; ++i) {
         const std::size_t k = kb + static_cast<std::size_t>(i);
-        const std::size_t ci = k / kk - ciA, kh = k % kk / kW, kw = k % kW;
+        const std::size_t ci = k / kk, kh = k % kk / kW, kw = k % kW;
         base[i] = (ci * nr + kh * g[gKdH]) * wp + kw * g[gKdW];
       }
       for (std::size_t co0 = 0; co0 < cout; co0 += kernels::kNR) {
@@ -420,7 +418,7 @@ private:
           }
           float *dst[MR];
           for (int i = 0; i < MR; ++i)
-            dst[i] = ct + (kb - k0 + static_cast<std::size_t>(i)) * cout + co0;
+            dst[i] = ct + (kb + static_cast<std::size_t>(i)) * cout + co0;
           kernels::addTo<MR>(acc, dst, nco, m);
         });
       }
