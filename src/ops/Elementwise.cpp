@@ -103,26 +103,32 @@ struct Region {
 };
 using Ranges = std::vector<std::pair<std::size_t, std::size_t>>;
 
-// The regions cut where a broadcast operand's piece moves on to its next
+// The operands that repeat some element (stride-0 runs: a broadcast),
+// whose pieces cutAtRepeats may cut at.
+std::vector<const Tensor *> repeatingOperands(const std::vector<Tensor> &ts) {
+  std::vector<const Tensor *> out;
+  for (const Tensor &t : ts)
+    if (t.numElements() > 1 &&
+        std::any_of(t.runs().begin(), t.runs().end(),
+                    [](const Run &r) { return r.stride == 0; }))
+      out.push_back(&t);
+  return out;
+}
+
+// The regions cut where a repeating operand's piece moves on to its next
 // element (a bias over rows of several channels), so that each part's piece
 // repeats one element and oneIfRepeated can give it as that element. Only
 // parts of kMinRepeat elements or more on average are worth a region each.
 constexpr std::size_t kMinRepeat = 8;
 Ranges cutAtRepeats(const Ranges &regions,
-                    const std::vector<Tensor> &operands) {
-  std::vector<const Tensor *> broadcast;
-  for (const Tensor &t : operands)
-    if (t.numElements() > 1 &&
-        std::any_of(t.runs().begin(), t.runs().end(),
-                    [](const Run &r) { return r.stride == 0; }))
-      broadcast.push_back(&t);
-  if (broadcast.empty())
+                    const std::vector<const Tensor *> &repeating) {
+  if (repeating.empty())
     return regions;
   Ranges out;
   std::vector<std::size_t> cuts;
   for (const auto &[b, e] : regions) {
     cuts.assign({b, e});
-    for (const Tensor *t : broadcast) {
+    for (const Tensor *t : repeating) {
       const Tensor piece = t->slice(b, e);
       const auto &rs = piece.runs();
       if (rs.size() < 2 || e - b < kMinRepeat * rs.size() ||
@@ -142,11 +148,13 @@ Ranges cutAtRepeats(const Ranges &regions,
   return out;
 }
 
+// `regions` as the vertex runs them: cut by cutAtRepeats, then joined.
 std::vector<Region> joinRegions(const Ranges &regions,
                                 const std::vector<Tensor> &operands,
+                                const std::vector<const Tensor *> &repeating,
                                 bool join) {
   std::vector<Region> out;
-  for (const auto &[b, e] : cutAtRepeats(regions, operands)) {
+  for (const auto &[b, e] : cutAtRepeats(regions, repeating)) {
     Region r{b, {}, {}};
     bool contiguous = join;
     for (const Tensor &t : operands) {
@@ -305,22 +313,26 @@ void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
   // worker shares Poplar would give the tile.
   const std::vector<WorkerPiece> shares =
       splitByWorker(graph, outFlat, 6, grain);
+  const std::vector<const Tensor *> repeating = repeatingOperands(operands);
   std::vector<MapFields> perTile;
   for (std::size_t first = 0; first < shares.size();) {
     const unsigned tile = shares[first].tile;
-    std::vector<std::pair<std::size_t, std::size_t>> regions;
+    Ranges regions;
     std::uint64_t busiest = 0;
     std::size_t next = first;
     for (; next < shares.size() && shares[next].tile == tile; ++next) {
-      std::vector<unsigned> sizes;
       for (const auto &[b, e] : shares[next].regions) {
-        sizes.push_back(static_cast<unsigned>(e - b));
         // Workers cut the tile's intervals; rejoin what they cut.
         if (!regions.empty() && regions.back().second == b)
           regions.back().second = e;
         else
           regions.emplace_back(b, e);
       }
+      // A worker runs its share's regions as cut at repeats, each cut a
+      // region more to set up.
+      std::vector<unsigned> sizes;
+      for (const auto &[b, e] : cutAtRepeats(shares[next].regions, repeating))
+        sizes.push_back(static_cast<unsigned>(e - b));
       busiest =
           std::max(busiest, mapcode::mapWorkerCycles(
                                 costs.binaryOpWorkerCycles,
@@ -337,7 +349,8 @@ void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
     MapFields f;
     // The index an element's value may depend on is its place in the
     // output, so only maps without it join regions out of that order.
-    for (const Region &r : joinRegions(regions, operands, !code.usesIndex())) {
+    for (const Region &r :
+         joinRegions(regions, operands, repeating, !code.usesIndex())) {
       const auto begin = r.operands.begin();
       f.in.insert(f.in.end(), begin, begin + data.size());
       f.flagIn.insert(f.flagIn.end(), begin + data.size(),
