@@ -332,8 +332,8 @@ private:
   // Runs cs's host kernel in its place when every field of the kernel's
   // vertices (checked as any vertex is) is one contiguous piece of one tile
   // interval (read and written where it lies) and cs writes nothing through
-  // temporaries. cs's gathers
-  // are then only costed: nothing reads their temporaries.
+  // temporaries. cs's gathers are then only costed: nothing reads their
+  // temporaries.
   void planHostKernel(unsigned cs) {
     const std::optional<unsigned> kernel = s_.data.computeSets[cs].hostKernel;
     ComputeSetPlan &plan = s_.csPlans[cs];
