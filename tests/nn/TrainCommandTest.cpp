@@ -101,6 +101,15 @@ TEST(TrainCommand, BadOptionsAreOneLineErrors) {
   EXPECT_THAT(r.err, HasSubstr("tessera train: error: --train-examples 100 is "
                                "less than one device run of 125 steps of 32 "
                                "examples (4000)"));
+  // Zero is not a stand-in for the default: it is refused.
+  r = train({"--epochs", "0", "--no-cache"});
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_THAT(r.err,
+              HasSubstr("tessera train: error: --epochs must be at least 1"));
+  r = train({"--learning-rate", "0", "--no-cache"});
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_THAT(r.err, HasSubstr("tessera train: error: --learning-rate must be "
+                               "positive, got 0"));
   r = train({"--model", "rnn"});
   EXPECT_NE(r.exitCode, 0);
   EXPECT_THAT(r.err, HasSubstr("--model"));
