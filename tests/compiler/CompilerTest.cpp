@@ -600,3 +600,49 @@ TEST(CompilerHostKernel, KernelVertexIsCheckedAsAnyVertexIs) {
     EXPECT_THAT(e.what(), HasSubstr("is not connected"));
   }
 }
+
+// A host kernel reads its operands where they lie, at its compute set's
+// step, though the compute set's own vertex reads a copy gathered before
+// it: y, gathered from two tiles and so dead after the gather as far as that
+// vertex goes, must keep its bytes through the step, or s0, which the step
+// writes on y's tile, could take them. (The kernel sums y's first half, so
+// its result also shows that it ran.)
+TEST(CompilerHostKernel, OperandsTheKernelReadsStayLiveThroughItsStep) {
+  Device device = modelDevice();
+  Graph g(device.getTarget());
+  addTestCodelets(g);
+  Tensor x = g.addVariable(FLOAT, {4}, "x");
+  Tensor y = g.addVariable(FLOAT, {4}, "y");
+  Tensor z = g.addVariable(FLOAT, {1}, "z");
+  Tensor s0 = g.addVariable(FLOAT, {}, "s0");
+  Tensor s1 = g.addVariable(FLOAT, {}, "s1");
+  Tensor r = g.addVariable(FLOAT, {}, "r");
+  for (const Tensor &t : {x, y, z, s0, r})
+    g.setTileMapping(t, 0);
+  g.setTileMapping(y.slice(2, 4), 2);
+  g.setTileMapping(s1, 1);
+  g.setInitialValue(x, std::vector<float>{1, 2, 3, 4});
+  g.setInitialValue(z, std::vector<float>{1000});
+  g.createHostRead("s1", s1);
+  g.createHostRead("r", r);
+  ComputeSet cs = g.addComputeSet("sums");
+  g.setTileMapping(g.addVertex(cs, "SumVertex", {{"in", y}, {"out", s1}}), 1);
+  g.setTileMapping(g.addVertex(cs, "SumVertex", {{"in", z}, {"out", s0}}), 0);
+  ComputeSet kernel = g.addComputeSet("sums/host");
+  g.setTileMapping(g.addVertex(kernel, "SumVertex", {{"in", z}, {"out", s0}}),
+                   0);
+  g.setTileMapping(
+      g.addVertex(kernel, "SumVertex", {{"in", y.slice(0, 2)}, {"out", s1}}),
+      0);
+  g.setHostKernel(cs, kernel);
+  // y is defined by the first copy and s0 consumed by the last, so neither
+  // is always live.
+  Engine e(compileGraph(g, {Sequence{Copy(x, y), Execute(cs), Copy(s0, r)}}));
+  e.load(device);
+  e.run();
+  float s = 0, rv = 0;
+  e.readTensor("s1", &s, &s + 1);
+  e.readTensor("r", &rv, &rv + 1);
+  EXPECT_EQ(s, 3.0f);
+  EXPECT_EQ(rv, 1000.0f);
+}
