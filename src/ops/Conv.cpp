@@ -12,6 +12,8 @@
 #include "tessera/ops/Elementwise.hpp"
 #include "tessera/support/Error.hpp"
 
+#include <algorithm>
+#include <map>
 #include <string>
 
 namespace tessera::ops {
@@ -138,6 +140,8 @@ public:
           for (std::size_t g = gr.begin; g < gr.end; ++g)
             weightGradBlock(deltas, acts, dw, g, {gp, 0, cb, 0, ib});
         }
+    if (plan_.outChans * plan_.inChans > 1)
+      addWeightGradHostKernel(deltas, acts);
     finish(prog);
     return std::move(mapping_);
   }
@@ -279,6 +283,10 @@ private:
         connect(v, "deltas", dl);
         connect(v, "acts", in);
         connect(v, "out", parts_ > 1 ? dst : outRows);
+        std::vector<Tensor> &entries = wgradEntries(g, nb * plan_.rows + hb);
+        for (std::size_t c = 0; c < cr.size(); ++c)
+          entries[(cr.begin + c) * plan_.inChans + u.ci] =
+              parts_ > 1 ? dst[c] : outRows[c];
         graph_.setInitialValue(
             v["geometry"],
             geometry(s_, cir.size(), cr.size(), nr.size(), hr, ir));
@@ -300,6 +308,66 @@ private:
       if (parts_ > 1)
         reduce(parts, outRows, er, kElems, tile);
     }
+  }
+
+  // The entries the weight-gradient vertices of group g's batch-and-rows
+  // piece p write, indexed by output channel, then input-channel piece.
+  std::vector<Tensor> &wgradEntries(std::size_t g, unsigned p) {
+    std::vector<Tensor> &e = wgradEntries_[g * parts_ + p];
+    if (e.empty())
+      e.resize(s_.outChans * plan_.inChans);
+    return e;
+  }
+
+  // The weight gradient's host kernel (Graph::setHostKernel): per group
+  // and batch-and-rows piece, ConvWeightGradHost vertices each compute a
+  // band of output channels over every input channel, writing the entries
+  // of all the tiles of that piece with their order of sums. Bands give the
+  // host's threads about 16 vertices to share, each at least 16 channels
+  // wide (the kernels' row of output channels).
+  void addWeightGradHostKernel(const Tensor &deltas, const Tensor &acts) {
+    ComputeSet cs = graph_.addComputeSet(DebugContext(dc_, "convolve/host"));
+    const std::string cls =
+        templateName("tessera::ops::ConvWeightGradHost",
+                     {s_.inType, parts_ > 1 ? s_.partialsType : s_.inType});
+    const std::size_t pieces = s_.groups * parts_;
+    const unsigned bands = static_cast<unsigned>(
+        std::clamp<std::size_t>((16 + pieces - 1) / pieces, 1,
+                                std::max<std::size_t>(1, s_.outChans / 16)));
+    for (std::size_t g = 0; g < s_.groups; ++g)
+      for (unsigned p = 0; p < parts_; ++p) {
+        const Range nr = pieceOf(s_.batch, plan_.batch, p / plan_.rows);
+        const Range hr = pieceOf(s_.outH, plan_.rows, p % plan_.rows);
+        const Range ir = connectedRows(s_, hr);
+        const std::vector<Tensor> &entries = wgradEntries(g, p);
+        for (unsigned b = 0; b < bands; ++b) {
+          const Range cb = pieceOf(s_.outChans, bands, b);
+          if (!cb.size())
+            continue;
+          const std::size_t c0 = g * s_.outChans;
+          const Tensor dl =
+              deltas.slice({nr.begin, c0 + cb.begin, hr.begin, 0},
+                           {nr.end, c0 + cb.end, hr.end, s_.outW});
+          const Tensor in =
+              acts.slice({nr.begin, g * s_.inChans, ir.begin, 0},
+                         {nr.end, (g + 1) * s_.inChans, ir.end, s_.inW});
+          VertexRef v = graph_.addVertex(cs, cls);
+          graph_.connect(v["deltas"], memoryPieceTensors(graph_, dl.flatten()));
+          graph_.connect(v["acts"], memoryPieceTensors(graph_, in.flatten()));
+          connect(
+              v, "out",
+              std::vector<Tensor>(entries.begin() + cb.begin * plan_.inChans,
+                                  entries.begin() + cb.end * plan_.inChans));
+          graph_.setInitialValue(
+              v["geometry"],
+              geometry(s_, s_.inChans, cb.size(), nr.size(), hr, ir));
+          graph_.setInitialValue(v["ciParts"], plan_.inChans);
+          graph_.setTileMapping(v, 0);
+          graph_.setPerfEstimate(v, s_.inChans * s_.kH * s_.kW * cb.size() *
+                                        nr.size() * hr.size() * s_.outW / 64);
+        }
+      }
+    graph_.setHostKernel(cs_, cs);
   }
 
   // One ConvReduce vertex on \p tile summing rows \p er (each \p rowElems
@@ -340,6 +408,8 @@ private:
   unsigned parts_;
   TileMapping mapping_;
   ComputeSet cs_, reduceCs_;
+  /// wgradEntries' lists, by group and piece.
+  std::map<std::size_t, std::vector<Tensor>> wgradEntries_;
 };
 
 /// Weights as the forward convolution reads them ([G, Cout, Cin, kH, kW]):

@@ -5,6 +5,9 @@
 // weights one [Cin, kH, kW] entry per output channel, its outputs one entry
 // per (batch, output channel, output row). ConvWeightGrad computes a block
 // of dL/dW from deltas and activation rows; ConvReduce adds partial blocks.
+// ConvWeightGradHost is the weight gradient's host kernel: the IPU Model's
+// host runs it in place of many tiles' ConvWeightGrad vertices, with the
+// same sums (Graph::setHostKernel).
 // All three are MultiVertex: the six workers split the block as
 // ConvInternal.hpp says, and each worker keeps its own scratch, so workers
 // never share host memory whichever thread runs them.
@@ -309,6 +312,142 @@ private:
   }
 };
 
+namespace wgrad {
+
+/// The element type behind a list of entries (InT, or float for dense
+/// host copies).
+template <typename List>
+using ElementOf = std::remove_cv_t<
+    std::remove_pointer_t<decltype(std::declval<const List &>()[0].data())>>;
+
+// dyT[p][co] for the positions p of output rows [oc0, oc1) of entry n.
+template <typename List>
+void transposeDeltas(const int *g, const List &deltas, std::size_t n,
+                     std::size_t oc0, std::size_t oc1) {
+  using T = ElementOf<List>;
+  const std::size_t cout = g[gOutChans], outW = g[gOutW];
+  const std::size_t p = (oc1 - oc0) * outW;
+  Scratch &s = scratch();
+  float *dyT = sized(s.dyT, p * cout);
+  const float **src = sized(s.rows, cout);
+  for (std::size_t co = 0; co < cout; ++co) {
+    const T *d = deltas[n * cout + co].data() + oc0 * outW;
+    if constexpr (std::is_same_v<T, float>) {
+      src[co] = d;
+    } else {
+      float *row = sized(s.tmp, cout * p) + co * p;
+      kernels::toFloat(d, row, p);
+      src[co] = row;
+    }
+  }
+  kernels::transpose(src, cout, p, dyT, cout);
+}
+
+// ct[k][co] += sum over the chunk's positions of x(k, p) * dy(co, p), for
+// the kElems kernel elements.
+inline void accumulate(const int *g, std::size_t kElems, std::size_t nr,
+                       std::size_t oc0, std::size_t oc1, float *ct) {
+  const std::size_t cout = g[gOutChans], outW = g[gOutW],
+                    wp = paddedWidth(g, 0, outW);
+  const std::size_t kW = g[gKW], kk = static_cast<std::size_t>(g[gKH]) * kW;
+  Scratch &s = scratch();
+  const float *xp = s.xp.data(), *dyT = s.dyT.data();
+  for (std::size_t kb = 0; kb < kElems;) {
+    const int mr = kernels::nextBlock(kElems - kb);
+    std::size_t base[kernels::kMaxMR];
+    for (int i = 0; i < mr; ++i) {
+      const std::size_t k = kb + static_cast<std::size_t>(i);
+      const std::size_t ci = k / kk, kh = k % kk / kW, kw = k % kW;
+      base[i] = (ci * nr + kh * g[gKdH]) * wp + kw * g[gKdW];
+    }
+    for (std::size_t co0 = 0; co0 < cout; co0 += kernels::kNR) {
+      const std::size_t nco = std::min(kernels::kNR, cout - co0);
+      const kernels::Mask m(nco);
+      withMR(mr, [&]<int MR>() {
+        __m256 acc[MR][2];
+        kernels::clear(acc);
+        const float *x[MR];
+        for (std::size_t oh = oc0; oh < oc1; ++oh) {
+          for (int i = 0; i < MR; ++i)
+            x[i] = xp + base[i] + oh * g[gSH] * wp;
+          const float *d = dyT + (oh - oc0) * outW * cout + co0;
+          kernels::wgradRow<MR>(x, outW, g[gSW], d, cout, nco, m, acc);
+        }
+        float *dst[MR];
+        for (int i = 0; i < MR; ++i)
+          dst[i] = ct + (kb + static_cast<std::size_t>(i)) * cout + co0;
+        kernels::addTo<MR>(acc, dst, nco, m);
+      });
+    }
+    kb += static_cast<std::size_t>(mr);
+  }
+}
+
+/// The weight-gradient sums of one block under geometry g, into ct[k][co]
+/// (k: the block's cin x kH x kW kernel elements, co: its output channels):
+/// deltas[n * cout + co] and acts[n * cin + ci] are its entries. Each sum
+/// runs over the block's positions in one order (entry by entry, chunks of
+/// output rows, each row's columns) whatever the block's channel ranges, so
+/// a block with more channels computes each element exactly as a smaller
+/// block holding it does.
+template <typename DeltaList, typename ActList>
+void sums(const int *g, const DeltaList &deltas, const ActList &acts,
+          float *ct) {
+  const std::size_t cin = g[gInChans], cout = g[gOutChans];
+  const std::size_t kElems = cin * g[gKH] * g[gKW];
+  std::fill(ct, ct + kElems * cout, 0.0f);
+  const std::size_t rows = g[gRows], outW = g[gOutW];
+  const long rB =
+      static_cast<long>(rows - 1) * g[gSH] + (g[gKH] - 1) * g[gKdH] + 1;
+  const std::size_t wp = paddedWidth(g, 0, outW);
+  // Output rows per chunk: the transposed deltas of a chunk stay cached.
+  const std::size_t chunk = std::max<std::size_t>(1, 256 / outW);
+  Scratch &s = scratch();
+  for (std::size_t n = 0; n < static_cast<std::size_t>(g[gBatch]); ++n) {
+    float *xp = sized(s.xp, cin * static_cast<std::size_t>(rB) * wp);
+    buildPadded(&acts[n * cin], false, cin, g, 0, rB, 0, wp, xp);
+    for (std::size_t oc0 = 0; oc0 < rows; oc0 += chunk) {
+      const std::size_t oc1 = std::min(rows, oc0 + chunk);
+      transposeDeltas(g, deltas, n, oc0, oc1);
+      accumulate(g, kElems, static_cast<std::size_t>(rB), oc0, oc1, ct);
+    }
+  }
+}
+
+/// Stores ct[k][co] (k in [k0, k0 + n)) to dst[0, n) as OutT.
+template <typename OutT>
+void store(const float *ct, std::size_t cout, std::size_t co, std::size_t k0,
+           std::size_t n, OutT *dst) {
+  for (std::size_t k = 0; k < n; ++k) {
+    if constexpr (std::is_same_v<OutT, float>)
+      dst[k] = ct[(k0 + k) * cout + co];
+    else
+      dst[k].bits = floatToHalfBits(ct[(k0 + k) * cout + co]);
+  }
+}
+
+/// An entry of a dense host copy, read as the vertices read their fields.
+struct DenseEntry {
+  const float *p;
+  const float *data() const { return p; }
+};
+
+/// Widens the concatenation of \p pieces (\p total elements) into \p dst.
+template <typename List>
+bool densify(const List &pieces, std::size_t total, float *dst) {
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    const std::size_t n = pieces[i].size();
+    if (at + n > total)
+      return false;
+    kernels::toFloat(pieces[i].data(), dst + at, n);
+    at += n;
+  }
+  return at == total;
+}
+
+} // namespace wgrad
+
 template <typename InT, typename OutT>
 class ConvWeightGrad : public MultiVertex {
 public:
@@ -330,100 +469,69 @@ public:
     if (worker != 0)
       return true;
     const int *g = geometry.data();
-    const std::size_t cin = g[gInChans], cout = g[gOutChans];
-    const std::size_t kElems = cin * g[gKH] * g[gKW];
+    const std::size_t cout = g[gOutChans];
+    const std::size_t kElems =
+        static_cast<std::size_t>(g[gInChans]) * g[gKH] * g[gKW];
     if (kElems == 0)
       return true;
-    Scratch &s = scratch();
-    float *ct = sized(s.ct, kElems * cout);
-    std::fill(ct, ct + kElems * cout, 0.0f);
-    const std::size_t rows = g[gRows], outW = g[gOutW];
-    const long rB =
-        static_cast<long>(rows - 1) * g[gSH] + (g[gKH] - 1) * g[gKdH] + 1;
-    const std::size_t wp = paddedWidth(g, 0, outW);
-    // Output rows per chunk: the transposed deltas of a chunk stay cached.
-    const std::size_t chunk = std::max<std::size_t>(1, 256 / outW);
-    for (std::size_t n = 0; n < static_cast<std::size_t>(g[gBatch]); ++n) {
-      float *xp = sized(s.xp, cin * static_cast<std::size_t>(rB) * wp);
-      buildPadded(&acts[n * cin], false, cin, g, 0, rB, 0, wp, xp);
-      for (std::size_t oc0 = 0; oc0 < rows; oc0 += chunk) {
-        const std::size_t oc1 = std::min(rows, oc0 + chunk);
-        transposeDeltas(n, oc0, oc1);
-        accumulate(g, kElems, static_cast<std::size_t>(rB), oc0, oc1, ct);
-      }
-    }
-    for (std::size_t co = 0; co < cout; ++co) {
-      OutT *o = out[co].data();
-      for (std::size_t k = 0; k < kElems; ++k) {
-        if constexpr (std::is_same_v<OutT, float>)
-          o[k] = ct[k * cout + co];
-        else
-          o[k].bits = floatToHalfBits(ct[k * cout + co]);
-      }
-    }
+    float *ct = sized(scratch().ct, kElems * cout);
+    wgrad::sums(g, deltas, acts, ct);
+    for (std::size_t co = 0; co < cout; ++co)
+      wgrad::store(ct, cout, co, 0, kElems, out[co].data());
     return true;
   }
+};
 
-private:
-  // dyT[p][co] for the positions p of output rows [oc0, oc1) of entry n.
-  void transposeDeltas(std::size_t n, std::size_t oc0, std::size_t oc1) const {
+/// The host kernel of a weight-gradient compute set (Graph::setHostKernel):
+/// one batch-and-rows piece of the gradient for a band of output channels
+/// and every input channel, with ConvWeightGrad's order of sums, so it
+/// writes exactly the bytes of the tile vertices it stands for, in a few
+/// large blocks instead of many small ones. deltas and acts list pieces
+/// whose concatenations are the piece's deltas [n][co][rows x outW] and
+/// activation rows [n][ci][inRows x inW]; out lists the tiles' entries
+/// channel by channel, each channel's ciParts input-channel pieces in turn.
+template <typename InT, typename OutT>
+class ConvWeightGradHost : public Vertex {
+public:
+  Input<VectorList<InT>> deltas;
+  Input<VectorList<InT>> acts;
+  Vector<Output<Vector<OutT>>> out;
+  Vector<int> geometry;
+  unsigned ciParts = 1;
+
+  bool compute() {
     const int *g = geometry.data();
-    const std::size_t cout = g[gOutChans], outW = g[gOutW];
-    const std::size_t p = (oc1 - oc0) * outW;
-    Scratch &s = scratch();
-    float *dyT = sized(s.dyT, p * cout);
-    const float **src = sized(s.rows, cout);
-    for (std::size_t co = 0; co < cout; ++co) {
-      const InT *d = deltas[n * cout + co].data() + oc0 * outW;
-      if constexpr (std::is_same_v<InT, float>) {
-        src[co] = d;
-      } else {
-        float *row = sized(s.tmp, cout * p) + co * p;
-        kernels::toFloat(d, row, p);
-        src[co] = row;
+    const std::size_t batch = g[gBatch], cin = g[gInChans], cout = g[gOutChans],
+                      kHW = std::size_t(g[gKH]) * g[gKW];
+    const std::size_t dEntry = std::size_t(g[gRows]) * g[gOutW],
+                      aEntry = std::size_t(g[gInRows]) * g[gInW];
+    if (ciParts == 0 || out.size() != cout * ciParts)
+      return false;
+    thread_local std::vector<float> dense;
+    thread_local std::vector<wgrad::DenseEntry> dl, ac;
+    const std::size_t dTotal = batch * cout * dEntry;
+    float *d = sized(dense, dTotal + batch * cin * aEntry);
+    float *a = d + dTotal;
+    if (!wgrad::densify(deltas, dTotal, d) ||
+        !wgrad::densify(acts, batch * cin * aEntry, a))
+      return false;
+    dl.resize(batch * cout);
+    ac.resize(batch * cin);
+    for (std::size_t i = 0; i < dl.size(); ++i)
+      dl[i].p = d + i * dEntry;
+    for (std::size_t i = 0; i < ac.size(); ++i)
+      ac[i].p = a + i * aEntry;
+    float *ct = sized(scratch().ct, cin * kHW * cout);
+    wgrad::sums(g, dl, ac, ct);
+    for (std::size_t co = 0; co < cout; ++co)
+      for (unsigned p = 0; p < ciParts; ++p) {
+        const Range cr = pieceOf(cin, ciParts, p);
+        OutT *o = out[co * ciParts + p].data();
+        if (out[co * ciParts + p].size() != cr.size() * kHW)
+          return false;
+        wgrad::store(ct, cout, co, cr.begin * kHW, cr.size() * kHW, o);
       }
-    }
-    kernels::transpose(src, cout, p, dyT, cout);
-  }
-
-  // ct[k][co] += sum over the chunk's positions of x(k, p) * dy(co, p), for
-  // the kElems kernel elements.
-  void accumulate(const int *g, std::size_t kElems, std::size_t nr,
-                  std::size_t oc0, std::size_t oc1, float *ct) const {
-    const std::size_t cout = g[gOutChans], outW = g[gOutW],
-                      wp = paddedWidth(g, 0, outW);
-    const std::size_t kW = g[gKW], kk = static_cast<std::size_t>(g[gKH]) * kW;
-    Scratch &s = scratch();
-    const float *xp = s.xp.data(), *dyT = s.dyT.data();
-    for (std::size_t kb = 0; kb < kElems;) {
-      const int mr = kernels::nextBlock(kElems - kb);
-      std::size_t base[kernels::kMaxMR];
-      for (int i = 0; i < mr; ++i) {
-        const std::size_t k = kb + static_cast<std::size_t>(i);
-        const std::size_t ci = k / kk, kh = k % kk / kW, kw = k % kW;
-        base[i] = (ci * nr + kh * g[gKdH]) * wp + kw * g[gKdW];
-      }
-      for (std::size_t co0 = 0; co0 < cout; co0 += kernels::kNR) {
-        const std::size_t nco = std::min(kernels::kNR, cout - co0);
-        const kernels::Mask m(nco);
-        withMR(mr, [&]<int MR>() {
-          __m256 acc[MR][2];
-          kernels::clear(acc);
-          const float *x[MR];
-          for (std::size_t oh = oc0; oh < oc1; ++oh) {
-            for (int i = 0; i < MR; ++i)
-              x[i] = xp + base[i] + oh * g[gSH] * wp;
-            const float *d = dyT + (oh - oc0) * outW * cout + co0;
-            kernels::wgradRow<MR>(x, outW, g[gSW], d, cout, nco, m, acc);
-          }
-          float *dst[MR];
-          for (int i = 0; i < MR; ++i)
-            dst[i] = ct + (kb + static_cast<std::size_t>(i)) * cout + co0;
-          kernels::addTo<MR>(acc, dst, nco, m);
-        });
-      }
-      kb += static_cast<std::size_t>(mr);
-    }
+    return true;
   }
 };
 
@@ -548,6 +656,19 @@ void registerConvClasses(VertexRegistry &registry, const Target &target) {
       return convWeightGradCycles(o[0], o.size(), positions / o.size(), macs,
                                   c);
     });
+  }
+  {
+    using V = ConvWeightGradHost<InT, OutT>;
+    codelet::VertexDescriber<V> d(
+        templateName("tessera::ops::ConvWeightGradHost", {in, outType}));
+    d.field("deltas", &V::deltas)
+        .field("acts", &V::acts)
+        .field("out", &V::out)
+        .field("geometry", &V::geometry)
+        .field("ciParts", &V::ciParts);
+    // A host kernel: the compute set it stands for is what is costed.
+    registry.addBuiltin(
+        d.take(), [](const VertexInstanceShape &) { return std::uint64_t(1); });
   }
   {
     using V = ConvReduce<InT, OutT>;

@@ -285,6 +285,45 @@ TEST(ConvGradients, WeightGradientSplitsBatchAndRows) {
   checkGradients(1472, p, "batch and rows split");
 }
 
+// The weight gradient's host kernel (a band of output channels over every
+// input channel per batch-and-rows piece, in place of one vertex per tile)
+// writes exactly the bytes the tiles' vertices do, in float and half, with
+// and without partial sums to reduce, and changes no estimate.
+TEST(ConvGradients, WeightGradientHostKernelWritesExactlyWhatTheTilesWould) {
+  const OptionFlags tilesOnly{{"engine.hostKernels", "false"}};
+  for (Type t : {FLOAT, HALF}) {
+    std::vector<Case> cases = gradientCases(t);
+    // The shape of the Fashion-MNIST CNN's second convolution.
+    cases.push_back({"32 to 64 channels, 13x13",
+                     makeParams(t, 4, {13, 13}, {3, 3}, 32, 64)});
+    for (const Case &c : cases)
+      for (unsigned tiles : {4u, 1472u}) {
+        const ConvParams &p = c.p;
+        const auto x = rounded(t, spread(product(p.getInputShape()), -1, 1));
+        const auto dy = rounded(t, spread(product(p.getOutputShape()), -1, 1));
+        const auto grad = [&](const OptionFlags &options) {
+          return runOp(
+              tiles, {{t, p.getInputShape(), x}, {t, p.getOutputShape(), dy}},
+              [&](Graph &g, const auto &in, program::Sequence &prog) {
+                return std::vector<Tensor>{
+                    convolutionWeightGradient(g, in[1], in[0], p, prog)};
+              },
+              options);
+        };
+        const std::string what = std::string(c.name) + " " +
+                                 std::string(typeName(t)) + " on " +
+                                 std::to_string(tiles);
+        const RunResult host = grad({}), onTiles = grad(tilesOnly);
+        EXPECT_EQ(host.outputs, onTiles.outputs) << what;
+        EXPECT_EQ(host.cycles, onTiles.cycles) << what;
+        EXPECT_EQ(onTiles.hostKernelSteps, 0u) << what;
+        if (tiles == 1472) {
+          EXPECT_EQ(host.hostKernelSteps, 1u) << what;
+        }
+      }
+  }
+}
+
 // The loss L = sum(out * dy) is linear in x and w, so central differences
 // of the reference forward pass equal the gradients up to rounding.
 TEST(ConvGradients, MatchFiniteDifferences) {
