@@ -98,6 +98,13 @@ void addInterval(TileMapping &m, unsigned tile, std::size_t begin,
     v.emplace_back(begin, end);
 }
 
+/// Weights as the forward convolution reads them ([G, Cout, Cin, kH, kW]):
+/// given so, or transposed and flipped from [G, Cin, Cout, kH, kW].
+Tensor forwardWeights(const Tensor &w, bool transposeAndFlip) {
+  return transposeAndFlip ? w.dimShuffle({0, 2, 1, 3, 4}).reverse(3).reverse(4)
+                          : w;
+}
+
 class ConvBuilder {
 public:
   ConvBuilder(Graph &graph, const ConvShape &s, Pass pass, const Plan &plan,
@@ -112,11 +119,13 @@ public:
       reduceCs_ = graph.addComputeSet(DebugContext(dc, "reduce"));
   }
 
-  /// Forward: \p acts [N, G*Cin, H, W], \p w [G, Cout, Cin, kH, kW] (any
-  /// view), \p out [N, G*Cout, H', W']. Returns the mapping the plan wants
+  /// Forward: \p acts [N, G*Cin, H, W], \p weights [G, Cout, Cin, kH, kW]
+  /// (any view; when \p flipped, [G, Cin, Cout, kH, kW] to transpose and
+  /// flip), \p out [N, G*Cout, H', W']. Returns the mapping the plan wants
   /// for \p out, when out is a fresh variable.
-  TileMapping forward(const Tensor &acts, const Tensor &w, const Tensor &out,
-                      program::Sequence &prog) {
+  TileMapping forward(const Tensor &acts, const Tensor &weights, bool flipped,
+                      const Tensor &out, program::Sequence &prog) {
+    const Tensor w = forwardWeights(weights, flipped);
     for (unsigned gp = 0; gp < plan_.groups; ++gp)
       for (unsigned nb = 0; nb < plan_.batch; ++nb)
         for (unsigned cb = 0; cb < plan_.outChans; ++cb)
@@ -125,6 +134,8 @@ public:
             for (std::size_t g = gr.begin; g < gr.end; ++g)
               forwardBlock(acts, w, out, g, {gp, nb, cb, hb, 0});
           }
+    if (plan_.outChans > 1)
+      addForwardHostKernel(acts, weights, flipped);
     finish(prog);
     return std::move(mapping_);
   }
@@ -215,6 +226,15 @@ private:
       connect(v, "in", in);
       connect(v, "weights", ws);
       connect(v, "out", parts_ > 1 ? dst : outRows);
+      std::vector<Tensor> &entries =
+          hostEntries(g, (u.n * plan_.rows + u.h) * plan_.inChans + ib,
+                      nr.size() * s_.outChans * hr.size());
+      for (std::size_t r = 0; r < rowsPerBlock; ++r) {
+        const std::size_t oh = r % hr.size(), co = r / hr.size() % cr.size(),
+                          n = r / (hr.size() * cr.size());
+        entries[(n * s_.outChans + cr.begin + co) * hr.size() + oh] =
+            parts_ > 1 ? dst[r] : outRows[r];
+      }
       graph_.setInitialValue(v["geometry"], geometry(s_, cir.size(), cr.size(),
                                                      nr.size(), hr, ir));
       graph_.setPerfEstimate(
@@ -283,7 +303,8 @@ private:
         connect(v, "deltas", dl);
         connect(v, "acts", in);
         connect(v, "out", parts_ > 1 ? dst : outRows);
-        std::vector<Tensor> &entries = wgradEntries(g, nb * plan_.rows + hb);
+        std::vector<Tensor> &entries =
+            hostEntries(g, nb * plan_.rows + hb, s_.outChans * plan_.inChans);
         for (std::size_t c = 0; c < cr.size(); ++c)
           entries[(cr.begin + c) * plan_.inChans + u.ci] =
               parts_ > 1 ? dst[c] : outRows[c];
@@ -310,36 +331,102 @@ private:
     }
   }
 
-  // The entries the weight-gradient vertices of group g's batch-and-rows
-  // piece p write, indexed by output channel, then input-channel piece.
-  std::vector<Tensor> &wgradEntries(std::size_t g, unsigned p) {
-    std::vector<Tensor> &e = wgradEntries_[g * parts_ + p];
+  // The \p size entries the tile vertices of group g's piece p write, in
+  // the order a host kernel vertex lists them: p is a batch-and-rows piece
+  // of a weight gradient (entries by output channel, then input-channel
+  // piece), or a batch, rows and input-channel piece of a forward pass
+  // (entries by batch entry, output channel and row).
+  std::vector<Tensor> &hostEntries(std::size_t g, std::size_t p,
+                                   std::size_t size) {
+    std::vector<Tensor> &e = hostEntries_[{g, p}];
     if (e.empty())
-      e.resize(s_.outChans * plan_.inChans);
+      e.resize(size);
     return e;
+  }
+
+  // Bands of output channels for host kernel vertices over \p pieces pieces:
+  // about 16 vertices for the host's threads to share, each band at least
+  // 16 channels wide (the kernels' row of output channels).
+  unsigned hostBands(std::size_t pieces) const {
+    return static_cast<unsigned>(
+        std::clamp<std::size_t>((16 + pieces - 1) / pieces, 1,
+                                std::max<std::size_t>(1, s_.outChans / 16)));
+  }
+
+  // The forward pass's host kernel (Graph::setHostKernel): per group and
+  // batch, rows and input-channel piece, ConvPartialHost vertices each
+  // compute a band of output channels, writing the rows of all the tiles
+  // of that piece with their order of sums. Flipped weights are read in
+  // the order they lie (the vertex transposes and flips them), so each
+  // weight row is one piece rather than one per element.
+  void addForwardHostKernel(const Tensor &acts, const Tensor &weights,
+                            bool flipped) {
+    ComputeSet cs = graph_.addComputeSet(DebugContext(dc_, "convolve/host"));
+    const std::string cls =
+        templateName("tessera::ops::ConvPartialHost",
+                     {s_.inType, parts_ > 1 ? s_.partialsType : s_.outType});
+    const unsigned pieces = plan_.batch * plan_.rows * plan_.inChans;
+    const unsigned bands = hostBands(s_.groups * pieces);
+    for (std::size_t g = 0; g < s_.groups; ++g)
+      for (unsigned p = 0; p < pieces; ++p) {
+        const Range nr =
+            pieceOf(s_.batch, plan_.batch, p / plan_.inChans / plan_.rows);
+        const Range hr =
+            pieceOf(s_.outH, plan_.rows, p / plan_.inChans % plan_.rows);
+        const Range cir = pieceOf(s_.inChans, plan_.inChans, p % plan_.inChans);
+        const Range ir = connectedRows(s_, hr);
+        const std::vector<Tensor> &entries =
+            hostEntries(g, p, nr.size() * s_.outChans * hr.size());
+        const Tensor in =
+            acts.slice({nr.begin, g * s_.inChans + cir.begin, ir.begin, 0},
+                       {nr.end, g * s_.inChans + cir.end, ir.end, s_.inW});
+        for (unsigned b = 0; b < bands; ++b) {
+          const Range cb = pieceOf(s_.outChans, bands, b);
+          if (!cb.size())
+            continue;
+          const Tensor w =
+              flipped ? weights.slice({g, cir.begin, cb.begin, 0, 0},
+                                      {g + 1, cir.end, cb.end, s_.kH, s_.kW})
+                      : weights.slice({g, cb.begin, cir.begin, 0, 0},
+                                      {g + 1, cb.end, cir.end, s_.kH, s_.kW});
+          std::vector<Tensor> out;
+          for (std::size_t n = 0; n < nr.size(); ++n)
+            for (std::size_t co = cb.begin; co < cb.end; ++co)
+              for (std::size_t oh = 0; oh < hr.size(); ++oh)
+                out.push_back(entries[(n * s_.outChans + co) * hr.size() + oh]);
+          VertexRef v = graph_.addVertex(cs, cls);
+          graph_.connect(v["in"], memoryPieceTensors(graph_, in.flatten()));
+          graph_.connect(v["weights"], memoryPieceTensors(graph_, w.flatten()));
+          connect(v, "out", out);
+          graph_.setInitialValue(
+              v["geometry"],
+              geometry(s_, cir.size(), cb.size(), nr.size(), hr, ir));
+          graph_.setInitialValue(v["flipped"], unsigned(flipped));
+          graph_.setTileMapping(v, 0);
+          graph_.setPerfEstimate(v, cir.size() * s_.kH * s_.kW * cb.size() *
+                                        nr.size() * hr.size() * s_.outW / 64);
+        }
+      }
+    graph_.setHostKernel(cs_, cs);
   }
 
   // The weight gradient's host kernel (Graph::setHostKernel): per group
   // and batch-and-rows piece, ConvWeightGradHost vertices each compute a
   // band of output channels over every input channel, writing the entries
-  // of all the tiles of that piece with their order of sums. Bands give the
-  // host's threads about 16 vertices to share, each at least 16 channels
-  // wide (the kernels' row of output channels).
+  // of all the tiles of that piece with their order of sums.
   void addWeightGradHostKernel(const Tensor &deltas, const Tensor &acts) {
     ComputeSet cs = graph_.addComputeSet(DebugContext(dc_, "convolve/host"));
     const std::string cls =
         templateName("tessera::ops::ConvWeightGradHost",
                      {s_.inType, parts_ > 1 ? s_.partialsType : s_.inType});
-    const std::size_t pieces = s_.groups * parts_;
-    const unsigned bands = static_cast<unsigned>(
-        std::clamp<std::size_t>((16 + pieces - 1) / pieces, 1,
-                                std::max<std::size_t>(1, s_.outChans / 16)));
+    const unsigned bands = hostBands(s_.groups * parts_);
     for (std::size_t g = 0; g < s_.groups; ++g)
       for (unsigned p = 0; p < parts_; ++p) {
         const Range nr = pieceOf(s_.batch, plan_.batch, p / plan_.rows);
         const Range hr = pieceOf(s_.outH, plan_.rows, p % plan_.rows);
         const Range ir = connectedRows(s_, hr);
-        const std::vector<Tensor> &entries = wgradEntries(g, p);
+        const std::vector<Tensor> &entries =
+            hostEntries(g, p, s_.outChans * plan_.inChans);
         for (unsigned b = 0; b < bands; ++b) {
           const Range cb = pieceOf(s_.outChans, bands, b);
           if (!cb.size())
@@ -408,25 +495,22 @@ private:
   unsigned parts_;
   TileMapping mapping_;
   ComputeSet cs_, reduceCs_;
-  /// wgradEntries' lists, by group and piece.
-  std::map<std::size_t, std::vector<Tensor>> wgradEntries_;
+  /// hostEntries' lists, by group and piece.
+  std::map<std::pair<std::size_t, std::size_t>, std::vector<Tensor>>
+      hostEntries_;
 };
 
-/// Weights as the forward convolution reads them ([G, Cout, Cin, kH, kW]):
-/// given so, or transposed and flipped from [G, Cin, Cout, kH, kW].
-Tensor forwardWeights(const Tensor &w, bool transposeAndFlip) {
-  return transposeAndFlip ? w.dimShuffle({0, 2, 1, 3, 4}).reverse(3).reverse(4)
-                          : w;
-}
-
+// Convolves \p in with \p w (transposed and flipped first when
+// \p transposeAndFlip) into \p out, mapping out as the plan wants when
+// \p mapOut.
 void convolveInto(Graph &graph, const ConvShape &s, const Tensor &in,
-                  const Tensor &w, const Tensor &out, bool mapOut,
-                  program::Sequence &prog, const DebugContext &dc,
+                  const Tensor &w, bool transposeAndFlip, const Tensor &out,
+                  bool mapOut, program::Sequence &prog, const DebugContext &dc,
                   const conv::ConvOptions &options) {
   const Plan plan =
       conv::choosePlan(graph.getTarget(), s, Pass::Forward, options);
   ConvBuilder b(graph, s, Pass::Forward, plan, dc);
-  TileMapping m = b.forward(in, w, out, prog);
+  TileMapping m = b.forward(in, w, transposeAndFlip, out, prog);
   if (mapOut)
     graph.setTileMapping(out, m);
 }
@@ -572,8 +656,8 @@ void convolutionWithOutput(Graph &graph, const Tensor &in,
   checkTensor("convolution", "the output", out, params.getOutputShape(),
               params.outputType);
   const ConvShape s = conv::forwardShape(params, o.partialsType);
-  convolveInto(graph, s, in, forwardWeights(weights, transposeAndFlipWeights),
-               out, false, prog, nameOr(dc, "convolution"), o);
+  convolveInto(graph, s, in, weights, transposeAndFlipWeights, out, false, prog,
+               nameOr(dc, "convolution"), o);
 }
 
 Tensor convolution(Graph &graph, const Tensor &in, const Tensor &weights,
@@ -592,8 +676,8 @@ Tensor convolution(Graph &graph, const Tensor &in, const Tensor &weights,
   Tensor out = graph.addVariable(params.outputType, params.getOutputShape(),
                                  DebugContext(name, "out"));
   const ConvShape s = conv::forwardShape(params, o.partialsType);
-  convolveInto(graph, s, in, forwardWeights(weights, transposeAndFlipWeights),
-               out, true, prog, name, o);
+  convolveInto(graph, s, in, weights, transposeAndFlipWeights, out, true, prog,
+               name, o);
   return out;
 }
 
@@ -613,8 +697,7 @@ Tensor convolutionInputGradient(Graph &graph, const Tensor &zDeltas,
   Tensor out = graph.addVariable(fwdParams.inputType, fwdParams.getInputShape(),
                                  DebugContext(name, "out"));
   const ConvShape s = conv::inputGradientShape(fwdParams, o.partialsType);
-  convolveInto(graph, s, zDeltas, forwardWeights(weights, true), out, true,
-               prog, name, o);
+  convolveInto(graph, s, zDeltas, weights, true, out, true, prog, name, o);
   return out;
 }
 

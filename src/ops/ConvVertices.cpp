@@ -5,9 +5,9 @@
 // weights one [Cin, kH, kW] entry per output channel, its outputs one entry
 // per (batch, output channel, output row). ConvWeightGrad computes a block
 // of dL/dW from deltas and activation rows; ConvReduce adds partial blocks.
-// ConvWeightGradHost is the weight gradient's host kernel: the IPU Model's
-// host runs it in place of many tiles' ConvWeightGrad vertices, with the
-// same sums (Graph::setHostKernel).
+// ConvPartialHost and ConvWeightGradHost are host kernels: the IPU Model's
+// host runs one in place of many tiles' ConvPartial or ConvWeightGrad
+// vertices, with the same sums (Graph::setHostKernel).
 // All three are MultiVertex: the six workers split the block as
 // ConvInternal.hpp says, and each worker keeps its own scratch, so workers
 // never share host memory whichever thread runs them.
@@ -129,25 +129,61 @@ void rowTable(const int *g, const float *xp, std::size_t chans, std::size_t nr,
 
 } // namespace
 
-template <typename InT, typename OutT> class ConvPartial : public MultiVertex {
-public:
-  /// One entry per input row: [batch][inChans][inRows], each inW long, so
-  /// each lies on one tile and can be read where it lives.
-  Vector<Input<Vector<InT>>> in;
-  Vector<Input<Vector<InT>>> weights;
-  Vector<Output<Vector<OutT>>> out;
-  Vector<int> geometry;
+/// The element type behind a list of entries (InT, or float for dense
+/// host copies).
+template <typename List>
+using ElementOf = std::remove_cv_t<
+    std::remove_pointer_t<decltype(std::declval<const List &>()[0].data())>>;
 
-  bool compute(unsigned worker) {
-    // The host runs a vertex's six workers one after another on one thread
-    // (Runtime::compute), so worker 0 takes every item: the padded input
-    // rows are built once per batch entry rather than once per worker, and
-    // the kernels run over all the channels at once. Each output's sum runs
-    // over the kernel in the same order either way; the estimate still
-    // shares the items between six workers, as the IPU does.
-    if (worker != 0)
-      return true;
-    const int *g = geometry.data();
+/// An entry of a dense host copy, read as the vertices read their fields.
+struct DenseEntry {
+  const float *p;
+  const float *data() const { return p; }
+};
+
+/// Widens the concatenation of \p pieces (\p total elements) into \p dst;
+/// false when they do not hold exactly \p total.
+template <typename List>
+bool densify(const List &pieces, std::size_t total, float *dst) {
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    const std::size_t n = pieces[i].size();
+    if (at + n > total)
+      return false;
+    kernels::toFloat(pieces[i].data(), dst + at, n);
+    at += n;
+  }
+  return at == total;
+}
+
+/// Entries of \p size elements each, one after another from \p base.
+inline std::vector<DenseEntry> &denseEntries(std::vector<DenseEntry> &e,
+                                             const float *base,
+                                             std::size_t count,
+                                             std::size_t size) {
+  e.resize(count);
+  for (std::size_t i = 0; i < count; ++i)
+    e[i].p = base + i * size;
+  return e;
+}
+
+namespace fwd {
+
+/// One forward block under geometry g, from entries read through data():
+/// in[(n * cin + ci) * inRows + r] (an input row), weights[co] (cin x kH x
+/// kW) and out[(n * cout + co) * rows + oh] (an output row). Each output's
+/// sum runs over the kernel elements in one order, whatever the block's
+/// channel range and whichever kernel computes it (an FMA's product is the
+/// same either way round), so a block with more output channels computes
+/// each output exactly as a smaller block holding it does.
+template <typename InList, typename WList, typename OutList> class Forward {
+public:
+  Forward(const int *g, const InList &in, const WList &weights,
+          const OutList &out)
+      : geometry_(g), in(in), weights(weights), out(out) {}
+
+  bool run() {
+    const int *g = geometry_;
     if (in.size() != static_cast<std::size_t>(g[gBatch]) * g[gInChans] *
                          static_cast<std::size_t>(g[gInRows]))
       return false;
@@ -243,7 +279,7 @@ private:
     Scratch &s = scratch();
     if (b.columns) {
       const float **rows = sized(s.rows, nco);
-      if constexpr (std::is_same_v<InT, float>) {
+      if constexpr (std::is_same_v<InElem, float>) {
         for (std::size_t co = b.coLo; co < b.coHi; ++co)
           rows[co - b.coLo] = weights[co].data();
       } else {
@@ -258,7 +294,7 @@ private:
     }
     float *wt = sized(s.wt, k * nco);
     for (std::size_t co = b.coLo; co < b.coHi; ++co) {
-      const InT *src = weights[co].data();
+      const InElem *src = weights[co].data();
       for (std::size_t j = 0; j < k; ++j)
         wt[j * nco + (co - b.coLo)] = static_cast<float>(src[j]);
     }
@@ -280,7 +316,7 @@ private:
              col0;
     };
     constexpr std::size_t kChunk = 64;
-    OutT *dst[kChunk];
+    OutElem *dst[kChunk];
     if (b.columns) {
       for (std::size_t co = c0; co < c1;) {
         const int mr = kernels::nextBlock(c1 - co);
@@ -310,15 +346,87 @@ private:
       }
     }
   }
+
+  using InElem = ElementOf<WList>;
+  using OutElem = std::remove_pointer_t<
+      decltype(std::declval<const OutList &>()[0].data())>;
+
+  const int *geometry_;
+  const InList &in;
+  const WList &weights;
+  const OutList &out;
+};
+
+} // namespace fwd
+
+template <typename InT, typename OutT> class ConvPartial : public MultiVertex {
+public:
+  /// One entry per input row: [batch][inChans][inRows], each inW long, so
+  /// each lies on one tile and can be read where it lives.
+  Vector<Input<Vector<InT>>> in;
+  Vector<Input<Vector<InT>>> weights;
+  Vector<Output<Vector<OutT>>> out;
+  Vector<int> geometry;
+
+  bool compute(unsigned worker) {
+    // The host runs a vertex's six workers one after another on one thread
+    // (Runtime::compute), so worker 0 takes every item: the padded input
+    // rows are built once per batch entry rather than once per worker, and
+    // the kernels run over all the channels at once. Each output's sum runs
+    // over the kernel in the same order either way; the estimate still
+    // shares the items between six workers, as the IPU does.
+    if (worker != 0)
+      return true;
+    return fwd::Forward(geometry.data(), in, weights, out).run();
+  }
+};
+
+/// The host kernel of a forward compute set (Graph::setHostKernel): one
+/// batch, rows and input-channel piece of the convolution for a band of
+/// output channels, with ConvPartial's order of sums, so it writes exactly
+/// the bytes of the tile vertices it stands for, in a few large blocks
+/// instead of many small ones. in lists pieces whose concatenation is the
+/// piece's input rows [n][ci][inRows x inW]; weights, pieces whose
+/// concatenation is the band's weights [co][ci][kH x kW] or, when flipped,
+/// the weights they are transposed and flipped from, [ci][co][kH x kW] with
+/// each kernel reversed; out, the output rows [n][co][rows] as ConvPartial's.
+template <typename InT, typename OutT> class ConvPartialHost : public Vertex {
+public:
+  Input<VectorList<InT>> in;
+  Input<VectorList<InT>> weights;
+  Vector<Output<Vector<OutT>>> out;
+  Vector<int> geometry;
+  unsigned flipped = 0;
+
+  bool compute() {
+    const int *g = geometry.data();
+    const std::size_t batch = g[gBatch], cin = g[gInChans], cout = g[gOutChans],
+                      inRows = g[gInRows], kHW = std::size_t(g[gKH]) * g[gKW];
+    const std::size_t rowSize = g[gInW],
+                      inTotal = batch * cin * inRows * rowSize,
+                      wTotal = cout * cin * kHW;
+    thread_local std::vector<float> dense;
+    thread_local std::vector<DenseEntry> rows, ws;
+    float *x = sized(dense, inTotal + 2 * wTotal);
+    float *raw = x + inTotal, *w = raw + wTotal;
+    if (!densify(in, inTotal, x) || !densify(weights, wTotal, raw))
+      return false;
+    if (flipped) {
+      for (std::size_t ci = 0; ci < cin; ++ci)
+        for (std::size_t co = 0; co < cout; ++co)
+          for (std::size_t k = 0; k < kHW; ++k)
+            w[(co * cin + ci) * kHW + k] =
+                raw[(ci * cout + co) * kHW + (kHW - 1 - k)];
+    } else {
+      w = raw;
+    }
+    return fwd::Forward(g, denseEntries(rows, x, batch * cin * inRows, rowSize),
+                        denseEntries(ws, w, cout, cin * kHW), out)
+        .run();
+  }
 };
 
 namespace wgrad {
-
-/// The element type behind a list of entries (InT, or float for dense
-/// host copies).
-template <typename List>
-using ElementOf = std::remove_cv_t<
-    std::remove_pointer_t<decltype(std::declval<const List &>()[0].data())>>;
 
 // dyT[p][co] for the positions p of output rows [oc0, oc1) of entry n.
 template <typename List>
@@ -426,26 +534,6 @@ void store(const float *ct, std::size_t cout, std::size_t co, std::size_t k0,
   }
 }
 
-/// An entry of a dense host copy, read as the vertices read their fields.
-struct DenseEntry {
-  const float *p;
-  const float *data() const { return p; }
-};
-
-/// Widens the concatenation of \p pieces (\p total elements) into \p dst.
-template <typename List>
-bool densify(const List &pieces, std::size_t total, float *dst) {
-  std::size_t at = 0;
-  for (std::size_t i = 0; i < pieces.size(); ++i) {
-    const std::size_t n = pieces[i].size();
-    if (at + n > total)
-      return false;
-    kernels::toFloat(pieces[i].data(), dst + at, n);
-    at += n;
-  }
-  return at == total;
-}
-
 } // namespace wgrad
 
 template <typename InT, typename OutT>
@@ -508,21 +596,15 @@ public:
     if (ciParts == 0 || out.size() != cout * ciParts)
       return false;
     thread_local std::vector<float> dense;
-    thread_local std::vector<wgrad::DenseEntry> dl, ac;
+    thread_local std::vector<DenseEntry> dl, ac;
     const std::size_t dTotal = batch * cout * dEntry;
     float *d = sized(dense, dTotal + batch * cin * aEntry);
     float *a = d + dTotal;
-    if (!wgrad::densify(deltas, dTotal, d) ||
-        !wgrad::densify(acts, batch * cin * aEntry, a))
+    if (!densify(deltas, dTotal, d) || !densify(acts, batch * cin * aEntry, a))
       return false;
-    dl.resize(batch * cout);
-    ac.resize(batch * cin);
-    for (std::size_t i = 0; i < dl.size(); ++i)
-      dl[i].p = d + i * dEntry;
-    for (std::size_t i = 0; i < ac.size(); ++i)
-      ac[i].p = a + i * aEntry;
     float *ct = sized(scratch().ct, cin * kHW * cout);
-    wgrad::sums(g, dl, ac, ct);
+    wgrad::sums(g, denseEntries(dl, d, batch * cout, dEntry),
+                denseEntries(ac, a, batch * cin, aEntry), ct);
     for (std::size_t co = 0; co < cout; ++co)
       for (unsigned p = 0; p < ciParts; ++p) {
         const Range cr = pieceOf(cin, ciParts, p);
@@ -637,6 +719,19 @@ void registerConvClasses(VertexRegistry &registry, const Target &target) {
       return convPartialCycles(o.size() / w.size(), w.size(), o[0], w[0], macs,
                                c);
     });
+  }
+  {
+    using V = ConvPartialHost<InT, OutT>;
+    codelet::VertexDescriber<V> d(
+        templateName("tessera::ops::ConvPartialHost", {in, outType}));
+    d.field("in", &V::in)
+        .field("weights", &V::weights)
+        .field("out", &V::out)
+        .field("geometry", &V::geometry)
+        .field("flipped", &V::flipped);
+    // A host kernel: the compute set it stands for is what is costed.
+    registry.addBuiltin(
+        d.take(), [](const VertexInstanceShape &) { return std::uint64_t(1); });
   }
   {
     using V = ConvWeightGrad<InT, OutT>;

@@ -285,6 +285,53 @@ TEST(ConvGradients, WeightGradientSplitsBatchAndRows) {
   checkGradients(1472, p, "batch and rows split");
 }
 
+// The forward pass's host kernel (a band of output channels per batch,
+// rows and input-channel piece, in place of one vertex per tile) writes
+// exactly the bytes the tiles' vertices do, forward and for the input
+// gradient (whose weights it reads as they lie and flips itself), in float
+// and half, and changes no estimate.
+TEST(ConvForward, HostKernelWritesExactlyWhatTheTilesWould) {
+  const OptionFlags tilesOnly{{"engine.hostKernels", "false"}};
+  for (Type t : {FLOAT, HALF}) {
+    std::vector<Case> cases = forwardCases(t);
+    // The Fashion-MNIST CNN's convolutions.
+    cases.push_back(
+        {"1 to 32 channels, 28x28", makeParams(t, 4, {28, 28}, {3, 3}, 1, 32)});
+    cases.push_back({"32 to 64 channels, 13x13",
+                     makeParams(t, 4, {13, 13}, {3, 3}, 32, 64)});
+    for (const Case &c : cases) {
+      const ConvParams &p = c.p;
+      const auto x = rounded(t, spread(product(p.getInputShape()), -1, 1));
+      const auto w =
+          rounded(t, spread(product(p.getWeightsShape()), -0.5, 0.5));
+      const auto dy = rounded(t, spread(product(p.getOutputShape()), -1, 1));
+      const auto both = [&](const OptionFlags &options) {
+        return runOp(
+            1472,
+            {{t, p.getInputShape(), x},
+             {t, p.getWeightsShape(), w},
+             {t, p.getOutputShape(), dy}},
+            [&](Graph &g, const auto &in, program::Sequence &prog) {
+              return std::vector<Tensor>{
+                  convolution(g, in[0], in[1], p, false, prog),
+                  convolutionInputGradient(g, in[2], in[1], p, prog)};
+            },
+            options);
+      };
+      const std::string what =
+          std::string(c.name) + " " + std::string(typeName(t));
+      const RunResult host = both({}), onTiles = both(tilesOnly);
+      EXPECT_EQ(host.outputs, onTiles.outputs) << what;
+      EXPECT_EQ(host.cycles, onTiles.cycles) << what;
+      EXPECT_EQ(onTiles.hostKernelSteps, 0u) << what;
+      // Both passes (the input gradient's plan for the CNN's first
+      // convolution, with one output channel, has no channels to split).
+      EXPECT_EQ(host.hostKernelSteps, p.inputChannelsPerConvGroup > 1 ? 2u : 1u)
+          << what;
+    }
+  }
+}
+
 // The weight gradient's host kernel (a band of output channels over every
 // input channel per batch-and-rows piece, in place of one vertex per tile)
 // writes exactly the bytes the tiles' vertices do, in float and half, with
