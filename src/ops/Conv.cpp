@@ -115,8 +115,10 @@ public:
             s.inType, s.inType == Type::FLOAT ? Type::FLOAT : s.partialsType)),
         parts_(plan.reduceParts(pass)), mapping_(target_.getNumTiles()) {
     cs_ = graph.addComputeSet(DebugContext(dc, "convolve"));
-    if (parts_ > 1)
+    if (parts_ > 1) {
       reduceCs_ = graph.addComputeSet(DebugContext(dc, "reduce"));
+      reduceHostCs_ = graph.addComputeSet(DebugContext(dc, "reduce/host"));
+    }
   }
 
   /// Forward: \p acts [N, G*Cin, H, W], \p weights [G, Cout, Cin, kH, kW]
@@ -168,8 +170,10 @@ private:
 
   void finish(program::Sequence &prog) {
     prog.add(program::Execute(cs_, dc_));
-    if (parts_ > 1)
+    if (parts_ > 1) {
+      graph_.setHostKernel(reduceCs_, reduceHostCs_);
       prog.add(program::Execute(reduceCs_, dc_));
+    }
   }
 
   // Partial sums of one unit: a variable on the unit's tile.
@@ -256,6 +260,8 @@ private:
       if (parts_ > 1)
         reduce(parts, outRows, er, s_.outW, tile);
     }
+    if (parts_ > 1)
+      reduceOnHost(parts, outRows, s_.outW);
   }
 
   void weightGradBlock(const Tensor &deltas, const Tensor &acts,
@@ -329,6 +335,8 @@ private:
       if (parts_ > 1)
         reduce(parts, outRows, er, kElems, tile);
     }
+    if (parts_ > 1)
+      reduceOnHost(parts, outRows, kElems);
   }
 
   // The \p size entries the tile vertices of group g's piece p write, in
@@ -457,15 +465,30 @@ private:
     graph_.setHostKernel(cs_, cs);
   }
 
+  std::string reduceClass() const {
+    const Type outType = pass_ == Pass::Forward ? s_.outType : s_.inType;
+    return templateName("tessera::ops::ConvReduce", {s_.partialsType, outType});
+  }
+
+  // The reduction's host kernel (Graph::setHostKernel): one ConvReduce per
+  // block sums the block's whole partials into all its rows, each element
+  // in the tiles' order, instead of each of the block's tiles gathering its
+  // share of every partial first.
+  void reduceOnHost(const std::vector<Tensor> &parts,
+                    const std::vector<Tensor> &outRows, std::size_t rowElems) {
+    VertexRef v = graph_.addVertex(reduceHostCs_, reduceClass());
+    connect(v, "partials", parts);
+    connect(v, "out", outRows);
+    graph_.setTileMapping(v, 0);
+    graph_.setPerfEstimate(v, parts.size() * outRows.size() * rowElems / 64);
+  }
+
   // One ConvReduce vertex on \p tile summing rows \p er (each \p rowElems
   // long) of every partial block into \p outRows.
   void reduce(const std::vector<Tensor> &parts,
               const std::vector<Tensor> &outRows, Range er,
               std::size_t rowElems, unsigned tile) {
-    const Type outType = pass_ == Pass::Forward ? s_.outType : s_.inType;
-    VertexRef v =
-        graph_.addVertex(reduceCs_, templateName("tessera::ops::ConvReduce",
-                                                 {s_.partialsType, outType}));
+    VertexRef v = graph_.addVertex(reduceCs_, reduceClass());
     std::vector<Tensor> in, dst;
     for (const Tensor &p : parts)
       in.push_back(p.slice(er.begin * rowElems, er.end * rowElems));
@@ -494,7 +517,7 @@ private:
   unsigned macs_;
   unsigned parts_;
   TileMapping mapping_;
-  ComputeSet cs_, reduceCs_;
+  ComputeSet cs_, reduceCs_, reduceHostCs_;
   /// hostEntries' lists, by group and piece.
   std::map<std::pair<std::size_t, std::size_t>, std::vector<Tensor>>
       hostEntries_;

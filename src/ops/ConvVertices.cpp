@@ -5,12 +5,13 @@
 // weights one [Cin, kH, kW] entry per output channel, its outputs one entry
 // per (batch, output channel, output row). ConvWeightGrad computes a block
 // of dL/dW from deltas and activation rows; ConvReduce adds partial blocks.
-// ConvPartialHost and ConvWeightGradHost are host kernels: the IPU Model's
-// host runs one in place of many tiles' ConvPartial or ConvWeightGrad
-// vertices, with the same sums (Graph::setHostKernel).
 // All three are MultiVertex: the six workers split the block as
 // ConvInternal.hpp says, and each worker keeps its own scratch, so workers
 // never share host memory whichever thread runs them.
+//
+// ConvPartialHost and ConvWeightGradHost are host kernels: the IPU Model's
+// host runs one in place of many tiles' ConvPartial or ConvWeightGrad
+// vertices, with the same code and order of sums (Graph::setHostKernel).
 //
 // Estimates follow the AMP unit: a worker's cycles are its
 // multiply-accumulates over the tile's MACs per cycle (six workers sharing

@@ -15,6 +15,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -286,10 +287,11 @@ TEST(ConvGradients, WeightGradientSplitsBatchAndRows) {
 }
 
 // The forward pass's host kernel (a band of output channels per batch,
-// rows and input-channel piece, in place of one vertex per tile) writes
-// exactly the bytes the tiles' vertices do, forward and for the input
-// gradient (whose weights it reads as they lie and flips itself), in float
-// and half, and changes no estimate.
+// rows and input-channel piece, in place of one vertex per tile) and the
+// reduction's (one vertex per block) write exactly the bytes the tiles'
+// vertices do, forward and for the input gradient (whose weights the
+// kernel reads as they lie and flips itself), in float and half, and
+// change no estimate.
 TEST(ConvForward, HostKernelWritesExactlyWhatTheTilesWould) {
   const OptionFlags tilesOnly{{"engine.hostKernels", "false"}};
   for (Type t : {FLOAT, HALF}) {
@@ -324,18 +326,28 @@ TEST(ConvForward, HostKernelWritesExactlyWhatTheTilesWould) {
       EXPECT_EQ(host.outputs, onTiles.outputs) << what;
       EXPECT_EQ(host.cycles, onTiles.cycles) << what;
       EXPECT_EQ(onTiles.hostKernelSteps, 0u) << what;
-      // Both passes (the input gradient's plan for the CNN's first
-      // convolution, with one output channel, has no channels to split).
-      EXPECT_EQ(host.hostKernelSteps, p.inputChannelsPerConvGroup > 1 ? 2u : 1u)
+      const auto ran = [&](const char *set) {
+        return std::count(host.hostKernelSets.begin(),
+                          host.hostKernelSets.end(), set) == 1;
+      };
+      EXPECT_TRUE(ran("convolution/convolve")) << what;
+      // (The CNN's first input gradient has one output channel to split.)
+      EXPECT_EQ(ran("convolutionInputGradient/convolve"),
+                p.inputChannelsPerConvGroup > 1)
           << what;
+      if (p.inputChannelsPerConvGroup == 32) { // plans that split Cin
+        EXPECT_TRUE(ran("convolution/reduce")) << what;
+        EXPECT_TRUE(ran("convolutionInputGradient/reduce")) << what;
+      }
     }
   }
 }
 
 // The weight gradient's host kernel (a band of output channels over every
 // input channel per batch-and-rows piece, in place of one vertex per tile)
-// writes exactly the bytes the tiles' vertices do, in float and half, with
-// and without partial sums to reduce, and changes no estimate.
+// and the reduction's write exactly the bytes the tiles' vertices do, in
+// float and half, with and without partial sums to reduce, and change no
+// estimate.
 TEST(ConvGradients, WeightGradientHostKernelWritesExactlyWhatTheTilesWould) {
   const OptionFlags tilesOnly{{"engine.hostKernels", "false"}};
   for (Type t : {FLOAT, HALF}) {
@@ -364,8 +376,16 @@ TEST(ConvGradients, WeightGradientHostKernelWritesExactlyWhatTheTilesWould) {
         EXPECT_EQ(host.outputs, onTiles.outputs) << what;
         EXPECT_EQ(host.cycles, onTiles.cycles) << what;
         EXPECT_EQ(onTiles.hostKernelSteps, 0u) << what;
-        if (tiles == 1472) {
-          EXPECT_EQ(host.hostKernelSteps, 1u) << what;
+        const auto &sets = host.hostKernelSets;
+        EXPECT_EQ(std::count(sets.begin(), sets.end(),
+                             "convolutionWeightGradient/convolve"),
+                  1)
+            << what;
+        if (tiles == 1472 && p.inputChannelsPerConvGroup == 32) {
+          EXPECT_EQ(std::count(sets.begin(), sets.end(),
+                               "convolutionWeightGradient/reduce"),
+                    1)
+              << what;
         }
       }
   }

@@ -29,6 +29,7 @@ struct RunResult {
   std::uint64_t cycles = 0;
   std::size_t computeSteps = 0;
   std::size_t hostKernelSteps = 0;  ///< compute steps run by a host kernel
+  std::vector<std::string> hostKernelSets; ///< their compute sets' names
   std::uint64_t exchangedBytes = 0; ///< by the exchange steps, estimated
 };
 
@@ -86,7 +87,10 @@ inline RunResult runOp(unsigned tiles, const std::vector<HostTensor> &inputs,
   for (std::size_t i = 0; i < x.steps.size(); ++i) {
     const Step &s = x.steps[i];
     r.computeSteps += s.kind == StepKind::Compute;
-    r.hostKernelSteps += s.kind == StepKind::Compute && s.count > 0;
+    if (s.kind == StepKind::Compute && s.count > 0) {
+      ++r.hostKernelSteps;
+      r.hostKernelSets.push_back(x.computeSetNames[s.c]);
+    }
     if (s.kind == StepKind::Exchange)
       r.exchangedBytes += x.estimates[i].bytesExchanged;
   }
