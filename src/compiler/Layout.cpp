@@ -54,9 +54,11 @@ void forEachTouch(const State &s, const Draft &d, F &&fn) {
     // A host kernel run in the compute set's place reads its operands where
     // they lie, at this step: they must not share bytes with what the step
     // writes (the vertices above read gathered copies, whose sources are
-    // otherwise last read by the exchange before).
-    if (const int k = s.csPlans[d.computeSet].hostKernel; k >= 0)
-      for (unsigned v : s.data.computeSets[static_cast<unsigned>(k)].vertices) {
+    // otherwise last read by the exchange before). The graph's kernel, not
+    // the plan's choice, so the layout and the memory it reports are the
+    // same whether engine.hostKernels runs the kernel or not.
+    if (const auto k = s.data.computeSets[d.computeSet].hostKernel)
+      for (unsigned v : s.data.computeSets[*k].vertices) {
         const VertexData &vd = s.data.vertices[v];
         const auto &fields = vd.vertexClass->info.fields;
         for (unsigned f = 0; f < fields.size(); ++f)
