@@ -5,7 +5,10 @@
 // used in place and only the rest are exchanged. When the plan splits the
 // reduced dimension (input channels forward; batch and rows for the weight
 // gradient) the units write partial sums and a second compute set reduces
-// them, each of the block's tiles reducing a share of the block.
+// them, each of the block's tiles reducing a share of the block. Both
+// compute sets also get host kernels (Graph::setHostKernel) that write the
+// same bytes in a few large blocks: the IPU Model's host then runs a
+// handful of vertices per pass instead of one per tile.
 #include "ConvInternal.hpp"
 #include "OpsInternal.hpp"
 
