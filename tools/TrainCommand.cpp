@@ -71,11 +71,14 @@ nn::Sequential buildModel(const TrainOptions &o) {
 // Checks options whose defaults are already filled in.
 void checkOptions(const TrainOptions &o) {
   if (*o.epochs == 0)
-    throw OptionError("--epochs must be at least 1");
+    throw OptionError("--epochs must be at least 1 (leave it out for the "
+                      "model's default: 10 for mlp, 3 for cnn)");
   // Negated so that a NaN fails too.
   if (!(*o.learningRate > 0))
-    throw OptionError(fmt::format("--learning-rate must be positive, got {}",
-                                  *o.learningRate));
+    throw OptionError(fmt::format(
+        "--learning-rate must be positive, got {} (leave it out for the "
+        "model's default: 0.0005 for mlp, 0.001 for cnn)",
+        *o.learningRate));
   if (o.batchSize == 0 || o.stepsPerExecution == 0 || o.ipus == 0 ||
       o.tiles == 0)
     throw OptionError("--batch-size, --steps-per-execution, --ipus and "
