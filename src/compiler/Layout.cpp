@@ -62,7 +62,8 @@ void forEachTouch(const State &s, const Draft &d, F &&fn) {
         const VertexData &vd = s.data.vertices[v];
         const auto &fields = vd.vertexClass->info.fields;
         for (unsigned f = 0; f < fields.size(); ++f)
-          if (fields[f].direction == codelet::Direction::Input)
+          if (fields[f].direction == codelet::Direction::Input ||
+              fields[f].direction == codelet::Direction::InOut)
             for (const Tensor &t : vd.fields[f].tensors)
               tensor(t, true, false);
       }
