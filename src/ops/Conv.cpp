@@ -16,7 +16,6 @@
 #include "tessera/support/Error.hpp"
 
 #include <algorithm>
-#include <map>
 #include <string>
 
 namespace tessera::ops {
@@ -167,6 +166,13 @@ private:
     unsigned g, n, co, h, ci;
   };
 
+  // The type of the pass's result, and of what its units write: the result
+  // itself, or partial sums when a reduction follows.
+  Type finalType() const {
+    return pass_ == Pass::Forward ? s_.outType : s_.inType;
+  }
+  Type resultType() const { return parts_ > 1 ? s_.partialsType : finalType(); }
+
   unsigned tileOf(const Unit &u) const {
     return conv::unitTile(target_, plan_, u.g, u.n, u.co, u.h, u.ci);
   }
@@ -206,9 +212,8 @@ private:
               ((n * s_.groups * s_.outChans + c) * s_.outH + oh) * s_.outW);
         }
       }
-    const Type resultType = parts_ > 1 ? s_.partialsType : s_.outType;
     const std::string cls =
-        templateName("tessera::ops::ConvPartial", {s_.inType, resultType});
+        templateName("tessera::ops::ConvPartial", {s_.inType, resultType()});
     std::vector<Tensor> parts;
     for (unsigned ib = 0; ib < plan_.inChans; ++ib) {
       u.ci = ib;
@@ -280,9 +285,8 @@ private:
       outStart.push_back(((g * s_.outChans + co) * s_.inChans + cir.begin) *
                          s_.kH * s_.kW);
     }
-    const Type resultType = parts_ > 1 ? s_.partialsType : s_.inType;
     const std::string cls =
-        templateName("tessera::ops::ConvWeightGrad", {s_.inType, resultType});
+        templateName("tessera::ops::ConvWeightGrad", {s_.inType, resultType()});
     std::vector<Tensor> parts;
     for (unsigned nb = 0; nb < plan_.batch; ++nb)
       for (unsigned hb = 0; hb < plan_.rows; ++hb) {
@@ -342,17 +346,35 @@ private:
       reduceOnHost(parts, outRows, kElems);
   }
 
+  // The pieces a host kernel vertex covers, per group: batch-and-rows
+  // pieces of a weight gradient; batch, rows and input-channel pieces of a
+  // forward pass.
+  unsigned hostPieces() const {
+    return pass_ == Pass::Forward ? plan_.batch * plan_.rows * plan_.inChans
+                                  : parts_;
+  }
+
   // The \p size entries the tile vertices of group g's piece p write, in
-  // the order a host kernel vertex lists them: p is a batch-and-rows piece
-  // of a weight gradient (entries by output channel, then input-channel
-  // piece), or a batch, rows and input-channel piece of a forward pass
-  // (entries by batch entry, output channel and row).
+  // the order a host kernel vertex lists them: by output channel, then
+  // input-channel piece (weight gradient), or by batch entry, output
+  // channel and row (forward).
   std::vector<Tensor> &hostEntries(std::size_t g, std::size_t p,
                                    std::size_t size) {
-    std::vector<Tensor> &e = hostEntries_[{g, p}];
-    if (e.empty())
-      e.resize(size);
+    hostEntries_.resize(s_.groups * hostPieces());
+    std::vector<Tensor> &e = hostEntries_[g * hostPieces() + p];
+    e.resize(size);
     return e;
+  }
+
+  // A host kernel vertex: on tile 0 (it takes no tile memory), its
+  // estimate its multiply-accumulates / 64, which only shares the kernel's
+  // vertices between the host's threads.
+  VertexRef hostVertex(ComputeSet cs, const std::string &cls,
+                       std::uint64_t macs) {
+    VertexRef v = graph_.addVertex(cs, cls);
+    graph_.setTileMapping(v, 0);
+    graph_.setPerfEstimate(v, macs / 64);
+    return v;
   }
 
   // Bands of output channels for host kernel vertices over \p pieces pieces:
@@ -373,10 +395,9 @@ private:
   void addForwardHostKernel(const Tensor &acts, const Tensor &weights,
                             bool flipped) {
     ComputeSet cs = graph_.addComputeSet(DebugContext(dc_, "convolve/host"));
-    const std::string cls =
-        templateName("tessera::ops::ConvPartialHost",
-                     {s_.inType, parts_ > 1 ? s_.partialsType : s_.outType});
-    const unsigned pieces = plan_.batch * plan_.rows * plan_.inChans;
+    const std::string cls = templateName("tessera::ops::ConvPartialHost",
+                                         {s_.inType, resultType()});
+    const unsigned pieces = hostPieces();
     const unsigned bands = hostBands(s_.groups * pieces);
     for (std::size_t g = 0; g < s_.groups; ++g)
       for (unsigned p = 0; p < pieces; ++p) {
@@ -393,8 +414,6 @@ private:
                        {nr.end, g * s_.inChans + cir.end, ir.end, s_.inW});
         for (unsigned b = 0; b < bands; ++b) {
           const Range cb = pieceOf(s_.outChans, bands, b);
-          if (!cb.size())
-            continue;
           const Tensor w =
               flipped ? weights.slice({g, cir.begin, cb.begin, 0, 0},
                                       {g + 1, cir.end, cb.end, s_.kH, s_.kW})
@@ -405,7 +424,9 @@ private:
             for (std::size_t co = cb.begin; co < cb.end; ++co)
               for (std::size_t oh = 0; oh < hr.size(); ++oh)
                 out.push_back(entries[(n * s_.outChans + co) * hr.size() + oh]);
-          VertexRef v = graph_.addVertex(cs, cls);
+          VertexRef v = hostVertex(cs, cls,
+                                   cir.size() * s_.kH * s_.kW * cb.size() *
+                                       nr.size() * hr.size() * s_.outW);
           graph_.connect(v["in"], memoryPieceTensors(graph_, in.flatten()));
           graph_.connect(v["weights"], memoryPieceTensors(graph_, w.flatten()));
           connect(v, "out", out);
@@ -413,9 +434,6 @@ private:
               v["geometry"],
               geometry(s_, cir.size(), cb.size(), nr.size(), hr, ir));
           graph_.setInitialValue(v["flipped"], unsigned(flipped));
-          graph_.setTileMapping(v, 0);
-          graph_.setPerfEstimate(v, cir.size() * s_.kH * s_.kW * cb.size() *
-                                        nr.size() * hr.size() * s_.outW / 64);
         }
       }
     graph_.setHostKernel(cs_, cs);
@@ -427,10 +445,9 @@ private:
   // of all the tiles of that piece with their order of sums.
   void addWeightGradHostKernel(const Tensor &deltas, const Tensor &acts) {
     ComputeSet cs = graph_.addComputeSet(DebugContext(dc_, "convolve/host"));
-    const std::string cls =
-        templateName("tessera::ops::ConvWeightGradHost",
-                     {s_.inType, parts_ > 1 ? s_.partialsType : s_.inType});
-    const unsigned bands = hostBands(s_.groups * parts_);
+    const std::string cls = templateName("tessera::ops::ConvWeightGradHost",
+                                         {s_.inType, resultType()});
+    const unsigned bands = hostBands(s_.groups * hostPieces());
     for (std::size_t g = 0; g < s_.groups; ++g)
       for (unsigned p = 0; p < parts_; ++p) {
         const Range nr = pieceOf(s_.batch, plan_.batch, p / plan_.rows);
@@ -440,8 +457,6 @@ private:
             hostEntries(g, p, s_.outChans * plan_.inChans);
         for (unsigned b = 0; b < bands; ++b) {
           const Range cb = pieceOf(s_.outChans, bands, b);
-          if (!cb.size())
-            continue;
           const std::size_t c0 = g * s_.outChans;
           const Tensor dl =
               deltas.slice({nr.begin, c0 + cb.begin, hr.begin, 0},
@@ -449,7 +464,9 @@ private:
           const Tensor in =
               acts.slice({nr.begin, g * s_.inChans, ir.begin, 0},
                          {nr.end, (g + 1) * s_.inChans, ir.end, s_.inW});
-          VertexRef v = graph_.addVertex(cs, cls);
+          VertexRef v = hostVertex(cs, cls,
+                                   s_.inChans * s_.kH * s_.kW * cb.size() *
+                                       nr.size() * hr.size() * s_.outW);
           graph_.connect(v["deltas"], memoryPieceTensors(graph_, dl.flatten()));
           graph_.connect(v["acts"], memoryPieceTensors(graph_, in.flatten()));
           connect(
@@ -460,17 +477,14 @@ private:
               v["geometry"],
               geometry(s_, s_.inChans, cb.size(), nr.size(), hr, ir));
           graph_.setInitialValue(v["ciParts"], plan_.inChans);
-          graph_.setTileMapping(v, 0);
-          graph_.setPerfEstimate(v, s_.inChans * s_.kH * s_.kW * cb.size() *
-                                        nr.size() * hr.size() * s_.outW / 64);
         }
       }
     graph_.setHostKernel(cs_, cs);
   }
 
   std::string reduceClass() const {
-    const Type outType = pass_ == Pass::Forward ? s_.outType : s_.inType;
-    return templateName("tessera::ops::ConvReduce", {s_.partialsType, outType});
+    return templateName("tessera::ops::ConvReduce",
+                        {s_.partialsType, finalType()});
   }
 
   // The reduction's host kernel (Graph::setHostKernel): one ConvReduce per
@@ -479,11 +493,10 @@ private:
   // share of every partial first.
   void reduceOnHost(const std::vector<Tensor> &parts,
                     const std::vector<Tensor> &outRows, std::size_t rowElems) {
-    VertexRef v = graph_.addVertex(reduceHostCs_, reduceClass());
+    VertexRef v = hostVertex(reduceHostCs_, reduceClass(),
+                             parts.size() * outRows.size() * rowElems);
     connect(v, "partials", parts);
     connect(v, "out", outRows);
-    graph_.setTileMapping(v, 0);
-    graph_.setPerfEstimate(v, parts.size() * outRows.size() * rowElems / 64);
   }
 
   // One ConvReduce vertex on \p tile summing rows \p er (each \p rowElems
@@ -522,8 +535,7 @@ private:
   TileMapping mapping_;
   ComputeSet cs_, reduceCs_, reduceHostCs_;
   /// hostEntries' lists, by group and piece.
-  std::map<std::pair<std::size_t, std::size_t>, std::vector<Tensor>>
-      hostEntries_;
+  std::vector<std::vector<Tensor>> hostEntries_;
 };
 
 // Convolves \p in with \p w (transposed and flipped first when
