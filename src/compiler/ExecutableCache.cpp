@@ -127,6 +127,8 @@ void storeEntry(const std::string &directory, const std::string &path,
                                  std::filesystem::perm_options::remove, ec);
   if (ec)
     throw Error("cannot create the folder: " + ec.message());
+  // Every entry's leftovers, not only this key's: the folder is the cache's.
+  removeStaleTemporaries(directory);
   std::ostringstream out;
   out.write(kEntryMagic, sizeof kEntryMagic);
   const auto n = static_cast<std::uint32_t>(key.size());

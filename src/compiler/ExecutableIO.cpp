@@ -823,7 +823,8 @@ Executable Executable::deserialize(std::istream &in) {
 // sharing a cache, say) sees either the old file or the whole new one.
 void Executable::save(const std::string &path) const {
   namespace fs = std::filesystem;
-  removeStaleTemporaries(fs::path(path).parent_path().string());
+  removeStaleTemporaries(fs::path(path).parent_path().string(),
+                         fs::path(path).filename().string() + ".tmp.");
   const std::string tmp = temporaryFileName(path);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);

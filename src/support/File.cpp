@@ -106,12 +106,16 @@ std::string temporaryFileName(const std::string &path) {
          std::to_string(counter.fetch_add(1));
 }
 
-std::size_t removeStaleTemporaries(const std::string &folder) {
+std::size_t removeStaleTemporaries(const std::string &folder,
+                                   const std::string &prefix) {
   std::error_code ec;
   std::filesystem::directory_iterator it(folder.empty() ? "." : folder, ec);
   std::size_t removed = 0;
   for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
-    const pid_t pid = temporaryOwner(it->path().filename().string());
+    const std::string name = it->path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0)
+      continue;
+    const pid_t pid = temporaryOwner(name);
     // kill(pid, 0) fails with ESRCH only when no such process exists; EPERM
     // means it runs under another user and its file is left alone.
     if (pid <= 0 || pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH)
@@ -161,7 +165,8 @@ void checkRegularFile(const std::string &path, const std::string &what) {
 void writeFileAtomically(const std::string &path, std::string_view bytes) {
   const std::filesystem::path target(path);
   createParentFolders(target);
-  removeStaleTemporaries(target.parent_path().string());
+  removeStaleTemporaries(target.parent_path().string(),
+                         target.filename().string() + ".tmp.");
   const std::string tmp = temporaryFileName(path);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0)

@@ -184,8 +184,9 @@ TEST(ExecutableCache, StoringRemovesTemporariesOfKilledWriters) {
   ASSERT_GT(dead, 0);
   ::waitpid(dead, nullptr, 0);
   ExecutableCache cache(dir);
+  // Another key's: the cache cleans its whole folder.
   const std::string stale =
-      cache.pathFor("k") + ".tmp." + std::to_string(dead) + ".3";
+      cache.pathFor("other") + ".tmp." + std::to_string(dead) + ".3";
   writeFileAtomically(stale + "-not-a-temporary", "x");
   std::ofstream(stale) << "half an entry";
   std::filesystem::last_write_time(

@@ -125,10 +125,19 @@ TEST_F(FileTest, WriteRemovesTemporariesOfWritersThatNoLongerRun) {
       fs::last_write_time(p, fs::file_time_type::clock::now() -
                                  std::chrono::hours(1));
   }
-  writeFileAtomically((dir_ / "other.json").string(), "{}");
+  const std::string neighbour =
+      (dir_ / "other.json.tmp.").string() + std::to_string(dead) + ".2";
+  std::ofstream(neighbour) << "{";
+  fs::last_write_time(neighbour,
+                      fs::file_time_type::clock::now() - std::chrono::hours(1));
+  writeFileAtomically(base, "whole");
   EXPECT_FALSE(fs::exists(stale));
   EXPECT_TRUE(fs::exists(live));
   EXPECT_TRUE(fs::exists(other));
   EXPECT_TRUE(fs::exists(fresh)); // maybe still being written elsewhere
-  EXPECT_EQ(removeStaleTemporaries(dir_.string()), 0u);
+  // Only the written file's temporaries: other programs may name theirs
+  // the same way. Asked for the whole folder, the neighbour's goes too.
+  EXPECT_TRUE(fs::exists(neighbour));
+  EXPECT_EQ(removeStaleTemporaries(dir_.string()), 1u);
+  EXPECT_FALSE(fs::exists(neighbour));
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -16,9 +17,9 @@ namespace tessera {
 /// Writes \p bytes to \p path atomically: into a temporary file
 /// `PATH.tmp.PID.N` in the same folder, flushed to disk with fsync, then
 /// renamed over \p path. Creates missing parent folders. Temporaries of
-/// \p path left by processes that no longer run (killed mid-write) are
-/// removed first (removeStaleTemporaries). Throws Error naming the path and
-/// the system's reason.
+/// \p path itself left by processes that no longer run (killed mid-write)
+/// are removed first (removeStaleTemporaries). Throws Error naming the path
+/// and the system's reason.
 void writeFileAtomically(const std::string &path, std::string_view bytes);
 
 /// The name writeFileAtomically (and Executable::save) gives the temporary
@@ -32,11 +33,15 @@ std::string temporaryFileName(const std::string &path);
 /// stays fresh.
 inline constexpr std::chrono::seconds kStaleTemporaryAge{300};
 
-/// Removes the temporaries `PATH.tmp.PID.N` of files in \p folder whose
-/// writer process PID no longer exists and that were last written more than
-/// kStaleTemporaryAge ago (a kill between create and rename leaves them
-/// behind). Best effort: errors are ignored. Returns how many it removed.
-std::size_t removeStaleTemporaries(const std::string &folder);
+/// Removes the temporaries `NAME.tmp.PID.N` in \p folder whose name starts
+/// with \p prefix, whose writer process PID no longer exists and that were
+/// last written more than kStaleTemporaryAge ago (a kill between create and
+/// rename leaves them behind). An empty prefix takes every temporary: only
+/// for folders Tessera owns (the executable cache), since other programs
+/// may name files the same way. Best effort: errors are ignored. Returns
+/// how many it removed.
+std::size_t removeStaleTemporaries(const std::string &folder,
+                                   const std::string &prefix = "");
 
 /// The whole content of \p path. Throws SerializationError naming the path
 /// and the system's reason (a missing file, no permission) or what the path
