@@ -1,14 +1,25 @@
+// Entry layout: "TSXENTRY", the key's length (u32, little-endian), the key,
+// then the executable exactly as Executable::save writes it. The key makes a
+// file copied or renamed over another key's entry a miss, not a silent run
+// of the other program.
 #include "tessera/compiler/ExecutableCache.hpp"
 
+#include "tessera/compiler/ExecutableFormat.hpp"
 #include "tessera/support/Error.hpp"
+#include "tessera/support/File.hpp"
 #include "tessera/support/Hash.hpp"
 #include "tessera/support/Logging.hpp"
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <vector>
+#include <sstream>
 #include <system_error>
+#include <vector>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace tessera {
 
@@ -20,6 +31,8 @@ std::string ExecutableCache::pathFor(const std::string &key) const {
 }
 
 namespace {
+
+constexpr char kEntryMagic[8] = {'T', 'S', 'X', 'E', 'N', 'T', 'R', 'Y'};
 
 // The hash of this process's executable, read once (0 where /proc is not
 // there: keys then depend on the text alone).
@@ -37,6 +50,95 @@ std::uint64_t programIdentity() {
   return id;
 }
 
+bool writableByOthers(const struct stat &st) {
+  return (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+}
+
+std::string octalMode(const struct stat &st) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%04o", unsigned(st.st_mode & 07777));
+  return buf;
+}
+
+// Loading an entry compiles and runs the codelet sources inside it, so
+// whoever can write the folder can run code as this user. A sticky folder
+// owned by the user only lets others add files, and loadEntry refuses those.
+void checkFolderIsPrivate(const std::string &directory) {
+  struct stat st {};
+  if (::stat(directory.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return; // created (privately) on the first store
+  const bool sticky = (st.st_mode & S_ISVTX) != 0;
+  if (!writableByOthers(st) || (sticky && st.st_uid == ::geteuid()))
+    return;
+  throw OptionError(
+      "the executable cache folder \"" + directory + "\" (mode " +
+      octalMode(st) +
+      ") is writable by other users, who could plant executables whose "
+      "codelets this process would compile and run; run `chmod go-w " +
+      directory +
+      "` or set executableCachePath (TESSERA_CACHE_DIR) to a "
+      "folder only you can write");
+}
+
+Executable loadEntry(const std::string &path, const std::string &key) {
+  const std::string what = "executable cache entry \"" + path + "\"";
+  checkRegularFile(path, "executable cache entry");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 &&
+      ((st.st_uid != ::geteuid() && st.st_uid != 0) || writableByOthers(st)))
+    throw SerializationError(
+        what + " belongs to user " + std::to_string(st.st_uid) + " with mode " +
+        octalMode(st) + "; only entries this user wrote are loaded");
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw SerializationError(what + " cannot be opened (" +
+                             std::strerror(errno) + ")");
+  char magic[sizeof kEntryMagic] = {};
+  unsigned char length[4] = {};
+  in.read(magic, sizeof magic);
+  in.read(reinterpret_cast<char *>(length), sizeof length);
+  const std::uint32_t n = length[0] | (length[1] << 8) | (length[2] << 16) |
+                          (std::uint32_t(length[3]) << 24);
+  if (!in || std::memcmp(magic, kEntryMagic, sizeof magic) != 0 ||
+      n > kMaxCacheKeyBytes)
+    throw SerializationError(what + " is not a cache entry of this Tessera "
+                                    "(no entry header)");
+  std::string stored(n, '\0');
+  in.read(stored.data(), n);
+  if (!in || stored != key)
+    throw SerializationError(what + " holds the executable of key \"" +
+                             stored.substr(0, 64) + "\", not \"" + key +
+                             "\" (copied over another entry?)");
+  Executable exe = detail::readExecutableFile(in, what);
+  if (in.peek() != std::ifstream::traits_type::eof())
+    throw SerializationError(what + " has bytes after its executable");
+  return exe;
+}
+
+// Writes the entry atomically; folders it creates are private to the user
+// (see checkFolderIsPrivate).
+void storeEntry(const std::string &directory, const std::string &path,
+                const std::string &key, const Executable &exe) {
+  std::error_code ec;
+  if (std::filesystem::create_directories(directory, ec))
+    std::filesystem::permissions(directory,
+                                 std::filesystem::perms::group_write |
+                                     std::filesystem::perms::others_write,
+                                 std::filesystem::perm_options::remove, ec);
+  if (ec)
+    throw Error("cannot create the folder: " + ec.message());
+  // Every entry's leftovers, not only this key's: the folder is the cache's.
+  removeStaleTemporaries(directory);
+  std::ostringstream out;
+  out.write(kEntryMagic, sizeof kEntryMagic);
+  const auto n = static_cast<std::uint32_t>(key.size());
+  const char length[4] = {char(n), char(n >> 8), char(n >> 16), char(n >> 24)};
+  out.write(length, sizeof length);
+  out << key;
+  exe.serialize(out);
+  writeFileAtomically(path, out.view());
+}
+
 } // namespace
 
 std::string ExecutableCache::keyOf(const std::string &text) {
@@ -51,18 +153,24 @@ Executable
 ExecutableCache::getOrCompile(const std::string &key,
                               const std::function<Executable()> &compile,
                               Outcome *outcome) const {
+  if (key.size() > kMaxCacheKeyBytes)
+    throw OptionError("executable cache key of " + std::to_string(key.size()) +
+                      " bytes is longer than the " +
+                      std::to_string(kMaxCacheKeyBytes) +
+                      " allowed; use ExecutableCache::keyOf");
+  checkFolderIsPrivate(directory_);
   const std::string path = pathFor(key);
   Outcome result = Outcome::Miss;
   std::error_code ec;
   if (std::filesystem::exists(path, ec)) {
     try {
-      Executable exe = Executable::load(path);
+      Executable exe = loadEntry(path, key);
       if (outcome)
         *outcome = Outcome::Hit;
       return exe;
     } catch (const SerializationError &e) {
-      // A torn or stale entry must not stop a run: compile afresh and
-      // replace it.
+      // A torn, stale, foreign or misplaced entry must not stop a run:
+      // compile afresh and replace it.
       logging::warn("executable cache entry {} is unusable ({}); "
                     "recompiling and replacing it",
                     path, e.what());
@@ -70,12 +178,17 @@ ExecutableCache::getOrCompile(const std::string &key,
     }
   }
   Executable exe = compile();
-  std::filesystem::create_directories(directory_, ec);
-  if (ec)
-    throw Error("cannot create the executable cache folder \"" + directory_ +
-                "\": " + ec.message() +
-                "; set executableCachePath to a writable folder");
-  exe.save(path);
+  // The compile succeeded: a full disk or a read-only cache must not throw
+  // its result away, only the next run's shortcut.
+  try {
+    storeEntry(directory_, path, key, exe);
+  } catch (const std::exception &e) {
+    logging::warn("cannot store the executable in the cache as \"{}\" ({}); "
+                  "running without caching it. Set executableCachePath "
+                  "(TESSERA_CACHE_DIR) to a writable folder to cache it",
+                  path, e.what());
+    result = Outcome::NotStored;
+  }
   if (outcome)
     *outcome = result;
   return exe;

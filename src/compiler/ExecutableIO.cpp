@@ -5,12 +5,12 @@
 #include "tessera/compiler/ExecutableFormat.hpp"
 
 #include "tessera/support/Error.hpp"
+#include "tessera/support/File.hpp"
 
 #include <xxhash.h>
 #include <zstd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cmath>
@@ -23,7 +23,6 @@
 #include <ostream>
 #include <string_view>
 #include <type_traits>
-#include <unistd.h>
 #include <utility>
 
 namespace tessera {
@@ -824,9 +823,9 @@ Executable Executable::deserialize(std::istream &in) {
 // sharing a cache, say) sees either the old file or the whole new one.
 void Executable::save(const std::string &path) const {
   namespace fs = std::filesystem;
-  static std::atomic<std::uint64_t> counter{0};
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
-                          std::to_string(counter++);
+  removeStaleTemporaries(fs::path(path).parent_path().string(),
+                         fs::path(path).filename().string() + ".tmp.");
+  const std::string tmp = temporaryFileName(path);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out)
@@ -865,13 +864,11 @@ Executable Executable::load(const std::string &path) {
   namespace fs = std::filesystem;
   const std::string what = fileWhat(path);
   std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);
-  if (!fs::exists(st))
+  if (!fs::exists(fs::status(path, ec)))
     throw SerializationError(what +
                              " does not exist; check the path, or compile "
                              "the program and save it there");
-  if (!fs::is_regular_file(st))
-    throw SerializationError(what + " is not a regular file; check the path");
+  checkRegularFile(path, "executable file");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw SerializationError(what + " cannot be opened (" +

@@ -50,7 +50,8 @@ void decodeElements(unsigned code, const unsigned char *in, void *out,
   switch (code) {
   case 0x08:
   case 0x09:
-    std::memcpy(out, in, count);
+    if (count > 0) // an empty tensor's data() may be null
+      std::memcpy(out, in, count);
     return;
   case 0x0B:
     for (std::size_t i = 0; i < count; ++i)
@@ -105,15 +106,29 @@ HostTensor readIdxTensor(const std::string &path) {
         std::to_string(header) + " bytes but the file has " +
         std::to_string(data.size()));
   Shape shape;
-  for (unsigned d = 0; d < rank; ++d)
+  // Every product is checked before it is used: dimensions up to 2^32 - 1
+  // each overflow 64 bits after two of them, and a wrapped count would
+  // allocate a small tensor and decode past its end.
+  const std::size_t available = data.size() - header;
+  std::uint64_t count = 1;
+  bool tooLarge = false;
+  for (unsigned d = 0; d < rank; ++d) {
     shape.push_back(bigEndian32(bytes + 4 + 4 * d));
-  const std::size_t count = numElements(shape);
-  if (data.size() - header < count * element.fileBytes)
+    tooLarge = tooLarge || __builtin_mul_overflow(count, shape.back(), &count);
+  }
+  std::uint64_t payload = 0;
+  tooLarge = tooLarge ||
+             __builtin_mul_overflow(count, element.fileBytes, &payload) ||
+             payload > kMaxIdxBytes;
+  if (tooLarge || available < payload)
     throw SerializationError(
-        "IDX file \"" + path + "\" is truncated: its header promises " +
-        std::to_string(count) + " elements (" +
-        std::to_string(count * element.fileBytes) + " bytes) but only " +
-        std::to_string(data.size() - header) + " bytes follow");
+        "IDX file \"" + path + "\" is truncated or corrupt: its header " +
+        "promises a " + shapeString(shape) + " array (" +
+        (tooLarge ? "more than " + std::to_string(kMaxIdxBytes >> 30) +
+                        " GiB, the most an IDX file may hold"
+                  : std::to_string(count) + " elements, " +
+                        std::to_string(payload) + " bytes") +
+        ") but only " + std::to_string(available) + " bytes follow its header");
   HostTensor t;
   t.reset(element.type, shape);
   decodeElements(code, bytes + header, t.data(), count);

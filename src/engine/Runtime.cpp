@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -118,8 +119,72 @@ void Runtime::resolveClasses() {
   }
 }
 
+namespace {
+
+// [offset, offset + size) lies inside [0, limit), without overflow.
+bool fits(std::uint64_t offset, std::uint64_t size, std::uint64_t limit) {
+  return offset <= limit && size <= limit - offset;
+}
+
+} // namespace
+
+// The executable's validator checks its tables, but a field's meaning (an
+// address, a span index or a state offset, and its element size) comes from
+// its vertex class, known only here. A file with recomputed checksums must
+// not turn these into wild reads and writes in buildVertices or compute.
+void Runtime::checkVertexFields() const {
+  const std::uint64_t memBytes = exe_.replicaBytes();
+  const std::uint64_t state = exe_.stateBytes.size();
+  for (std::size_t v = 0; v < exe_.vertices.size(); ++v) {
+    const VertexInstance &inst = exe_.vertices[v];
+    const auto &info = classes_[inst.vertexClass]->info;
+    const auto fail = [&](const std::string &problem) {
+      throw SerializationError("the executable is corrupt: vertex " + str(v) +
+                               " (" + info.name + ") " + problem +
+                               "; recompile and save it again");
+    };
+    if (!fits(inst.firstField, info.fields.size(), exe_.fields.size()))
+      fail("has fields " + str(inst.firstField) + " to " +
+           str(inst.firstField + info.fields.size()) +
+           " (exclusive) but there are only " + str(exe_.fields.size()));
+    for (std::size_t f = 0; f < info.fields.size(); ++f) {
+      const codelet::FieldInfo &fi = info.fields[f];
+      const FieldValue &fv = exe_.fields[inst.firstField + f];
+      const std::uint64_t elem = typeSize(fi.elementType);
+      const auto outside = [&](const char *what, std::uint64_t at,
+                               std::uint64_t bytes, std::uint64_t limit) {
+        fail("field \"" + fi.name + "\" " + what + " bytes " + str(at) + " + " +
+             str(bytes) + " but there are only " + str(limit));
+      };
+      const std::uint64_t bytes =
+          fi.shape == codelet::Shape::Scalar ? elem : elem * fv.size;
+      if (fi.direction == codelet::Direction::State) {
+        if (!fits(fv.addr, bytes, state))
+          outside("uses state", fv.addr, bytes, state);
+      } else if (fi.shape == codelet::Shape::Scalar ||
+                 fi.shape == codelet::Shape::Vector) {
+        if (!fits(fv.addr, bytes, memBytes))
+          outside("uses memory", fv.addr, bytes, memBytes);
+      } else {
+        if (!fits(fv.addr, fv.size, exe_.spans.size()))
+          fail("field \"" + fi.name + "\" uses spans " + str(fv.addr) + " to " +
+               str(fv.addr + fv.size) + " (exclusive) but there are only " +
+               str(exe_.spans.size()));
+        for (std::uint32_t k = 0; k < fv.size; ++k) {
+          const FieldValue &e = exe_.spans[fv.addr + k];
+          const std::uint64_t n =
+              fi.shape == codelet::Shape::VectorList ? elem * e.size : elem;
+          if (!fits(e.addr, n, memBytes))
+            outside("element uses memory", e.addr, n, memBytes);
+        }
+      }
+    }
+  }
+}
+
 void Runtime::load() {
   resolveClasses();
+  checkVertexFields();
   const unsigned R = replicas();
   memory_ = allocate(std::size_t(R) * exe_.replicaBytes());
   for (unsigned r = 0; r < R; ++r)
@@ -128,8 +193,18 @@ void Runtime::load() {
                   exe_.initData.data() + ir.dataOffset, ir.size);
   for (std::size_t b = 0; b < exe_.remoteBuffers.size(); ++b) {
     const RemoteBufferInfo &rb = exe_.remoteBuffers[b];
-    remote_[b].assign(R, std::vector<std::byte>(rb.numElements * rb.repeats *
-                                                typeSize(rb.type)));
+    std::uint64_t bytes = 0;
+    if (__builtin_mul_overflow(std::uint64_t{rb.numElements}, rb.repeats,
+                               &bytes) ||
+        __builtin_mul_overflow(bytes, typeSize(rb.type), &bytes) ||
+        bytes > std::uint64_t(PTRDIFF_MAX))
+      throw SerializationError("the executable is corrupt: remote buffer " +
+                               str(b) + " (" + rb.handle + ") of " +
+                               str(rb.numElements) + " elements x " +
+                               str(rb.repeats) +
+                               " repeats takes more bytes than a host can "
+                               "address; recompile and save it again");
+    remote_[b].assign(R, std::vector<std::byte>(bytes));
   }
   buildVertices();
   auto checker = std::make_unique<FloatChecker>(exe_, classes_, options_);

@@ -84,6 +84,10 @@ public:
 
 private:
   void resolveClasses();
+  /// Throws SerializationError unless every vertex field of the executable
+  /// (as its class lays them out) stays inside the field, span, state and
+  /// replica memory tables it indexes: a deserialised file is not trusted.
+  void checkVertexFields() const;
   void buildVertices();
   void planChunks();
   void checkStreamsConnected(unsigned prog) const;

@@ -58,6 +58,7 @@ public:
     pos_ += n;
   }
   bool atEnd() const { return pos_ == end_; }
+  std::size_t left() const { return end_ - pos_; }
 
 private:
   void need(std::size_t n) const {
@@ -70,6 +71,52 @@ private:
   std::size_t end_, pos_ = 0;
   std::string what_;
 };
+
+// The shape of variable `name`. The rank is checked against
+// kMaxCheckpointRank and the bytes left before the shape is allocated, so a
+// corrupt rank is an error instead of std::length_error.
+data::Shape readShape(Reader &r, const std::string &what,
+                      const std::string &name) {
+  const auto rank = r.pod<std::uint64_t>();
+  if (rank > kMaxCheckpointRank || rank > r.left() / 8)
+    throw SerializationError(what + ": variable \"" + name + "\" has rank " +
+                             std::to_string(rank) + " (at most " +
+                             std::to_string(kMaxCheckpointRank) +
+                             " is allowed and " + std::to_string(r.left()) +
+                             " bytes are left); the file is corrupt, save "
+                             "it again");
+  data::Shape shape(rank);
+  for (auto &d : shape)
+    d = r.pod<std::uint64_t>();
+  return shape;
+}
+
+// Checks a variable's stored byte count against its type and shape (every
+// product checked for overflow: [2^62, 4] must not wrap to 0 bytes) and
+// against the bytes left in the file, before its tensor is allocated.
+void checkVariableBytes(const Reader &r, const std::string &what,
+                        const std::string &name, Type type,
+                        const data::Shape &shape, std::uint64_t bytes) {
+  std::uint64_t expected = typeSize(type);
+  bool overflow = false;
+  for (std::size_t d : shape)
+    overflow = overflow || __builtin_mul_overflow(expected, d, &expected);
+  const std::string head = what + ": variable \"" + name + "\" (" +
+                           data::typeAndShapeString(type, shape) + ") ";
+  if (overflow)
+    throw SerializationError(head + "would take more than 2^64 bytes; the "
+                                    "file is corrupt, save it again");
+  if (bytes != expected)
+    throw SerializationError(head + "needs " + std::to_string(expected) +
+                             " bytes but the file says " +
+                             std::to_string(bytes) +
+                             "; the file is corrupt, save it again");
+  if (bytes > r.left())
+    throw SerializationError(head + "needs " + std::to_string(bytes) +
+                             " bytes but only " + std::to_string(r.left()) +
+                             " are left in the file; it is truncated or "
+                             "corrupt, save it again");
+}
 
 std::string describe(Type t, const data::Shape &s) {
   return data::typeAndShapeString(t, s);
@@ -104,7 +151,7 @@ Checkpoint loadCheckpoint(const std::string &path) {
                                     "train and save a checkpoint there");
   const std::string bytes = readFile(path);
   if (bytes.size() < sizeof kMagic + 4 + 8 ||
-      std::memcmp(bytes.data(), kMagic, 6) != 0)
+      std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
     throw SerializationError(what + " is not a Tessera checkpoint");
   std::uint64_t sum;
   std::memcpy(&sum, bytes.data() + bytes.size() - 8, 8);
@@ -131,13 +178,10 @@ Checkpoint loadCheckpoint(const std::string &path) {
     if (type >= numTypes)
       throw SerializationError(what + ": variable \"" + name +
                                "\" has an unknown element type");
-    data::Shape shape(r.pod<std::uint64_t>());
-    for (auto &d : shape)
-      d = r.pod<std::uint64_t>();
+    const data::Shape shape = readShape(r, what, name);
+    const auto bytes = r.pod<std::uint64_t>();
+    checkVariableBytes(r, what, name, static_cast<Type>(type), shape, bytes);
     data::HostTensor t(static_cast<Type>(type), shape);
-    if (r.pod<std::uint64_t>() != t.numBytes())
-      throw SerializationError(what + ": variable \"" + name +
-                               "\" has the wrong number of bytes");
     r.raw(t.data(), t.numBytes());
     c.variables.emplace_back(std::move(name), std::move(t));
   }

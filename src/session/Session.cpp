@@ -167,6 +167,15 @@ bool Session::compile(std::ostream *progress) {
         cacheKey(module_, config_, spec_), [&] { return build(progress); },
         &outcome);
     hit = outcome == ExecutableCache::Outcome::Hit;
+    // A run goes on without its cache entry; a pre-compile exists only to
+    // leave one.
+    if (connection == DeviceConnectionType::PRE_COMPILE &&
+        outcome == ExecutableCache::Outcome::NotStored)
+      throw RuntimeError("session: PRE_COMPILE could not store the "
+                         "executable in \"" +
+                         config_.executableCachePath +
+                         "\" (run with TESSERA_LOG_LEVEL=WARN to see why); "
+                         "set executableCachePath to a writable folder");
   }
   if (connection == DeviceConnectionType::PRE_COMPILE)
     return hit; // in the cache now; no device, no engine

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include <signal.h>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -46,19 +48,126 @@ void createParentFolders(const std::filesystem::path &file) {
                 file.string() + "\": " + ec.message());
 }
 
-// A name no other writer (thread or process) picks at the same time.
-std::string temporaryName(const std::string &path) {
+// What a non-regular file is, for errors that say why it cannot be read.
+std::string kindOf(mode_t mode) {
+  if (S_ISDIR(mode))
+    return "a folder";
+  if (S_ISFIFO(mode))
+    return "a FIFO (named pipe)";
+  if (S_ISCHR(mode))
+    return "a character device";
+  if (S_ISBLK(mode))
+    return "a block device";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  return "not a plain file";
+}
+
+[[noreturn]] void throwNotRegular(const std::string &what,
+                                  const std::string &path, mode_t mode) {
+  throw SerializationError(what + " \"" + path + "\" is " + kindOf(mode) +
+                           ", not a regular file; give the path of a file");
+}
+
+[[noreturn]] void throwOpenError(const std::string &what,
+                                 const std::string &path, int err) {
+  if (err == ENOENT)
+    throw SerializationError(what + " \"" + path + "\" does not exist (" +
+                             std::strerror(err) + "); check the path");
+  throw SerializationError("cannot read " + what + " \"" + path +
+                           "\": " + std::strerror(err));
+}
+
+// The writer's PID in "NAME.tmp.PID.N", or 0 when the name is not one.
+pid_t temporaryOwner(const std::string &name) {
+  const std::size_t dot = name.rfind('.');
+  if (dot == std::string::npos || dot == 0)
+    return 0;
+  const std::size_t pidDot = name.rfind('.', dot - 1);
+  if (pidDot == std::string::npos || pidDot < 4 ||
+      name.compare(pidDot - 4, 4, ".tmp") != 0)
+    return 0;
+  const std::string pid = name.substr(pidDot + 1, dot - pidDot - 1);
+  const std::string n = name.substr(dot + 1);
+  auto digits = [](const std::string &t) {
+    return !t.empty() && t.size() < 10 &&
+           t.find_first_not_of("0123456789") == std::string::npos;
+  };
+  if (!digits(pid) || !digits(n))
+    return 0;
+  return static_cast<pid_t>(std::stol(pid));
+}
+
+} // namespace
+
+std::string temporaryFileName(const std::string &path) {
   static std::atomic<unsigned long> counter{0};
   return path + ".tmp." + std::to_string(::getpid()) + "." +
          std::to_string(counter.fetch_add(1));
 }
 
-} // namespace
+std::size_t removeStaleTemporaries(const std::string &folder,
+                                   const std::string &prefix) {
+  std::error_code ec;
+  std::filesystem::directory_iterator it(folder.empty() ? "." : folder, ec);
+  std::size_t removed = 0;
+  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0)
+      continue;
+    const pid_t pid = temporaryOwner(name);
+    // kill(pid, 0) fails with ESRCH only when no such process exists; EPERM
+    // means it runs under another user and its file is left alone.
+    if (pid <= 0 || pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH)
+      continue;
+    // A writer in another PID namespace (a container sharing the folder)
+    // looks dead from here but keeps its file's time fresh while it writes.
+    std::error_code ignored;
+    const auto written = std::filesystem::last_write_time(it->path(), ignored);
+    if (ignored || std::filesystem::file_time_type::clock::now() - written <
+                       kStaleTemporaryAge)
+      continue;
+    if (std::filesystem::remove(it->path(), ignored))
+      ++removed;
+  }
+  return removed;
+}
+
+int openRegularFile(const std::string &path, const std::string &what) {
+  // O_NONBLOCK: opening a FIFO with no writer would wait forever.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    throwOpenError(what, path, errno);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throwOpenError(what, path, err);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throwNotRegular(what, path, st.st_mode);
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0)
+    ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  return fd;
+}
+
+void checkRegularFile(const std::string &path, const std::string &what) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    throwOpenError(what, path, errno);
+  if (!S_ISREG(st.st_mode))
+    throwNotRegular(what, path, st.st_mode);
+}
 
 void writeFileAtomically(const std::string &path, std::string_view bytes) {
   const std::filesystem::path target(path);
   createParentFolders(target);
-  const std::string tmp = temporaryName(path);
+  removeStaleTemporaries(target.parent_path().string(),
+                         target.filename().string() + ".tmp.");
+  const std::string tmp = temporaryFileName(path);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0)
     throwSystemError("cannot create a temporary file to write", path, errno);
@@ -85,14 +194,9 @@ void writeFileAtomically(const std::string &path, std::string_view bytes) {
 }
 
 std::string readFile(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    throwSystemError("cannot read file", path, errno);
+  const int fd = openRegularFile(path, "file");
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    throwSystemError("cannot read file", path, EISDIR);
-  }
+  ::fstat(fd, &st);
   std::string content;
   if (st.st_size > 0)
     content.reserve(static_cast<std::size_t>(st.st_size));

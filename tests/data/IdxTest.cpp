@@ -1,4 +1,6 @@
 // IDX reading: plain and gzip files, the element types, and bad files.
+#include "../support/SpecialFiles.hpp"
+
 #include "tessera/data/Idx.hpp"
 #include "tessera/support/Error.hpp"
 
@@ -28,7 +30,53 @@ std::string idxBytes() {
   return s;
 }
 
+// The SerializationError reading `bytes` as an IDX file gives.
+std::string idxError(const std::string &bytes) {
+  const std::string p = tempPath("hostile");
+  std::ofstream(p, std::ios::binary) << bytes;
+  std::string msg = "no error";
+  try {
+    data::readIdxTensor(p);
+  } catch (const SerializationError &e) {
+    msg = e.what();
+  }
+  std::filesystem::remove(p);
+  return msg;
+}
+
 } // namespace
+
+TEST(Idx, HeaderWhoseSizeOverflowsIsAnErrorBeforeAllocating) {
+  // INT elements, shape [2^31, 2^31]: 2^62 elements of 4 bytes wrap to 0.
+  const std::string wraps{0, 0, 0x0c, 2, '\x80', 0, 0, 0, '\x80', 0, 0, 0};
+  EXPECT_THAT(idxError(wraps), HasSubstr("more than 16 GiB"));
+  // Bytes, shape [2^32 - 1] x 3: the element count itself overflows.
+  std::string count{0, 0, 0x08, 3};
+  count += std::string(12, '\xff') + "abcdef";
+  EXPECT_THAT(idxError(count), HasSubstr("more than 16 GiB"));
+  // A size within the ceiling but past the data: the bytes that follow.
+  const std::string large{0, 0, 0x08, 1, 0x10, 0, 0, 0, 1, 2, 3};
+  EXPECT_THAT(idxError(large),
+              HasSubstr("268435456 elements, 268435456 bytes) but only 3"));
+}
+
+TEST(Idx, EmptyArrayReadsAsAnEmptyTensor) {
+  const std::string p = tempPath("empty");
+  std::ofstream(p, std::ios::binary)
+      << std::string{0, 0, 0x08, 2, 0, 0, 0, 0, 0, 0, 0, 5};
+  const data::HostTensor t = data::readIdxTensor(p);
+  EXPECT_EQ(t.shape(), (data::Shape{0, 5}));
+  EXPECT_EQ(t.numElements(), 0u);
+  std::filesystem::remove(p);
+}
+
+TEST(Idx, FifoIsAnErrorInsteadOfAWait) {
+  test::Fifo fifo("images.idx.gz");
+  const std::string msg = test::errorOrBlocked(
+      fifo.path(), [&] { data::readIdxTensor(fifo.path()); });
+  EXPECT_THAT(msg, HasSubstr("IDX file \"" + fifo.path() +
+                             "\" is a FIFO (named pipe), not a regular file"));
+}
 
 TEST(Idx, ReadsPlainAndGzipFiles) {
   const std::string plain = tempPath("plain"), gz = tempPath("data.gz");

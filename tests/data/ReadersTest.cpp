@@ -2,11 +2,14 @@
 // column), IDX image/label pairs, and Fashion-MNIST from Debian's package.
 #include "DataTestUtil.hpp"
 
+#include "../support/SpecialFiles.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <zlib.h>
 
 #include <fstream>
+#include <iterator>
 
 using namespace tessera;
 using namespace tessera::data;
@@ -138,6 +141,60 @@ TEST(Csv, ABadFieldNamesItsLineAndColumn) {
   EXPECT_THAT(csvError("\n", noHeader), HasSubstr("has no rows"));
 }
 
+// A gzip CSV of `rows` rows whose compressed bytes up to `cut` (returned)
+// decompress to exactly the first `cutRow` rows: a file cut there ends at a
+// row boundary, and only the missing gzip trailer says it is incomplete.
+static std::uintmax_t writeRowsWithFlush(const std::string &path, int rows,
+                                         int cutRow) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  std::uintmax_t cut = 0;
+  gzputs(f, "x,y\n");
+  for (int i = 0; i < rows; ++i) {
+    if (i == cutRow) {
+      gzflush(f, Z_SYNC_FLUSH);
+      cut = std::filesystem::file_size(path);
+    }
+    gzputs(f, (std::to_string(i) + "," + std::to_string(2 * i) + "\n").c_str());
+  }
+  gzclose(f);
+  return cut;
+}
+
+TEST(Csv, GzipCutAtARowBoundaryIsTruncatedNotShort) {
+  const std::string gz = tempPath("cut.csv.gz");
+  const std::uintmax_t cut = writeRowsWithFlush(gz, 2000, 1000);
+  EXPECT_EQ(Dataset::csv(gz).cardinality(), Cardinality::finite(2000));
+  std::filesystem::resize_file(gz, cut);
+  EXPECT_THAT([&] { Dataset::csv(gz); },
+              ::testing::ThrowsMessage<SerializationError>(HasSubstr(
+                  "CSV file \"" + gz + "\" is truncated: its gzip stream")));
+  std::filesystem::remove(gz);
+}
+
+TEST(Csv, GzipWithABadChecksumIsCorrupt) {
+  const std::string gz = tempPath("crc.csv.gz");
+  writeRowsWithFlush(gz, 100, 50);
+  std::string bytes;
+  {
+    std::ifstream in(gz, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  bytes[bytes.size() - 8] ^= 0x01; // the CRC-32 of the trailer
+  std::ofstream(gz, std::ios::binary) << bytes;
+  EXPECT_THAT([&] { Dataset::csv(gz); },
+              ::testing::ThrowsMessage<SerializationError>(
+                  HasSubstr("\"" + gz + "\" is corrupt")));
+  std::filesystem::remove(gz);
+}
+
+TEST(Csv, FifoIsAnErrorInsteadOfAWait) {
+  tessera::test::Fifo fifo("rows.csv");
+  const std::string msg = tessera::test::errorOrBlocked(
+      fifo.path(), [&] { Dataset::csv(fifo.path()); });
+  EXPECT_THAT(msg, HasSubstr("CSV file \"" + fifo.path() +
+                             "\" is a FIFO (named pipe), not a regular file"));
+}
+
 TEST(Csv, UnknownColumnsAndMissingFilesAreErrors) {
   TempFile f("cols.csv", "a,b\n1,2\n");
   CsvOptions options;
@@ -158,7 +215,7 @@ TEST(Csv, UnknownColumnsAndMissingFilesAreErrors) {
     Dataset::csv(std::filesystem::temp_directory_path().string());
     FAIL();
   } catch (const Error &e) {
-    EXPECT_THAT(e.what(), HasSubstr("is a folder, not a file"));
+    EXPECT_THAT(e.what(), HasSubstr("is a folder, not a regular file"));
   }
   try {
     Dataset::csv("/nonexistent/data.csv");

@@ -240,6 +240,18 @@ TEST(Session, PreCompileFillsTheCacheForALaterSessionToRun) {
   std::filesystem::remove_all(c.executableCachePath);
 }
 
+// A run goes on when its executable cannot be cached; a pre-compile, whose
+// only product is the cache entry, must not report success.
+TEST(Session, PreCompileThatCannotStoreItsExecutableIsAnError) {
+  Config c = smallConfig();
+  c.executableCachePath = "/proc/tessera-no-such-folder";
+  c.deviceConnectionType = DeviceConnectionType::PRE_COMPILE;
+  Session pre(linearModel(), c, kSpec);
+  EXPECT_THAT([&] { pre.compile(); },
+              ::testing::ThrowsMessage<RuntimeError>(
+                  HasSubstr("PRE_COMPILE could not store the executable")));
+}
+
 TEST(Session, ConnectionTypesThatCannotCompileSaySo) {
   Config c = smallConfig();
   c.deviceConnectionType = DeviceConnectionType::NEVER;

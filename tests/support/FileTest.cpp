@@ -1,11 +1,17 @@
-#include "tessera/support/File.hpp"
+#include "SpecialFiles.hpp"
+
 #include "tessera/support/Error.hpp"
+#include "tessera/support/File.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+
+#include <sys/wait.h>
 
 using namespace tessera;
 using ::testing::HasSubstr;
@@ -78,4 +84,60 @@ TEST_F(FileTest, WriteUnderAFileNamesThePath) {
   } catch (const Error &e) {
     EXPECT_THAT(e.what(), HasSubstr(path));
   }
+}
+
+TEST(File, ReadOfAFifoIsAnErrorInsteadOfAWait) {
+  test::Fifo fifo("pipe");
+  const std::string msg =
+      test::errorOrBlocked(fifo.path(), [&] { readFile(fifo.path()); });
+  EXPECT_THAT(msg, HasSubstr("\"" + fifo.path() +
+                             "\" is a FIFO (named pipe), not a regular file"));
+}
+
+TEST_F(FileTest, ReadOfADeviceOrAFolderSaysWhatItIs) {
+  // /dev/null reads as empty: without the check it would pass as a file.
+  EXPECT_THAT([] { readFile("/dev/null"); },
+              ::testing::ThrowsMessage<SerializationError>(
+                  HasSubstr("\"/dev/null\" is a character device")));
+  EXPECT_THAT([&] { readFile(dir_.string()); },
+              ::testing::ThrowsMessage<SerializationError>(
+                  HasSubstr("is a folder, not a regular file")));
+  EXPECT_THAT([&] { checkRegularFile("/dev/null", "data file"); },
+              ::testing::ThrowsMessage<SerializationError>(
+                  HasSubstr("data file \"/dev/null\" is a character")));
+}
+
+TEST_F(FileTest, WriteRemovesTemporariesOfWritersThatNoLongerRun) {
+  // A PID that no process has: a child that has exited and been reaped.
+  const pid_t dead = ::fork();
+  if (dead == 0)
+    ::_exit(0);
+  ASSERT_GT(dead, 0);
+  ::waitpid(dead, nullptr, 0);
+  const std::string base = (dir_ / "entry.tsx").string();
+  const std::string stale = base + ".tmp." + std::to_string(dead) + ".0";
+  const std::string live = base + ".tmp." + std::to_string(::getpid()) + ".7";
+  const std::string other = (dir_ / "notes.tmp.txt").string();
+  const std::string fresh = base + ".tmp." + std::to_string(dead) + ".1";
+  for (const std::string &p : {stale, live, other, fresh}) {
+    std::ofstream(p) << "partial";
+    if (p != fresh)
+      fs::last_write_time(p, fs::file_time_type::clock::now() -
+                                 std::chrono::hours(1));
+  }
+  const std::string neighbour =
+      (dir_ / "other.json.tmp.").string() + std::to_string(dead) + ".2";
+  std::ofstream(neighbour) << "{";
+  fs::last_write_time(neighbour,
+                      fs::file_time_type::clock::now() - std::chrono::hours(1));
+  writeFileAtomically(base, "whole");
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(live));
+  EXPECT_TRUE(fs::exists(other));
+  EXPECT_TRUE(fs::exists(fresh)); // maybe still being written elsewhere
+  // Only the written file's temporaries: other programs may name theirs
+  // the same way. Asked for the whole folder, the neighbour's goes too.
+  EXPECT_TRUE(fs::exists(neighbour));
+  EXPECT_EQ(removeStaleTemporaries(dir_.string()), 1u);
+  EXPECT_FALSE(fs::exists(neighbour));
 }

@@ -2,28 +2,46 @@
 /// ExecutableCache: compiled executables kept in a folder under a key, so a
 /// second run with the same model and options skips compilation (as
 /// TensorFlow-for-IPU's executable cache does). Entries are written
-/// atomically; an entry that fails its checksum or cannot be read is
-/// reported as a warning, recompiled and replaced.
+/// atomically and carry their key; an entry that fails its checksum, cannot
+/// be read, is not a regular file, belongs to another user or holds another
+/// key's executable is reported as a warning, recompiled and replaced. A
+/// failure to store an entry (a full disk, a read-only folder) is a warning:
+/// the compiled executable is still returned.
+///
+/// Loading an entry compiles and loads the codelet sources inside it, so a
+/// cache folder is as sensitive as code: a folder writable by other users
+/// (group or others) is refused unless it is sticky and owned by this user,
+/// and folders the cache creates are not writable by others.
 #pragma once
 
 #include "tessera/compiler/Executable.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
 
 namespace tessera {
 
+/// The longest key an entry may have: 200 bytes. A key is part of the
+/// entry's file name, and the name of its temporary file (key + ".tsx.tmp."
+/// + PID + counter) must stay under the 255 bytes Linux file systems allow.
+inline constexpr std::size_t kMaxCacheKeyBytes = 200;
+
 class ExecutableCache {
 public:
   /// A cache in \p directory (created on first store).
   explicit ExecutableCache(std::string directory);
 
-  /// How an executable was obtained.
-  enum class Outcome { Hit, Miss, Corrupt };
+  /// How an executable was obtained: loaded (Hit); compiled and stored
+  /// because there was no entry (Miss) or it was unusable (Corrupt);
+  /// compiled but not stored (NotStored, a warning says why).
+  enum class Outcome { Hit, Miss, Corrupt, NotStored };
 
   /// The executable stored under \p key, or the one \p compile returns,
   /// which is then stored. \p outcome (if given) says which happened.
+  /// Throws OptionError when the folder is writable by other users or
+  /// \p key is longer than kMaxCacheKeyBytes.
   Executable getOrCompile(const std::string &key,
                           const std::function<Executable()> &compile,
                           Outcome *outcome = nullptr) const;

@@ -77,7 +77,8 @@ Executable readExecutableFile(std::istream &in, const std::string &what);
 /// Throws SerializationError unless every index and address range in \p exe
 /// stays inside the tables and memory it refers to, so that an engine can
 /// run the executable without checking them again. Vertex fields themselves
-/// are not checked: their kinds are known only to the vertex registry.
+/// are checked later, by Engine::load, once their vertex classes (which say
+/// what each field's value indexes and its element size) are resolved.
 void validateExecutable(const Executable &exe, const std::string &what);
 
 } // namespace detail

@@ -14,6 +14,13 @@
 
 namespace tessera::data {
 
+/// The most element bytes an IDX file may declare: 16 GiB, the most any
+/// data file may hold once decompressed (the reader keeps the whole file and
+/// the tensor in memory). A header's dimensions are multiplied with overflow
+/// checks and the product is checked against this and against the bytes
+/// that actually follow the header before anything is allocated.
+inline constexpr std::uint64_t kMaxIdxBytes = std::uint64_t{16} << 30;
+
 /// An IDX array: its shape and its elements converted to float.
 struct IdxArray {
   std::vector<std::size_t> shape;
@@ -21,8 +28,10 @@ struct IdxArray {
   std::size_t numElements() const { return values.size(); }
 };
 
-/// Reads an IDX file (".gz" or not). Errors (tessera::Error) name the file
-/// and what is wrong: missing, truncated, a bad magic number.
+/// Reads an IDX file (".gz" or not). Errors (SerializationError) name the
+/// file and what is wrong: missing, not a regular file, truncated (an IDX
+/// header promising more than follows, or a cut gzip stream), a bad magic
+/// number, a size past kMaxIdxBytes.
 IdxArray readIdx(const std::string &path);
 
 /// Reads an IDX file (".gz" or not) keeping its element type: unsigned

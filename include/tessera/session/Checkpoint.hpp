@@ -26,12 +26,21 @@ struct Checkpoint {
 /// The format version this build writes and reads.
 inline constexpr std::uint32_t kCheckpointVersion = 1;
 
+/// The largest rank a checkpoint's variable may have: 64. Models use a
+/// handful of dimensions; a larger rank is a corrupt file, rejected before
+/// the shape is allocated. (Sizes need no other ceiling: every variable's
+/// byte count is checked, overflow-free, against the bytes its file holds
+/// before its tensor is allocated.)
+inline constexpr std::uint64_t kMaxCheckpointRank = 64;
+
 /// Writes \p ckpt to \p path atomically. Throws Error naming the path when
 /// the file cannot be written.
 void saveCheckpoint(const std::string &path, const Checkpoint &ckpt);
 
 /// Reads the checkpoint at \p path. Throws SerializationError for a missing
-/// file, another format version, a truncated or corrupt file.
+/// file or one that is not a regular file (a folder, a FIFO, a device),
+/// another format version, a truncated or corrupt file (a checksum
+/// mismatch, or sizes that overflow or exceed the file).
 Checkpoint loadCheckpoint(const std::string &path);
 
 /// A variable a model expects: its name, element type and shape.

@@ -1,0 +1,130 @@
+// Engine::load of an untrusted executable: vertex fields (addresses, sizes,
+// span indices, state offsets) that a crafted file points outside their
+// tables are a SerializationError, not a wild read or write. The files are
+// written by the real writer, so their checksums are right and the decoder
+// accepts them: only the engine, which knows each field's class, can tell.
+#include "TestGraphs.hpp"
+
+#include "tessera/compiler/Compiler.hpp"
+#include "tessera/compiler/ExecutableFormat.hpp"
+#include "tessera/support/Error.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <sstream>
+
+using namespace tessera;
+using namespace tessera::program;
+using tessera::test::addTestCodelets;
+using tessera::test::modelDevice;
+using ::testing::HasSubstr;
+
+namespace {
+
+// One vertex of each field form: a list of vectors (ConcatSumVertex), plain
+// state and vectors (ScaleVertex).
+Executable fieldForms() {
+  Device device = modelDevice(4);
+  Graph g(device.getTarget());
+  addTestCodelets(g);
+  Tensor m = g.addVariable(FLOAT, {3, 4}, "m");
+  Tensor sums = g.addVariable(FLOAT, {3}, "sums");
+  Tensor scaled = g.addVariable(FLOAT, {4}, "scaled");
+  for (const Tensor &t : {m, sums, scaled})
+    g.setTileMapping(t, 1);
+  g.createHostWrite("m", m);
+  g.createHostRead("sums", sums);
+  ComputeSet cs = g.addComputeSet("forms");
+  VertexRef list = g.addVertex(cs, "ConcatSumVertex");
+  g.connect(list["parts"], {m[0], m[1], m[2]});
+  g.connect(list["out"], sums);
+  VertexRef scale =
+      g.addVertex(cs, "ScaleVertex", {{"in", m[0]}, {"out", scaled}});
+  g.setInitialValue(scale["scale"], 2.5f);
+  g.setTileMapping(list, 1);
+  g.setTileMapping(scale, 1);
+  return compileGraph(g, {Execute(cs)});
+}
+
+// Through a file and back, checksums recomputed by the writer, as a crafted
+// file would have them.
+Executable throughFile(const Executable &exe) {
+  std::stringstream file;
+  exe.serialize(file);
+  return Executable::deserialize(file);
+}
+
+// The message Engine::load gives for the executable `corrupt` makes of a
+// good one (after checking that the decoder accepts it).
+std::string loadError(const std::function<void(Executable &)> &corrupt) {
+  Executable exe = fieldForms();
+  corrupt(exe);
+  Executable back = throughFile(exe);
+  Device device = modelDevice(4);
+  Engine e(std::move(back));
+  try {
+    e.load(device);
+  } catch (const SerializationError &err) {
+    return err.what();
+  }
+  return "loaded";
+}
+
+} // namespace
+
+TEST(EngineLoad, IntactExecutableFromAFileLoadsAndRuns) {
+  Executable back = throughFile(fieldForms());
+  Device device = modelDevice(4);
+  Engine e(std::move(back));
+  e.load(device);
+  std::vector<float> in{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, out(3);
+  e.writeTensor("m", in.data(), in.data() + in.size());
+  e.run();
+  e.readTensor("sums", out.data(), out.data() + out.size());
+  EXPECT_EQ(out, (std::vector<float>{10, 26, 42}));
+}
+
+TEST(EngineLoad, FieldAddressOutsideMemoryIsCorrupt) {
+  const std::string msg = loadError([](Executable &e) {
+    for (FieldValue &f : e.fields)
+      f.addr += e.replicaBytes();
+  });
+  EXPECT_THAT(msg, HasSubstr("is corrupt: vertex"));
+  EXPECT_THAT(msg, HasSubstr("but there are only"));
+}
+
+TEST(EngineLoad, VectorSizePastMemoryIsCorrupt) {
+  const std::string msg = loadError([](Executable &e) {
+    for (FieldValue &f : e.fields)
+      f.size = 0x40000000;
+  });
+  EXPECT_THAT(msg, HasSubstr("is corrupt: vertex"));
+}
+
+TEST(EngineLoad, SpanIndexPastTheSpanTableIsCorrupt) {
+  const std::string msg = loadError([](Executable &e) { e.spans.resize(1); });
+  EXPECT_THAT(msg, HasSubstr("(ConcatSumVertex) field \"parts\" uses spans"));
+}
+
+TEST(EngineLoad, SpanOutsideMemoryIsCorrupt) {
+  const std::string msg = loadError([](Executable &e) {
+    ASSERT_FALSE(e.spans.empty());
+    e.spans.back().addr = e.replicaBytes() - 4;
+  });
+  EXPECT_THAT(msg, HasSubstr("field \"parts\" element uses memory"));
+}
+
+TEST(EngineLoad, StateOffsetPastTheStateBytesIsCorrupt) {
+  const std::string msg = loadError([](Executable &e) {
+    ASSERT_FALSE(e.stateBytes.empty());
+    e.stateBytes.clear();
+  });
+  EXPECT_THAT(msg, HasSubstr("(ScaleVertex) field \"scale\" uses state"));
+}
+
+TEST(EngineLoad, FieldsPastTheFieldTableAreCorrupt) {
+  const std::string msg = loadError([](Executable &e) { e.fields.pop_back(); });
+  EXPECT_THAT(msg, HasSubstr("has fields"));
+}
