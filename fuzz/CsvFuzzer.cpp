@@ -1,0 +1,36 @@
+// CSV files as Dataset::csv reads them (gzip or plain, told apart by
+// content): every element of the dataset is read, with the default options
+// (a header, features only) and with a label column and no header.
+#include "FuzzCommon.hpp"
+
+#include "tessera/data/Dataset.hpp"
+
+namespace {
+
+void readAll(const std::string &path, const tessera::data::CsvOptions &opt) {
+  using namespace tessera;
+  data::Iterator it = data::Dataset::csv(path, opt).iterator();
+  data::Element e;
+  while (it.next(e))
+    for (const data::HostTensor &t : e.components)
+      tessera::fuzz::require(t.numBytes() == 0 || t.data(),
+                             "a CSV element has bytes but no storage");
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data,
+                                      std::size_t size) {
+  using namespace tessera;
+  const std::string path =
+      fuzz::writeScratch("input.csv", fuzz::bytes(data, size));
+  fuzz::runOne([&] { readAll(path, {}); });
+  fuzz::runOne([&] {
+    data::CsvOptions opt;
+    opt.header = false;
+    opt.labelColumn = "0";
+    opt.featureType = Type::HALF;
+    readAll(path, opt);
+  });
+  return 0;
+}
