@@ -26,12 +26,13 @@ void removeScratchDir() {
 } // namespace
 
 const std::string &scratchDir() {
-  static const std::string dir = [] {
-    std::string d = makeScratchDir();
+  // Never destroyed, so that removeScratchDir can still use it at exit.
+  static const std::string *dir = [] {
+    auto *d = new std::string(makeScratchDir());
     std::atexit(removeScratchDir);
     return d;
   }();
-  return dir;
+  return *dir;
 }
 
 std::string writeScratch(std::string_view name, std::string_view content) {

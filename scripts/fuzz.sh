@@ -57,20 +57,27 @@ fuzz_one() {
     "$build/fuzz-corpus/$name" "$build/corpus/$name" >"$log" 2>&1 || rc=$?
   local execs
   execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" |
-    grep -o '[0-9]*$' || true)
+    tail -n 1 | grep -o '[0-9]*$' || true)
   [ -n "$execs" ] ||
     execs=$(grep -o '^#[0-9]*' "$log" | tail -n 1 | tr -d '#' || true)
   local artifact
   artifact=$(grep -o 'Test unit written to [^ ]*' "$log" | tail -n 1 |
     sed 's/Test unit written to //' || true)
   if [ "$rc" -eq 0 ] && [ -z "$artifact" ]; then
-    echo "fuzz $name: ${execs:-0} execs, no crash" >"$build/fuzz-logs/$name.summary"
+    echo "fuzz $name: ${execs:-0} execs, no crash"
   else
-    local what
-    what=$(grep -m 1 -E '^SUMMARY: |property violated|^==[0-9]+== ?ERROR: libFuzzer' "$log" || true)
-    echo "fuzz $name: FAILED after ${execs:-?} execs: ${artifact:-no input saved} ${what:+($what)} (log $log)" \
-      >"$build/fuzz-logs/$name.summary"
-  fi
+    # What happened (the sanitizer's summary, a violated property, an
+    # uncaught exception) and the first frame in Tessera's own code.
+    local what frame
+    what=$(grep -m 1 -E '^SUMMARY: |property violated|terminate called|^==[0-9]+== ?ERROR: libFuzzer' "$log" |
+      sed -E 's/ \(\/[^)]*\)//g; s/ \(BuildId: [0-9a-f]*\)//g' || true)
+    frame=$(grep -m 1 -E '^ +#[0-9]+ 0x[0-9a-f]+ in .* [^ ]*/(src|tools)/' "$log" |
+      sed -E 's/^ +#[0-9]+ 0x[0-9a-f]+ in //; s/\(anonymous namespace\):://g; s/\([^()]*\)//g; s#[^ ]*/((src|tools)/)#\1#' || true)
+    echo "fuzz $name: FAILED after ${execs:-?} execs: ${artifact:-no input saved}"
+    echo "    ${what:-see the log}"
+    [ -z "$frame" ] || echo "    at $frame"
+    echo "    log: $log"
+  fi >"$build/fuzz-logs/$name.summary"
 }
 
 jobs=${FUZZ_JOBS:-1}
