@@ -1,9 +1,12 @@
 // CSV files as Dataset::csv reads them (gzip or plain, told apart by
 // content): every element of the dataset is read, with the default options
-// (a header, features only) and with a label column and no header.
+// (a header, features only) or, for half the inputs (by a hash, so a crash
+// reproduces), with a label column, half features and no header. One read
+// per execution: a read costs milliseconds under ASan.
 #include "FuzzCommon.hpp"
 
 #include "tessera/data/Dataset.hpp"
+#include "tessera/support/Hash.hpp"
 
 namespace {
 
@@ -24,13 +27,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data,
   using namespace tessera;
   const std::string path =
       fuzz::writeScratch("input.csv", fuzz::bytes(data, size));
-  fuzz::runOne([&] { readAll(path, {}); });
-  fuzz::runOne([&] {
-    data::CsvOptions opt;
+  data::CsvOptions opt;
+  if (hash64(data, size) & 1) {
     opt.header = false;
     opt.labelColumn = "0";
     opt.featureType = Type::HALF;
-    readAll(path, opt);
-  });
-  return 0;
+  }
+  return fuzz::runOne([&] { readAll(path, opt); });
 }

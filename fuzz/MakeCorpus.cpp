@@ -174,6 +174,31 @@ void codeletSeeds(const fs::path &sourceDir) {
     }
 }
 
+// Inputs issue 14 found to crash the loaders, kept in the corpus so that
+// every run checks them again: an IDX header whose element count wraps,
+// initialiser seeds no uint64 holds, and nesting deep enough to overflow a
+// recursive parser's stack.
+void hostileSeeds() {
+  put("idx", "hostile-count-wraps.idx",
+      std::string("\x00\x00\x0c\x02\x80\x00\x00\x00\x80\x00\x00\x00", 12));
+  for (const char *seed : {"-1", "1e300", "nan", "9007199254740993"})
+    put("ir_text", std::string("hostile-seed") + seed + ".ir",
+        std::string("module \"m\" {\n  %w = variable : float[2] init "
+                    "glorotUniform(seed = ") +
+            seed + ")\n  output \"w\" = %w\n}\n");
+  constexpr int kDepth = 20000;
+  std::string ns;
+  for (int i = 0; i < kDepth; ++i)
+    ns += "namespace n {\n";
+  ns +=
+      "struct V : public Vertex { int x; bool compute() { return true; } };\n";
+  ns += std::string(kDepth, '}');
+  put("codelet", "hostile-deep-namespaces.cpp", ns);
+  put("report", "hostile-deep-array.json",
+      "{\"format\": \"tessera-profile\", \"version\": " +
+          std::string(kDepth, '[') + std::string(kDepth, ']') + "}");
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -191,6 +216,7 @@ int main(int argc, char **argv) {
     compiledSeeds("mlp", false);
     compiledSeeds("mlp-2ipu", true);
     codeletSeeds(argv[2]);
+    hostileSeeds();
   } catch (const std::exception &e) {
     std::cerr << "tessera_fuzz_corpus: " << e.what() << "\n";
     return 1;

@@ -70,7 +70,7 @@ fuzz_one() {
     # uncaught exception) and the first frame in Tessera's own code.
     local what frame
     what=$(grep -m 1 -E '^SUMMARY: |property violated|terminate called|^==[0-9]+== ?ERROR: libFuzzer' "$log" |
-      sed -E 's/ \(\/[^)]*\)//g; s/ \(BuildId: [0-9a-f]*\)//g' || true)
+      sed -E 's/ \(\/[^)]*\)//g; s/ \(BuildId: [0-9a-f]*\)//g' | cut -c1-200 || true)
     frame=$(grep -m 1 -E '^ +#[0-9]+ 0x[0-9a-f]+ in .* [^ ]*/(src|tools)/' "$log" |
       sed -E 's/^ +#[0-9]+ 0x[0-9a-f]+ in //; s/\(anonymous namespace\):://g; s/\([^()]*\)//g; s#[^ ]*/((src|tools)/)#\1#' || true)
     echo "fuzz $name: FAILED after ${execs:-?} execs: ${artifact:-no input saved}"
