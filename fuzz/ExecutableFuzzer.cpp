@@ -1,11 +1,12 @@
-// Executables. The input is an uncompressed payload; it is written as a
-// file with a correct header (sizes, both XXH64 checksums) and read back
-// with readExecutableFile, so every mutation reaches the payload decoder
-// and validateExecutable as a cache entry or a hostile .tsx file would.
-// Property: what decodes encodes to a payload that decodes to the same.
-// Built a second time with TESSERA_FUZZ_ENGINE_LOAD, which then loads what
-// decodes on an IPU Model device of the executable's size (Engine::load
-// trusts a validated executable, so this is where a validation gap shows).
+// Executables. The input is read as an executable file, and then taken as
+// an uncompressed payload: written as a file with a correct header (sizes,
+// both XXH64 checksums) and read back with readExecutableFile, so every
+// mutation reaches the payload decoder and validateExecutable as a cache
+// entry or a hostile .tsx file would. Property: what decodes encodes to a
+// payload that decodes to the same. Built a second time with
+// TESSERA_FUZZ_ENGINE_LOAD, which then loads what decodes on an IPU Model
+// device of the executable's size (Engine::load trusts a validated
+// executable, so this is where a validation gap shows).
 #include "FuzzCommon.hpp"
 
 #include "tessera/compiler/ExecutableFormat.hpp"
@@ -60,6 +61,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data,
                                       std::size_t size) {
   const std::span<const std::byte> payload(
       reinterpret_cast<const std::byte *>(data), size);
+  // The input as a whole file too: header checks and decompression.
+  fuzz::runOne([&] {
+    std::istringstream in(fuzz::bytes(data, size));
+    (void)detail::readExecutableFile(in, "fuzz input");
+  });
   return fuzz::runOne([&] {
     Executable exe = readWithFreshHeader(payload);
     const std::vector<std::byte> once = detail::encodeExecutablePayload(exe);

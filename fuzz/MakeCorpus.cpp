@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 #include <vector>
 
 namespace {
@@ -151,6 +152,9 @@ void compiledSeeds(const std::string &name, bool sharded) {
                           payload.size());
   for (const char *h : {"executable", "engine_load"})
     put(h, name + ".payload", bytes);
+  std::ostringstream file;
+  exe.serialize(file);
+  put("executable", name + ".tsx", file.str());
 
   Engine engine(exe);
   engine.load(device);
