@@ -9,6 +9,7 @@ packages=(
   libopenblas-dev libzstd-dev libxxhash-dev zlib1g-dev
   dataset-fashion-mnist
   chromium python3-torch
+  clang libclang-rt-14-dev llvm
 )
 missing=()
 for p in "${packages[@]}"; do

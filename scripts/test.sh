@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds Tessera and runs every test, then runs the core tests again in an
-# AddressSanitizer + UndefinedBehaviorSanitizer build. Installs missing Debian
+# AddressSanitizer + UndefinedBehaviorSanitizer build, then every fuzz
+# harness for a few seconds (scripts/fuzz.sh). Installs missing Debian
 # packages first. Usage: scripts/test.sh   (set JOBS to limit parallelism)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,3 +23,6 @@ cmake --build build-asan -j "$jobs" --target tessera_support_tests \
   tessera_engine_tests tessera_data_tests tessera_session_tests
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan -j "$jobs" -L core --output-on-failure
+
+echo "== Fuzz harnesses (clang, libFuzzer + ASan + UBSan), 2000 executions each"
+scripts/fuzz.sh --runs 2000

@@ -54,7 +54,7 @@ template <class T> struct IsVector : std::false_type {};
 template <class T> struct IsVector<std::vector<T>> : std::true_type {};
 template <class T> struct IsPair : std::false_type {};
 template <class A, class B> struct IsPair<std::pair<A, B>> : std::true_type {};
-template <class> inline constexpr bool kNoEncoding = false;
+template <class> [[maybe_unused]] inline constexpr bool kNoEncoding = false;
 
 template <class IO, class T> void field(IO &io, T &x);
 
