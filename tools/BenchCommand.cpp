@@ -116,8 +116,25 @@ std::size_t onePass(const data::Dataset &source, const DatasetBenchOptions &o) {
   return c.count() / batch;
 }
 
+// Ceilings on the options that size buffers or loops, so that a typo is
+// an error with the range, not an allocation of terabytes.
+constexpr std::size_t kMaxEpochs = 10000;
+constexpr std::size_t kMaxPrefetch = 1024;
+
+void checkOptions(const DatasetBenchOptions &o) {
+  if (o.epochs == 0 || o.epochs > kMaxEpochs)
+    throw OptionError(
+        fmt::format("--epochs must be 1 to {}, got {}", kMaxEpochs, o.epochs));
+  if (o.prefetch && (*o.prefetch == 0 || *o.prefetch > kMaxPrefetch))
+    throw OptionError(fmt::format("--prefetch must be 1 to {} elements, got {}",
+                                  kMaxPrefetch, *o.prefetch));
+  if (o.elementsPerEpoch && *o.elementsPerEpoch == 0)
+    throw OptionError("--elements-per-epoch must be at least 1");
+}
+
 void runDatasetBench(const DatasetBenchOptions &o,
                      const CommandStreams &streams) {
+  checkOptions(o);
   data::Dataset ds = sourceFor(o.spec);
   // onePass also checks that a finite source fills at least one batch.
   std::size_t perEpoch = 0;
@@ -162,7 +179,8 @@ void addBenchCommand(CLI::App &app, const CommandStreams &streams) {
       ->add_option("-b,--batch-size", options->batchSize,
                    "Batch this many elements together")
       ->check(CLI::PositiveNumber);
-  dataset->add_option("-e,--epochs", options->epochs, "Epochs to time")
+  dataset
+      ->add_option("-e,--epochs", options->epochs, "Epochs to time, 1 to 10000")
       ->capture_default_str();
   dataset->add_option("-n,--elements-per-epoch", options->elementsPerEpoch,
                       "Elements (batches, with --batch-size) per epoch; "
@@ -171,7 +189,8 @@ void addBenchCommand(CLI::App &app, const CommandStreams &streams) {
                       "Shuffle with this seed, over the whole dataset");
   dataset
       ->add_option("--prefetch", options->prefetch,
-                   "Prefetch this many elements on a worker thread")
+                   "Prefetch this many elements (1 to 1024) on a worker "
+                   "thread")
       ->check(CLI::PositiveNumber);
   dataset->callback([options, streams] { runDatasetBench(*options, streams); });
 }

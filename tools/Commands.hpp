@@ -7,8 +7,9 @@
 ///
 /// A subcommand reports a user error by throwing tessera::Error (or a
 /// subclass); main prints "tessera <subcommand>: error: <message>" on
-/// stderr and exits with status 1. Bad command lines exit with CLI11's
-/// status and usage message.
+/// stderr and exits with status 1, as it does for any other exception
+/// (std::bad_alloc, std::system_error, ...): nothing escapes main. Bad
+/// command lines exit with CLI11's status and usage message.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -126,10 +126,12 @@ void printMonitor(std::ostream &os, const DeviceManager &m,
                   {true, false, true, false, false, true, false});
   for (const Holder &h : holders) {
     const std::int64_t age = secondsSince(h.attachTime, now);
-    procs.addRow({h.pid ? std::to_string(h.pid) : "?", h.user,
+    // Records are written by other processes: what they say is printed
+    // with its control characters escaped, so it cannot drive the terminal.
+    procs.addRow({h.pid ? std::to_string(h.pid) : "?", printableText(h.user),
                   h.pid ? std::to_string(h.deviceId) : "?", ipuRange(h.ipus),
-                  h.attachTime.empty() ? "?" : h.attachTime,
-                  age < 0 ? "?" : durationText(age), h.command});
+                  h.attachTime.empty() ? "?" : printableText(h.attachTime),
+                  age < 0 ? "?" : durationText(age), printableText(h.command)});
   }
   procs.print(os, 2);
 }
@@ -139,8 +141,13 @@ void runMonitor(const MonitorOptions &o, const CommandStreams &streams) {
   const std::vector<AttachRecord> records = m.attachments();
   const std::vector<Holder> holders = holdersOf(records);
   const std::time_t now = std::time(nullptr);
+  // JSON escapes control characters itself; bytes that are not UTF-8
+  // become U+FFFD rather than an exception.
   if (o.json)
-    streams.out << monitorJson(m, records, holders, now).dump(2) << '\n';
+    streams.out << monitorJson(m, records, holders, now)
+                       .dump(2, ' ', false,
+                             nlohmann::ordered_json::error_handler_t::replace)
+                << '\n';
   else
     printMonitor(streams.out, m, records, holders, now);
 }

@@ -6,13 +6,18 @@
 #include "TextTable.hpp"
 
 #include "tessera/data/Dataset.hpp"
+#include "tessera/device/Target.hpp"
 #include "tessera/nn/Model.hpp"
 #include "tessera/session/Progress.hpp"
 #include "tessera/support/Error.hpp"
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <future>
 #include <memory>
@@ -68,29 +73,79 @@ nn::Sequential buildModel(const TrainOptions &o) {
   throw OptionError("--model " + o.model + ": unknown model; use mlp or cnn");
 }
 
-// Checks options whose defaults are already filled in.
+// Ceilings on the options that size the work, so that a typo fails at once
+// with the range instead of allocating or computing for minutes. The model
+// needs at least a few tiles and a device run at least one step.
+constexpr std::uint64_t kMaxEpochs = 10000;
+constexpr std::uint64_t kMaxBatchSize = 65536;
+constexpr std::uint64_t kMaxStepsPerExecution = 1000000;
+
+void requireRange(const char *option, std::uint64_t value, std::uint64_t low,
+                  std::uint64_t high, const char *hint = "") {
+  if (value < low || value > high)
+    throw OptionError(fmt::format("{} must be {} to {}, got {}{}", option, low,
+                                  high, value, hint));
+}
+
+// Checks options whose defaults are already filled in, before anything is
+// built or read.
 void checkOptions(const TrainOptions &o) {
-  if (*o.epochs == 0)
-    throw OptionError("--epochs must be at least 1 (leave it out for the "
-                      "model's default: 10 for mlp, 3 for cnn)");
+  requireRange("--epochs", *o.epochs, 1, kMaxEpochs,
+               " (leave it out for the model's default: 10 for mlp, 3 for "
+               "cnn)");
   // Negated so that a NaN fails too.
-  if (!(*o.learningRate > 0))
+  if (!(*o.learningRate > 0) || !std::isfinite(*o.learningRate))
     throw OptionError(fmt::format(
-        "--learning-rate must be positive, got {} (leave it out for the "
-        "model's default: 0.0005 for mlp, 0.001 for cnn)",
+        "--learning-rate must be a positive finite number, got {} (leave it "
+        "out for the model's default: 0.0005 for mlp, 0.001 for cnn)",
         *o.learningRate));
-  if (o.batchSize == 0 || o.stepsPerExecution == 0 || o.ipus == 0 ||
-      o.tiles == 0)
-    throw OptionError("--batch-size, --steps-per-execution, --ipus and "
-                      "--tiles must be at least 1");
-  if (o.trainExamples < o.batchSize * o.stepsPerExecution)
+  requireRange("--batch-size", o.batchSize, 1, kMaxBatchSize);
+  requireRange("--steps-per-execution", o.stepsPerExecution, 1,
+               kMaxStepsPerExecution);
+  requireRange("--ipus", o.ipus, 1, Target::kMaxIPUs);
+  requireRange("--tiles", o.tiles, 1, Target::kMaxTilesPerIPU,
+               " tiles per IPU (an ipu2 has 1472)");
+  const std::uint64_t tiles = std::uint64_t(o.ipus) * o.tiles;
+  if (tiles > Target::kMaxTiles)
+    throw OptionError(fmt::format(
+        "--ipus {} of --tiles {} is {} tiles, more than the {} a model may "
+        "use; use fewer IPUs or tiles",
+        o.ipus, o.tiles, tiles, Target::kMaxTiles));
+  // Both at most their ceilings, so the product cannot wrap around.
+  const std::uint64_t perRun = std::uint64_t(o.batchSize) * o.stepsPerExecution;
+  if (o.trainExamples < perRun)
     throw OptionError(fmt::format(
         "--train-examples {} is less than one device run of {} steps of {} "
         "examples ({}); give more examples or fewer steps per execution",
-        o.trainExamples, o.stepsPerExecution, o.batchSize,
-        o.batchSize * o.stepsPerExecution));
+        o.trainExamples, o.stepsPerExecution, o.batchSize, perRun));
   if (o.testExamples == 0)
     throw OptionError("--test-examples must be at least 1");
+}
+
+// A profile folder that cannot take the profile is found out before the
+// training the profile would describe, not after it. (fit() still fails if
+// writing fails at the end: a full disk, say.)
+void checkProfileDir(const std::string &dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir))
+    throw OptionError(fmt::format(
+        "--profile {}: cannot make the profile folder ({}); give a folder "
+        "you can write",
+        dir, ec ? ec.message() : "a file of that name is in the way"));
+  const std::string probe =
+      (fs::path(dir) / fmt::format(".tessera-probe-{}", ::getpid())).string();
+  std::FILE *f = std::fopen(probe.c_str(), "wx");
+  bool written = f != nullptr && std::fputs("probe\n", f) >= 0;
+  if (f != nullptr && std::fclose(f) != 0)
+    written = false;
+  const int error = errno;
+  fs::remove(probe, ec);
+  if (!written)
+    throw OptionError(fmt::format("--profile {}: cannot write in the folder "
+                                  "({}); give a folder you can write",
+                                  dir, std::strerror(error)));
 }
 
 // The largest divisor of n that is at most limit: an evaluation batch that
@@ -176,6 +231,8 @@ void runTrain(TrainOptions o, const CommandStreams &streams) {
   if (!o.learningRate)
     o.learningRate = o.model == "cnn" ? 0.001 : 0.0005;
   checkOptions(o);
+  if (!o.profileDir.empty())
+    checkProfileDir(o.profileDir);
   nn::Sequential model = buildModel(o);
   std::ostream &out = streams.out;
   model.summary(out);
@@ -265,22 +322,26 @@ void addTrainCommand(CLI::App &app, const CommandStreams &streams) {
       ->check(CLI::IsMember({"mlp", "cnn"}))
       ->capture_default_str();
   sub->add_option("--epochs", o->epochs,
-                  "Epochs (default: 10 for mlp, 3 for cnn)");
-  sub->add_option("--batch-size", o->batchSize, "Examples per step")
+                  "Epochs, 1 to 10000 (default: 10 for mlp, 3 for cnn)");
+  sub->add_option("--batch-size", o->batchSize, "Examples per step, 1 to 65536")
       ->capture_default_str();
   sub->add_option("--steps-per-execution", o->stepsPerExecution,
-                  "Steps per device run")
+                  "Steps per device run, 1 to 1000000")
       ->capture_default_str();
-  sub->add_option("--ipus", o->ipus, "IPUs to use (auto_select_ipus)")
+  sub->add_option("--ipus", o->ipus,
+                  "IPUs to use (auto_select_ipus), 1 to 1024")
       ->capture_default_str();
   sub->add_option("--learning-rate", o->learningRate,
-                  "Adam's learning rate (default: 0.0005 for mlp, 0.001 for "
-                  "cnn)");
+                  "Adam's learning rate, positive and finite (default: 0.0005 "
+                  "for mlp, 0.001 for cnn)");
   sub->add_option("--seed", o->seed, "Seed of initialisers and shuffling")
       ->capture_default_str();
   sub->add_option("--profile", o->profileDir,
                   "Write the training profile (autoReport.all) into DIR");
-  sub->add_option("--tiles", o->tiles, "Tiles per IPU")->capture_default_str();
+  sub->add_option("--tiles", o->tiles,
+                  "Tiles per IPU, 1 to 16384 (and at most 2097152 "
+                  "in all)")
+      ->capture_default_str();
   CLI::Option *cache =
       sub->add_option("--cache", o->cacheDir, "Executable cache folder");
   sub->add_flag("--no-cache", o->noCache, "Do not use the executable cache")

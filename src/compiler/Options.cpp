@@ -13,7 +13,7 @@ EngineOptions EngineOptions::parse(const OptionFlags &flags) {
   p.add("autoReport.directory", o.autoReportDirectory);
   p.add("debug.allowOutOfMemory", o.allowOutOfMemory);
   p.add("debug.instrument", o.instrument);
-  p.add("engine.hostThreads", o.hostThreads);
+  p.add("engine.hostThreads", o.hostThreads, 0, kMaxHostThreads);
   p.add("engine.hostKernels", o.hostKernels);
   p.add("debug.floatingPointBehaviour.inv", o.fpInv);
   p.add("debug.floatingPointBehaviour.div0", o.fpDiv0);

@@ -6,6 +6,7 @@
 #include "tessera/support/Error.hpp"
 #include "tessera/support/File.hpp"
 #include "tessera/support/OptionParser.hpp"
+#include "tessera/support/Text.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -19,7 +20,7 @@ namespace tessera {
 namespace {
 
 // More IPUs than the largest IPU-POD; a bound so typos ("160000") fail.
-constexpr unsigned maxSystemIPUs = 1024;
+constexpr unsigned maxSystemIPUs = Target::kMaxIPUs;
 
 void checkConfig(const SystemConfig &config, std::string_view where) {
   if (config.numIPUs == 0 || config.numIPUs > maxSystemIPUs)
@@ -46,9 +47,11 @@ std::string deviceSizes(unsigned numIPUs) {
 std::string holderText(const AttachRecord &r) {
   if (r.pid == 0)
     return "a process whose holder record is not readable";
+  // Written by another process: escaped, so it cannot drive the terminal.
   return fmt::format("process {} (user {}, command \"{}\", device {}, since "
                      "{})",
-                     r.pid, r.user, r.command, r.deviceId, r.attachTime);
+                     r.pid, printableText(r.user), printableText(r.command),
+                     r.deviceId, printableText(r.attachTime));
 }
 
 } // namespace

@@ -143,7 +143,12 @@ void writeHolderRecord(const std::string &dir, unsigned ipu,
   j["command"] = currentCommand();
   j["user"] = currentUser();
   j["attachTime"] = isoTimeNow();
-  writeFileAtomically(recordPath(dir, ipu), j.dump() + "\n");
+  // A command line need not be UTF-8 (a Latin-1 file name): its other
+  // bytes become U+FFFD instead of failing the attach.
+  writeFileAtomically(
+      recordPath(dir, ipu),
+      j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
+          "\n");
 }
 
 void removeHolderRecord(const std::string &dir, unsigned ipu) {

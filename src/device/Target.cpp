@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 
 #include <bit>
-#include <limits>
 #include <type_traits>
 
 namespace tessera {
@@ -89,6 +88,15 @@ void requireAtLeast(std::string_view name, double value, double minimum) {
 
 void validate(unsigned numIPUs, const TargetFigures &f) {
   requireAtLeast("tilesPerIPU", f.tilesPerIPU, 1);
+  // Before anything is built: a typo's million tiles would otherwise take
+  // minutes (or all memory) in the graph's per-tile tables.
+  if (numIPUs > Target::kMaxIPUs)
+    throw OptionError(fmt::format("a target has 1 to {} IPUs, not {}",
+                                  Target::kMaxIPUs, numIPUs));
+  if (f.tilesPerIPU > Target::kMaxTilesPerIPU)
+    throw OptionError(
+        fmt::format("target figure \"tilesPerIPU\" is {} but must be 1 to {}",
+                    f.tilesPerIPU, Target::kMaxTilesPerIPU));
   requireAtLeast("bytesPerTile", double(f.bytesPerTile), 1);
   requireAtLeast("tileClockFrequency", f.tileClockFrequency, 1);
   requireAtLeast("numWorkerContexts", f.numWorkerContexts, 1);
@@ -111,12 +119,12 @@ void validate(unsigned numIPUs, const TargetFigures &f) {
         "target figure \"dataPathWidth\" is {} but must be a power of two of "
         "at least 32 bits (a vector must hold a float)",
         f.dataPathWidth));
-  if (std::uint64_t(numIPUs) * f.tilesPerIPU >
-      std::numeric_limits<unsigned>::max())
+  if (std::uint64_t(numIPUs) * f.tilesPerIPU > Target::kMaxTiles)
     throw OptionError(fmt::format(
-        "{} IPUs of {} tiles is more tiles than Tessera can number; use "
-        "fewer IPUs or tiles",
-        numIPUs, f.tilesPerIPU));
+        "{} IPUs of {} tiles is {} tiles, more than the {} a target may "
+        "have; use fewer IPUs or tiles",
+        numIPUs, f.tilesPerIPU, std::uint64_t(numIPUs) * f.tilesPerIPU,
+        Target::kMaxTiles));
 }
 
 std::string figureToString(unsigned v) { return std::to_string(v); }

@@ -9,6 +9,7 @@
 #include "tessera/support/Error.hpp"
 #include "tessera/support/Logging.hpp"
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -23,7 +24,10 @@ struct Engine::Impl {
         runtime(exe, options) {}
   // Runs since the last report are written when the engine goes away, as
   // Poplar's autoReport does: writing after every run would cost more than
-  // a training loop's runs themselves.
+  // a training loop's runs themselves. A destructor cannot throw, and a
+  // profile the user asked for must not vanish silently (logging is off by
+  // default), so the failure goes to standard error whatever the log level;
+  // writePendingReport() lets callers fail properly first.
   ~Impl() {
     if (!reportPending)
       return;
@@ -31,6 +35,11 @@ struct Engine::Impl {
       autoReport();
     } catch (const std::exception &e) {
       logging::error("engine: the profile could not be written: {}", e.what());
+      if (!logging::enabled(logging::Level::ERR))
+        std::fprintf(stderr,
+                     "tessera: error: the engine's profile was not written: "
+                     "%s\n",
+                     e.what());
     }
   }
   Executable exe;
@@ -298,6 +307,11 @@ void Engine::printProfileSummary(std::ostream &os,
 
 void Engine::writeProfile(const std::string &directory) const {
   tessera::writeProfile(directory, impl_->exe, &impl_->runtime.counts());
+}
+
+void Engine::writePendingReport() {
+  if (impl_->reportPending)
+    impl_->autoReport();
 }
 
 const Executable &Engine::getExecutable() const { return impl_->exe; }

@@ -96,6 +96,7 @@ private:
   std::string_view display_;
   std::size_t p_ = 0;
   std::vector<std::string> namespaces_; // "" for unnamed namespaces
+  std::size_t depth_ = 0;               // scopes parseScope is inside
   std::vector<ParsedVertexClass> result_;
   std::map<std::string, KnownVertex> vertices_;  // by qualified name
   std::map<std::string, KnownVertex> templates_; // by qualified name
@@ -296,7 +297,24 @@ private:
 
   // --- scopes -------------------------------------------------------------
 
+  // Namespaces and extern "C" blocks nest by recursion; a hostile file of
+  // thousands of them would overflow the stack. Clang stops at 256 nested
+  // brackets by default (-fbracket-depth), so no real codelet goes deeper.
+  static constexpr std::size_t kMaxScopeDepth = 256;
+
   void parseScope(bool nested) {
+    if (nested && ++depth_ > kMaxScopeDepth)
+      fail(tok(p_ - 1).line, // the scope's '{'
+           "namespaces and extern blocks nest more than " +
+               std::to_string(kMaxScopeDepth) +
+               " deep; Tessera reads codelet files nested at most that "
+               "deep (as Clang's default -fbracket-depth)");
+    parseScopeBody(nested);
+    if (nested)
+      --depth_;
+  }
+
+  void parseScopeBody(bool nested) {
     while (!done()) {
       if (curIs("}")) {
         ++p_;

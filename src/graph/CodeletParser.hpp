@@ -37,8 +37,9 @@ struct ParsedVertexClass {
 };
 
 /// Parses \p source; \p displayName is used in error messages.
-/// Throws CodeletError for a vertex field declared non-public and for a
-/// vertex class that derives from Vertex non-publicly. Returns the classes
+/// Throws CodeletError for a vertex field declared non-public, for a
+/// vertex class that derives from Vertex non-publicly and for namespaces
+/// (or extern blocks) nested more than 256 deep. Returns the classes
 /// in order of appearance, each name once; an empty list if there are none.
 std::vector<ParsedVertexClass> parseCodeletSource(std::string_view source,
                                                   std::string_view displayName);

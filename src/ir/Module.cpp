@@ -121,9 +121,30 @@ std::string Module::uniqueName(const std::string &name) const {
   }
 }
 
+namespace {
+
+// More elements than any IPU system holds (2^48 floats are 1 PiB): a
+// larger shape is a mistake or a hostile file, and its element count could
+// wrap around, making shape checks (reshape's, say) pass wrongly.
+constexpr std::size_t kMaxElements = std::size_t(1) << 48;
+
+void checkElementCount(const std::string &name, const ValueType &type) {
+  std::size_t elements = 1;
+  for (std::size_t d : type.shape) {
+    if (d != 0 && elements > kMaxElements / d)
+      throw ShapeError("value '" + name + "' of type " + type.toString() +
+                       " has more than 2^48 elements, the most a value may "
+                       "have");
+    elements *= d;
+  }
+}
+
+} // namespace
+
 ValueId Module::newValue(const std::string &name, ValueType type,
                          ValueKind kind, std::uint32_t def,
                          std::optional<unsigned> ipu) {
+  checkElementCount(name, type);
   const auto id = static_cast<ValueId>(values_.size());
   ValueInfo v;
   v.type = std::move(type);
@@ -150,6 +171,7 @@ ValueId Module::addVariable(const std::string &name, ValueType type,
                             std::optional<unsigned> ipu) {
   // Materialising checks the initialiser against the shape and type now,
   // where the error can name the variable, rather than when lowering.
+  checkElementCount(name, type);
   try {
     (void)materialise(init, type.dtype, type.shape);
   } catch (const ShapeError &e) {

@@ -6,9 +6,12 @@
 #include "tessera/ir/Text.hpp"
 
 #include <charconv>
+#include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <unordered_map>
+#include <utility>
 
 namespace tessera::ir {
 namespace {
@@ -16,6 +19,14 @@ namespace {
 using detail::Lexer;
 using detail::Token;
 using detail::TokenKind;
+
+// An initialiser's parameters: numbers, and the seed as the integer it is
+// (through a double, seeds above 2^53 would change and negative or huge
+// ones would be undefined casts).
+struct InitParams {
+  std::map<std::string, double> numbers;
+  std::optional<std::uint64_t> seed;
+};
 
 class Parser {
 public:
@@ -45,7 +56,8 @@ private:
   Attributes parseAttributes();
   AttrValue parseAttrValue();
   Initialiser parseInitialiser();
-  std::map<std::string, double> parseInitParams(const Token &name);
+  std::uint64_t parseSeed();
+  InitParams parseInitParams(const Token &name);
   std::vector<double> parseConstantData();
   ValueId parseRef();
   void parseItem();
@@ -216,18 +228,35 @@ Attributes Parser::parseAttributes() {
   return attrs;
 }
 
-std::map<std::string, double> Parser::parseInitParams(const Token &name) {
-  std::map<std::string, double> params;
+std::uint64_t Parser::parseSeed() {
+  if (tok_.kind != TokenKind::Number)
+    expected("a seed");
+  const std::string &s = tok_.text;
+  std::uint64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size())
+    fail(tok_, "a seed must be an integer from 0 to " +
+                   std::to_string(std::numeric_limits<std::uint64_t>::max()) +
+                   ", not " + s);
+  advance();
+  return v;
+}
+
+InitParams Parser::parseInitParams(const Token &name) {
+  InitParams params;
   if (!isPunct('('))
     return params;
   advance();
   while (!isPunct(')')) {
     const Token at = tok_;
     const std::string k = expectIdent("a parameter of " + name.text);
-    if (params.count(k))
+    if (params.numbers.count(k) || (k == "seed" && params.seed))
       fail(at, "parameter '" + k + "' is given twice");
     expectPunct('=', "after parameter '" + k + "'");
-    params[k] = parseNumber("the value of '" + k + "'");
+    if (k == "seed")
+      params.seed = parseSeed();
+    else
+      params.numbers[k] = parseNumber("the value of '" + k + "'");
     if (!isPunct(')'))
       expectPunct(',', "between parameters");
   }
@@ -250,16 +279,20 @@ Initialiser Parser::parseInitialiser() {
     advance();
     return init::values(std::move(v));
   }
-  std::map<std::string, double> p = parseInitParams(at);
+  InitParams p = parseInitParams(at);
   auto take = [&](const char *k) {
-    auto it = p.find(k);
-    if (it == p.end())
+    auto it = p.numbers.find(k);
+    if (it == p.numbers.end())
       fail(at, "initialiser " + name + " needs parameter '" + k + "'");
     const double v = it->second;
-    p.erase(it);
+    p.numbers.erase(it);
     return v;
   };
-  auto seed = [&] { return static_cast<std::uint64_t>(take("seed")); };
+  auto seed = [&] {
+    if (!p.seed)
+      fail(at, "initialiser " + name + " needs parameter 'seed'");
+    return *std::exchange(p.seed, std::nullopt);
+  };
   Initialiser i;
   if (name == "zeros")
     i = init::zeros();
@@ -284,8 +317,10 @@ Initialiser Parser::parseInitialiser() {
     i = init::heNormal(seed());
   else
     fail(at, "unknown initialiser '" + name + "'");
-  if (!p.empty())
-    fail(at, "initialiser " + name + " has no parameter '" + p.begin()->first +
+  if (!p.numbers.empty() || p.seed)
+    fail(at, "initialiser " + name + " has no parameter '" +
+                 (p.numbers.empty() ? std::string("seed")
+                                    : p.numbers.begin()->first) +
                  "'");
   return i;
 }

@@ -6,8 +6,12 @@
 
 #include "tessera/session/Feeds.hpp"
 
+#include <fmt/format.h>
+
 #include <cstring>
+#include <memory>
 #include <ostream>
+#include <span>
 
 namespace tessera::nn {
 namespace {
@@ -52,6 +56,44 @@ struct RunningMeans {
     return l;
   }
 };
+
+// Sparse labels index the model's classes, and the device cannot say when
+// one does not: its cross-entropy and accuracy read no class for it and
+// train on "loss 0". So the host checks each batch's labels on their way to
+// the infeed (a few dozen integers per step), naming the first bad one.
+// Batches are counted from the start of the fit or evaluation; \p perPass
+// (the dataset's batches, 0 when unknown) turns that into the batch of the
+// dataset.
+template <typename T>
+void checkLabelValues(std::span<const T> labels, std::size_t classes,
+                      std::uint64_t batch, const char *what) {
+  for (std::size_t row = 0; row < labels.size(); ++row) {
+    const T v = labels[row];
+    if (v >= 0 && static_cast<std::uint64_t>(v) < classes)
+      continue;
+    throw ShapeError(fmt::format(
+        "{}: label {} at row {} of batch {} (example {} of the dataset) is "
+        "not a class id: the model has {} classes, so sparse labels must be "
+        "0 to {}; fix the labels, or end the model with one unit per class",
+        what, v, row, batch, batch * labels.size() + row, classes,
+        classes - 1));
+  }
+}
+
+data::Dataset withLabelCheck(const data::Dataset &dataset, std::size_t classes,
+                             std::uint64_t perPass, const char *what) {
+  auto batches = std::make_shared<std::uint64_t>(0);
+  return dataset.map([=](data::Element e) {
+    const std::uint64_t n = (*batches)++;
+    const std::uint64_t batch = perPass ? n % perPass : n;
+    const data::HostTensor &y = e[1];
+    if (y.type() == INT)
+      checkLabelValues(y.values<std::int32_t>(), classes, batch, what);
+    else if (y.type() == UNSIGNED_INT)
+      checkLabelValues(y.values<std::uint32_t>(), classes, batch, what);
+    return e;
+  });
+}
 
 std::vector<std::string> outfeedNames(bool accuracy) {
   if (accuracy)
@@ -201,7 +243,11 @@ History Model::fit(const data::Dataset &dataset, const FitOptions &options) {
         std::to_string(steps) + " (such as " +
         std::to_string(detail::largestDivisorAtMost(steps, spe)) + ")");
   session::Session &s = trainingSession(spec);
-  session::Infeed in(card.isFinite() ? dataset.repeat() : dataset);
+  data::Dataset feed = card.isFinite() ? dataset.repeat() : dataset;
+  if (c.loss == LossKind::SparseCategorical)
+    feed = withLabelCheck(feed, outputShape().back(),
+                          card.isFinite() ? card.count() : 0, "fit");
+  session::Infeed in(std::move(feed));
   session::Outfeed out;
   s.connect(in, out);
 
@@ -247,6 +293,9 @@ History Model::fit(const data::Dataset &dataset, const FitOptions &options) {
     if (stop)
       break;
   }
+  // Now, not when the session goes: a profile the user asked for and that
+  // cannot be written fails the fit instead of vanishing.
+  s.engine().writePendingReport();
   const std::size_t totalSteps = history.epochs.size() * steps;
   stats_.hostSecondsPerStep = totalSteps ? runSeconds / double(totalSteps) : 0;
   stats_.estimatedCyclesPerRun = s.estimatedCyclesPerRun();
@@ -289,7 +338,10 @@ Logs Model::evaluate(const data::Dataset &dataset,
   ir::Module m = evaluationModule(spec[0].shape[0], spec[1]);
   session::Session &s = inferenceSession(key, std::move(m), {"x", "y"},
                                          outfeedNames(c.accuracy), spe);
-  session::Infeed in(dataset);
+  session::Infeed in(
+      c.loss == LossKind::SparseCategorical
+          ? withLabelCheck(dataset, outputShape().back(), steps, "evaluate")
+          : dataset);
   session::Outfeed out;
   s.connect(in, out);
   RunningMeans means(outfeedNames(c.accuracy));
@@ -298,6 +350,7 @@ Logs Model::evaluate(const data::Dataset &dataset,
     s.run();
     means.add(out.dequeueAll());
   }
+  s.engine().writePendingReport();
   if (options.out && options.verbose != Verbosity::Silent)
     *options.out << session::kerasProgressLine(steps, steps,
                                                session::nowSeconds() - start,

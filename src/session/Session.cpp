@@ -11,6 +11,8 @@
 #include "tessera/support/Error.hpp"
 #include "tessera/support/Hash.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 #include <ostream>
@@ -25,7 +27,15 @@ const std::string kWritePrefix = "variable-write/";
 
 IPUModel modelFor(const Config &c) {
   IPUModel m(c.ipuModel.version.c_str());
-  m.numIPUs = c.autoSelectIpus * c.replicationFactor;
+  // The product could wrap around; the target checks the ceiling itself.
+  const std::uint64_t ipus =
+      std::uint64_t(c.autoSelectIpus) * c.replicationFactor;
+  if (ipus > Target::kMaxIPUs)
+    throw OptionError(fmt::format(
+        "autoSelectIpus {} x replicationFactor {} is {} IPUs; a model may "
+        "use 1 to {}",
+        c.autoSelectIpus, c.replicationFactor, ipus, Target::kMaxIPUs));
+  m.numIPUs = static_cast<unsigned>(ipus);
   m.tilesPerIPU = c.ipuModel.tilesPerIpu;
   m.compileIPUCode = c.ipuModel.compileIpuCode;
   return m;

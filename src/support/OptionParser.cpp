@@ -155,6 +155,22 @@ void OptionParser::add(std::string key, unsigned long long &target) {
              unsignedHandler(target));
 }
 
+void OptionParser::add(std::string key, unsigned &target, unsigned minimum,
+                       unsigned maximum) {
+  addHandler(std::move(key),
+             "an unsigned integer from " + std::to_string(minimum) + " to " +
+                 std::to_string(maximum),
+             [&target, minimum, maximum](std::string_view text, bool commit) {
+               unsigned value = 0;
+               if (!parseUnsigned(text, value) || value < minimum ||
+                   value > maximum)
+                 return false;
+               if (commit)
+                 target = value;
+               return true;
+             });
+}
+
 void OptionParser::add(std::string key, int &target) {
   addHandler(
       std::move(key),

@@ -1,7 +1,11 @@
 #include "tessera/support/ThreadPool.hpp"
 
+#include "tessera/support/Error.hpp"
+
 #include <algorithm>
 #include <limits>
+#include <string>
+#include <system_error>
 #include <utility>
 
 namespace tessera {
@@ -28,10 +32,7 @@ ThreadPool::ThreadPool(unsigned numThreads, std::chrono::microseconds spin)
                 : std::max(1u, std::thread::hardware_concurrency())),
       spin_(spin) {
   threads_.reserve(size_ - 1);
-  try {
-    for (unsigned worker = 1; worker < size_; ++worker)
-      threads_.emplace_back([this, worker] { workerMain(worker); });
-  } catch (...) {
+  const auto stopStarted = [this] {
     {
       std::lock_guard<std::mutex> lock(sleepMutex_);
       stop_.store(true);
@@ -39,6 +40,21 @@ ThreadPool::ThreadPool(unsigned numThreads, std::chrono::microseconds spin)
     wakeWorkers_.notify_all();
     for (auto &t : threads_)
       t.join();
+  };
+  try {
+    for (unsigned worker = 1; worker < size_; ++worker)
+      threads_.emplace_back([this, worker] { workerMain(worker); });
+  } catch (const std::system_error &e) {
+    const std::size_t refused = threads_.size() + 2; // counting worker 0
+    stopStarted();
+    // A thread or memory limit, not a bug: say which number to lower.
+    throw RuntimeError("cannot start " + std::to_string(size_) +
+                       " host threads: the system refused thread " +
+                       std::to_string(refused) + " (" + e.what() +
+                       "); ask for fewer (engine.hostThreads) or raise the "
+                       "process's thread and memory limits");
+  } catch (...) {
+    stopStarted();
     throw;
   }
 }

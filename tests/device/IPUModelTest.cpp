@@ -92,3 +92,17 @@ TEST(IPUModel, ModelDevicesAreNeverExclusive) {
   a.detach();
   EXPECT_FALSE(a.isAttached());
 }
+
+TEST(IPUModel, TooManyIpusFailBeforeAnythingIsBuilt) {
+  IPUModel model;
+  model.numIPUs = 65536;
+  try {
+    model.createDevice();
+    ADD_FAILURE() << "65536 IPUs were accepted";
+  } catch (const OptionError &e) {
+    EXPECT_THAT(e.what(), HasSubstr("a target has 1 to 1024 IPUs, not 65536"));
+  }
+  model.numIPUs = 1;
+  model.tilesPerIPU = 4294967295u;
+  EXPECT_THROW(model.createDevice(), OptionError);
+}

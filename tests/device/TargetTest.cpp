@@ -132,6 +132,29 @@ TEST(Target, BadOverrideValuesAreErrors) {
               HasSubstr("power of two"));
 }
 
+TEST(Target, IpusAndTilesHaveDocumentedCeilings) {
+  // The largest target allowed is built; one more IPU or tile is an error
+  // before anything per tile exists.
+  EXPECT_EQ(Target::createIPUTarget(Target::kMaxIPUs).getNumIPUs(), 1024u);
+  EXPECT_EQ(Target::createIPUTarget(128, "ipu2", {{"tilesPerIPU", "16384"}})
+                .getNumTiles(),
+            Target::kMaxTiles);
+  EXPECT_THAT(errorOf<OptionError>([] { Target::createIPUTarget(65536); }),
+              HasSubstr("a target has 1 to 1024 IPUs, not 65536"));
+  EXPECT_THAT(
+      errorOf<OptionError>([] {
+        Target::createIPUTarget(1, "ipu2", {{"tilesPerIPU", "4294967295"}});
+      }),
+      HasSubstr("\"tilesPerIPU\" is 4294967295 but must be 1 to "
+                "16384"));
+  EXPECT_THAT(
+      errorOf<OptionError>([] {
+        Target::createIPUTarget(1024, "ipu2", {{"tilesPerIPU", "16384"}});
+      }),
+      HasSubstr("1024 IPUs of 16384 tiles is 16777216 tiles, more "
+                "than the 2097152 a target may have"));
+}
+
 TEST(Target, UnknownArchitectureListsTheKnownOnes) {
   auto msg = errorOf<OptionError>([] { Target::createIPUTarget(1, "ipu3"); });
   EXPECT_THAT(msg, HasSubstr("\"ipu3\""));

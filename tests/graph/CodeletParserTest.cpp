@@ -236,3 +236,37 @@ TEST(VertexName, NormalisationKeepsOnlySpacesBetweenWords) {
             "ns::Bar<float,true>");
   EXPECT_EQ(tessera::normalizeVertexName("A<B<C> >"), "A<B<C>>");
 }
+
+namespace {
+
+// \p depth namespaces n0 { n1 { ... } }, with \p inner in the innermost.
+std::string nestedNamespaces(std::size_t depth, const std::string &inner) {
+  std::string s;
+  for (std::size_t i = 0; i < depth; ++i)
+    s += "namespace n" + std::to_string(i) + " {\n";
+  s += inner;
+  s.append(depth, '}');
+  return s;
+}
+
+} // namespace
+
+TEST(CodeletParser, NestingDeeperThanClangAllowsIsAnErrorNotAStackOverflow) {
+  // 200,000 levels overflowed the stack of the recursive scope parser.
+  EXPECT_THAT(messageOf(nestedNamespaces(200000, "")),
+              HasSubstr("test.cpp:257: namespaces and extern blocks nest "
+                        "more than 256 deep"));
+  std::string externs;
+  for (int i = 0; i < 300; ++i)
+    externs += "extern \"C\" {\n";
+  EXPECT_THAT(messageOf(externs), HasSubstr("nest more than 256 deep"));
+}
+
+TEST(CodeletParser, NamespacesNestedToTheLimitStillParse) {
+  const auto classes = parse(nestedNamespaces(
+      256, "struct V : public poplar::Vertex { poplar::Input<float> in; };\n"));
+  ASSERT_EQ(classes.size(), 1u);
+  EXPECT_THAT(classes[0].name, ::testing::StartsWith("n0::n1::n2::"));
+  EXPECT_THAT(classes[0].name, ::testing::EndsWith("::n255::V"));
+  EXPECT_THAT(classes[0].fields, ElementsAre("in"));
+}

@@ -174,3 +174,58 @@ TEST(Text, CommentsAndNumericNamesParse) {
   // Numbers are labels: printing renumbers by position.
   EXPECT_THAT(print(m), HasSubstr("%1 = neg(%0)"));
 }
+
+TEST(Text, SeedsRoundTripExactlyUpToTheLargestUint64) {
+  // 2^53 + 1 is the first integer a double cannot hold: read through one,
+  // it came back as 2^53.
+  for (std::uint64_t seed : {std::uint64_t(0), std::uint64_t(9007199254740993),
+                             std::uint64_t(18446744073709551615u)}) {
+    Module m("seeds");
+    Builder b(m);
+    b.variable("w", {2, 2}, init::glorotUniform(seed));
+    b.variable("u", {2}, init::uniform(-1, 1, seed));
+    const std::string text = print(m);
+    EXPECT_THAT(text, HasSubstr("seed = " + std::to_string(seed)));
+    const Module parsed = parse(text);
+    ASSERT_EQ(parsed.variables().size(), 2u);
+    EXPECT_EQ(parsed.variables()[0].init.seed, seed);
+    EXPECT_EQ(parsed.variables()[1].init.seed, seed);
+    EXPECT_EQ(print(parsed), text);
+  }
+}
+
+TEST(Text, SeedsThatAreNotUint64sAreErrors) {
+  for (const char *bad :
+       {"-1", "1e300", "nan", "inf", "1.5", "18446744073709551616"}) {
+    const ParseError e =
+        parseError(std::string("module {\n  %w = variable : float[2] init "
+                               "heNormal(seed = ") +
+                   bad + ")\n}");
+    EXPECT_THAT(e.what(), HasSubstr(std::string("line 2, column 49: a seed "
+                                                "must be an integer from 0 "
+                                                "to 18446744073709551615, "
+                                                "not ") +
+                                    bad))
+        << bad;
+  }
+  ParseError e = parseError("module {\n  %w = variable : float[2] init "
+                            "heNormal(seed = 1, seed = 2)\n}");
+  EXPECT_THAT(e.what(), HasSubstr("parameter 'seed' is given twice"));
+  e = parseError("module {\n  %w = variable : float[2] init heNormal\n}");
+  EXPECT_THAT(e.what(), HasSubstr("initialiser heNormal needs parameter "
+                                  "'seed'"));
+  e = parseError("module {\n  %w = variable : float[2] init zeros(seed = "
+                 "3)\n}");
+  EXPECT_THAT(e.what(), HasSubstr("initialiser zeros has no parameter "
+                                  "'seed'"));
+}
+
+TEST(Text, ShapesWhoseElementCountWouldWrapAreErrors) {
+  // 2^32 x 2^32 elements wrapped to 0, which a reshape to [0] then matched.
+  const ParseError e = parseError(
+      "module {\n  %x = input : float[4294967296, 4294967296]\n  %y = "
+      "reshape(%x) {shape = [0]} : float[0]\n}");
+  EXPECT_THAT(e.what(), HasSubstr("has more than 2^48 elements"));
+  EXPECT_NO_THROW(parse("module {\n  %x = input : float[65536, 65536, "
+                        "65536]\n}"));
+}

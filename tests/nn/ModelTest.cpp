@@ -8,8 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <regex>
 #include <sstream>
+
+#include <unistd.h>
 
 using namespace tessera::nn;
 namespace data = tessera::data;
@@ -444,4 +449,62 @@ TEST(Fit, TakesArraysAsKerasDoes) {
   EXPECT_THAT(errorOf<OptionError>([&] { m.fit(x, y, 65); }),
               HasSubstr("batchSize must be between 1 and the number of "
                         "examples (64), got 65"));
+}
+
+namespace {
+
+// The cluster data with label \p bad at example \p at.
+data::Dataset dataWithLabel(int bad, std::size_t at) {
+  auto [x, y] = clusters();
+  y.values<int>()[at] = bad;
+  return data::Dataset::fromTensors({x, y}).batch(kBatch, true);
+}
+
+std::string errorOf(const std::function<void()> &f) {
+  try {
+    f();
+  } catch (const ShapeError &e) {
+    return e.what();
+  }
+  return "no ShapeError";
+}
+
+} // namespace
+
+TEST(Errors, LabelsOutsideTheClassesAreNamedBeforeTheyTrain) {
+  // A two-class model: 2 and -1 are no class. On the device they trained
+  // silently to "loss 0".
+  Sequential m = smallMlp();
+  m.compile(smallCompile());
+  EXPECT_THAT(errorOf([&] { m.fit(dataWithLabel(2, 19), epochs(1)); }),
+              HasSubstr("fit: label 2 at row 3 of batch 2 (example 19 of the "
+                        "dataset) is not a class id: the model has 2 "
+                        "classes, so sparse labels must be 0 to 1"));
+  EXPECT_THAT(errorOf([&] { m.fit(dataWithLabel(-1, 0), epochs(1)); }),
+              HasSubstr("fit: label -1 at row 0 of batch 0"));
+  EXPECT_THAT(errorOf([&] { m.evaluate(dataWithLabel(200, 63)); }),
+              HasSubstr("evaluate: label 200 at row 7 of batch 7 (example 63 "
+                        "of the dataset) is not a class id"));
+  // Good labels still train after a refused batch.
+  const History h = m.fit(clusterData(), epochs(1));
+  EXPECT_EQ(h.epochs.size(), 1u);
+}
+
+TEST(Errors, AProfileThatCannotBeWrittenFailsTheFit) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("tessera-nn-profile-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::ofstream(dir) << "a file where the profile folder should be";
+  Sequential m = smallMlp();
+  CompileOptions c = smallCompile();
+  c.config.engineOptions.set({{"autoReport.outputExecutionProfile", "true"},
+                              {"autoReport.directory", dir.string()}});
+  m.compile(c);
+  try {
+    m.fit(clusterData(), epochs(1));
+    ADD_FAILURE() << "the lost profile was not reported";
+  } catch (const tessera::Error &e) {
+    EXPECT_THAT(e.what(), HasSubstr("cannot write the profile to folder"));
+  }
+  std::filesystem::remove_all(dir);
 }

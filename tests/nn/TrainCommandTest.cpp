@@ -7,7 +7,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 
 using namespace tessera::testing;
@@ -104,12 +106,12 @@ TEST(TrainCommand, BadOptionsAreOneLineErrors) {
   // Zero is not a stand-in for the default: it is refused.
   r = train({"--epochs", "0", "--no-cache"});
   EXPECT_EQ(r.exitCode, 1);
-  EXPECT_THAT(r.err,
-              HasSubstr("tessera train: error: --epochs must be at least 1"));
+  EXPECT_THAT(r.err, HasSubstr("tessera train: error: --epochs must be 1 to "
+                               "10000, got 0"));
   r = train({"--learning-rate", "0", "--no-cache"});
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_THAT(r.err, HasSubstr("tessera train: error: --learning-rate must be "
-                               "positive, got 0"));
+                               "a positive finite number, got 0"));
   r = train({"--model", "rnn"});
   EXPECT_NE(r.exitCode, 0);
   EXPECT_THAT(r.err, HasSubstr("--model"));
@@ -117,4 +119,127 @@ TEST(TrainCommand, BadOptionsAreOneLineErrors) {
             {{"TESSERA_FASHION_MNIST_DIR", "/nonexistent"}});
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_THAT(r.err, HasSubstr("dataset-fashion-mnist"));
+}
+
+namespace {
+
+// The one line of a refused command: exit status 1, "tessera train:
+// error: ..." and nothing more on standard error.
+void expectOneLineError(const ProcessResult &r, const std::string &message) {
+  EXPECT_EQ(r.exitCode, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("tessera train: error: " + message));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_THAT(r.out, Not(HasSubstr("Training on")));
+}
+
+} // namespace
+
+TEST(TrainCommand, HostileSizesAreRefusedWithTheirRangeBeforeAnythingIsBuilt) {
+  // --tiles 4294967295 died of std::bad_alloc; --ipus 65536 computed tile
+  // mappings for minutes.
+  expectOneLineError(train({"--tiles", "4294967295"}),
+                     "--tiles must be 1 to 16384, got 4294967295 tiles per "
+                     "IPU");
+  expectOneLineError(train({"--ipus", "65536"}),
+                     "--ipus must be 1 to 1024, got 65536");
+  expectOneLineError(train({"--ipus", "1024", "--tiles", "16384"}),
+                     "--ipus 1024 of --tiles 16384 is 16777216 tiles, more "
+                     "than the 2097152 a model may use");
+  expectOneLineError(train({"--batch-size", "18446744073709551615"}),
+                     "--batch-size must be 1 to 65536, got "
+                     "18446744073709551615");
+  expectOneLineError(train({"--steps-per-execution", "4294967295"}),
+                     "--steps-per-execution must be 1 to 1000000");
+  expectOneLineError(train({"--epochs", "4294967295"}),
+                     "--epochs must be 1 to 10000, got 4294967295");
+  // The largest batch and run: their product is checked without wrapping.
+  expectOneLineError(
+      train({"--batch-size", "65536", "--steps-per-execution", "1000000"}),
+      "--train-examples 60000 is less than one device run of "
+      "1000000 steps of 65536 examples (65536000000)");
+}
+
+TEST(TrainCommand, LearningRatesMustBeFinite) {
+  // Infinity passed "!(lr > 0)" and trained to a NaN loss, exit 0.
+  for (const char *lr : {"inf", "nan", "-inf", "-0.1"})
+    expectOneLineError(train({std::string("--learning-rate=") + lr}),
+                       "--learning-rate must be a positive finite number");
+}
+
+TEST(TrainCommand, AProfileFolderThatCannotBeWrittenIsRefusedBeforeTraining) {
+  const std::string blocker = tempDir("profile-blocker");
+  std::ofstream(blocker) << "a file, not a folder";
+  ProcessResult r = train({"--no-cache", "--profile", blocker});
+  expectOneLineError(r, "--profile " + blocker +
+                            ": cannot make the profile folder");
+  EXPECT_THAT(r.out, Not(HasSubstr("Profile written")));
+  r = train({"--no-cache", "--profile", "/dev/full"});
+  expectOneLineError(r, "--profile /dev/full: cannot make the profile folder");
+  std::filesystem::remove_all(blocker);
+}
+
+TEST(TrainCommand, AProfileLostAfterTrainingFailsTheRun) {
+  // A file size limit stands in for a full disk: the folder takes the
+  // graph profile written at load (54 KB), not the whole one written after
+  // the last step (1.4 MB). The limit is in blocks of 512 bytes (dash) or
+  // 1024 (bash).
+  const std::string profile = tempDir("profile-full");
+  std::string command =
+      "trap '' XFSZ; ulimit -f 400; exec '" + kCli + "' train";
+  for (const std::string &a : kShortRun)
+    command += " " + a;
+  command += " --no-cache --profile '" + profile + "'";
+  const ProcessResult r = runProcess({"/bin/sh", "-c", command}, {}, 300);
+  EXPECT_EQ(r.exitCode, 1) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("Epoch 1/1"));
+  EXPECT_THAT(r.err, HasSubstr("tessera train: error: cannot write file \"" +
+                               profile + "/profile.json\": File too large"));
+  EXPECT_THAT(r.out, Not(HasSubstr("Profile written")));
+  std::filesystem::remove_all(profile);
+}
+
+namespace {
+
+// A plain IDX1 file of unsigned bytes (the reader takes it under a .gz
+// name too, as zlib reads files that are not compressed).
+void writeLabels(const std::string &path, std::vector<unsigned char> labels) {
+  const auto n = static_cast<std::uint32_t>(labels.size());
+  std::string bytes = {
+      0, 0, 8, 1, char(n >> 24), char(n >> 16), char(n >> 8), char(n)};
+  bytes.append(labels.begin(), labels.end());
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+} // namespace
+
+TEST(TrainCommand, LabelsOutsideTheClassesAreAnErrorNotLossZero) {
+  const std::string real = "/usr/share/datasets/fashion-mnist";
+  if (!std::filesystem::exists(real + "/train-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  for (unsigned char bad : {10, 200}) {
+    // Fashion-MNIST's images with labels of our own, one of them no class.
+    const std::string dir = tempDir("labels");
+    std::filesystem::create_directories(dir);
+    for (const char *images :
+         {"train-images-idx3-ubyte.gz", "t10k-images-idx3-ubyte.gz"})
+      std::filesystem::create_symlink(real + "/" + images, dir + "/" + images);
+    std::vector<unsigned char> trainLabels(60000), testLabels(10000);
+    for (std::size_t i = 0; i < trainLabels.size(); ++i)
+      trainLabels[i] = static_cast<unsigned char>(i % 10);
+    for (std::size_t i = 0; i < testLabels.size(); ++i)
+      testLabels[i] = static_cast<unsigned char>(i % 10);
+    trainLabels[700] = bad;
+    writeLabels(dir + "/train-labels-idx1-ubyte.gz", trainLabels);
+    writeLabels(dir + "/t10k-labels-idx1-ubyte.gz", testLabels);
+    std::vector<std::string> args = kShortRun;
+    args.push_back("--no-cache");
+    const ProcessResult r = train(args, {{"TESSERA_FASHION_MNIST_DIR", dir}});
+    EXPECT_EQ(r.exitCode, 1) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("tessera train: error: fit: label " +
+                                 std::to_string(bad) + " at row "));
+    EXPECT_THAT(r.err, HasSubstr("the model has 10 classes, so sparse labels "
+                                 "must be 0 to 9"));
+    EXPECT_THAT(r.out, Not(HasSubstr("Test (")));
+    std::filesystem::remove_all(dir);
+  }
 }

@@ -152,3 +152,23 @@ TEST(DidYouMean, FindsTyposTranspositionsAndCaseSlips) {
   EXPECT_EQ(didYouMean("xyz", keys), "");
   EXPECT_EQ(didYouMean("anything", {}), "");
 }
+
+TEST(OptionParser, RangedUnsignedOptionsSayTheirRange) {
+  unsigned threads = 0;
+  OptionParser p("engine");
+  p.add("engine.hostThreads", threads, 0, 1024);
+  p.parse({{"engine.hostThreads", "1024"}});
+  EXPECT_EQ(threads, 1024u);
+  for (const char *bad : {"1025", "20000", "4294967296", "-1", "8x"}) {
+    try {
+      p.parse({{"engine.hostThreads", bad}});
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const OptionError &e) {
+      EXPECT_THAT(e.what(),
+                  HasSubstr(std::string("invalid value \"") + bad +
+                            "\" for engine option \"engine.hostThreads\": "
+                            "expected an unsigned integer from 0 to 1024"));
+    }
+  }
+  EXPECT_EQ(threads, 1024u);
+}

@@ -1,4 +1,5 @@
 #include "tessera/support/ThreadPool.hpp"
+#include "tessera/support/Error.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -7,6 +8,8 @@
 #include <numeric>
 #include <stdexcept>
 #include <thread>
+
+#include <pthread.h>
 
 using namespace tessera;
 
@@ -151,4 +154,29 @@ TEST(ThreadPool, AcceptsStdFunctionAndConstCallables) {
   const auto lambda = [&](std::size_t, unsigned) { ++n; };
   pool.parallelFor(5, lambda);
   EXPECT_EQ(n.load(), 10);
+}
+
+TEST(ThreadPool, ARefusedThreadIsARuntimeErrorSayingWhatToLower) {
+  // Threads whose stacks cannot fit in the address space: the system
+  // refuses them as it does under a thread or memory limit.
+  pthread_attr_t saved, huge;
+  ASSERT_EQ(pthread_getattr_default_np(&saved), 0);
+  pthread_attr_init(&huge);
+  ASSERT_EQ(pthread_attr_setstacksize(&huge, std::size_t(1) << 47), 0);
+  ASSERT_EQ(pthread_setattr_default_np(&huge), 0);
+  std::string what;
+  try {
+    ThreadPool pool(4);
+  } catch (const RuntimeError &e) {
+    what = e.what();
+  } catch (...) {
+    pthread_setattr_default_np(&saved);
+    throw;
+  }
+  pthread_setattr_default_np(&saved);
+  pthread_attr_destroy(&huge);
+  pthread_attr_destroy(&saved);
+  EXPECT_THAT(what, ::testing::HasSubstr("cannot start 4 host threads: the "
+                                         "system refused thread 2"));
+  EXPECT_THAT(what, ::testing::HasSubstr("ask for fewer (engine.hostThreads)"));
 }

@@ -146,7 +146,11 @@ TEST(BenchDataset, ErrorsAreOneLineThatSaysHowToFixThem) {
               HasSubstr("has 10 elements, fewer than one batch of 20; give a "
                         "--batch-size of at most 10"));
   EXPECT_THAT(errorLine(runBench({csv, "--epochs", "0"})),
-              HasSubstr("0 epochs of 10 elements measure nothing"));
+              HasSubstr("--epochs must be 1 to 10000, got 0"));
+  EXPECT_THAT(errorLine(runBench({csv, "--elements-per-epoch", "0"})),
+              HasSubstr("--elements-per-epoch must be at least 1"));
+  EXPECT_THAT(errorLine(runBench({csv, "--prefetch", "1025"})),
+              HasSubstr("--prefetch must be 1 to 1024 elements, got 1025"));
   writeFileAtomically(csv, "a,b\n1,x\n");
   EXPECT_THAT(errorLine(runBench({csv})), HasSubstr("line 2"));
 

@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 using namespace tessera;
@@ -15,6 +16,7 @@ using namespace tessera::testing;
 using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using ::testing::StartsWith;
 
 namespace {
 
@@ -177,4 +179,76 @@ TEST(Cli, ReportErrorsAreOneClearLine) {
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_THAT(r.err, HasSubstr("cannot write the report to"));
   EXPECT_THAT(r.err, Not(HasSubstr("\n\n")));
+}
+
+namespace {
+
+// Exit status 1 and one line on standard error: "tessera <command>: error:
+// <message>" (no abort, no core dump, no usage text).
+void expectOneLineError(const ProcessResult &r, const std::string &command,
+                        const std::string &message) {
+  EXPECT_EQ(r.exitCode, 1) << r.err;
+  EXPECT_THAT(r.err, StartsWith("tessera " + command + ": error: "));
+  EXPECT_THAT(r.err, HasSubstr(message));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+} // namespace
+
+TEST(Cli, HostileArgumentsAreOneLineErrorsInEverySubcommand) {
+  TempDir dir("cli-hostile");
+  const EnvOverrides system = systemEnv("4xipu2", dir);
+  expectOneLineError(runTessera({"info", "-d", "4294967295"}, system), "info",
+                     "no device has id 4294967295");
+  expectOneLineError(runTessera({"info"}, systemEnv("65536xipu2", dir)), "info",
+                     "a system has 1 to 1024 IPUs, not 65536");
+  expectOneLineError(runTessera({"monitor"}, systemEnv("65536xipu2", dir)),
+                     "monitor", "a system has 1 to 1024 IPUs, not 65536");
+  // --tiles 4294967295 died of std::bad_alloc.
+  expectOneLineError(runTessera({"train", "--tiles", "4294967295"}), "train",
+                     "--tiles must be 1 to 16384, got 4294967295");
+  expectOneLineError(
+      runTessera(
+          {"bench", "dataset", "fashion-mnist", "--prefetch", "1000000000000"}),
+      "bench", "--prefetch must be 1 to 1024 elements, got 1000000000000");
+  expectOneLineError(runTessera({"bench", "dataset", "/dev/zero"}), "bench",
+                     "unknown dataset \"/dev/zero\"");
+  // A million nested arrays overflowed the stack of the profile checker.
+  writeFileAtomically(dir.path() + "/profile.json",
+                      "{\"format\": " + std::string(1000000, '[') +
+                          std::string(1000000, ']') + "}");
+  expectOneLineError(runTessera({"report", dir.path()}), "report",
+                     "nests arrays and objects more than 64 deep");
+}
+
+TEST(Cli, RunningOutOfMemoryIsAOneLineErrorNotAnAbort) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "a memory limit leaves AddressSanitizer no room";
+#endif
+  // Under a 150 MB address-space limit each command meets std::bad_alloc,
+  // which used to escape main and abort with a core dump.
+  TempDir dir("cli-oom");
+  const auto limited = [](const std::string &args) {
+    return runProcess({"/bin/sh", "-c",
+                       "ulimit -v 150000; exec '" + kTesseraCli + "' " + args});
+  };
+  const std::string oom = "out of host memory (std::bad_alloc)";
+  // Ten million numbers: more than 150 MB as JSON values. The parse fails,
+  // and freeing the half-built array allocates too, in a destructor: that
+  // bad_alloc ends in std::terminate, which must not abort either.
+  std::string numbers = "{\"format\": [0";
+  for (int i = 1; i < 10000000; ++i)
+    numbers += ",0";
+  writeFileAtomically(dir.path() + "/profile.json", numbers + "]}");
+  expectOneLineError(limited("report '" + dir.path() + "'"), "report", oom);
+  // Five million rows: 40 MB of text, more as tensors.
+  std::string rows = "a,b,c,d\n";
+  for (int i = 0; i < 5000000; ++i)
+    rows += "1,2,3,4\n";
+  writeFileAtomically(dir.path() + "/big.csv", rows);
+  expectOneLineError(limited("bench dataset '" + dir.path() + "/big.csv'"),
+                     "bench", oom);
+  // The largest model allowed: 128 IPUs of 16384 tiles.
+  expectOneLineError(limited("train --no-cache --ipus 128 --tiles 16384"),
+                     "train", oom);
 }

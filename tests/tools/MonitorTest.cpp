@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+
 using namespace tessera::testing;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
@@ -112,4 +114,28 @@ TEST_F(MonitorTest, HoldersAreExclusiveListedAndFreedWhenKilled) {
   EXPECT_TRUE(m["processes"].empty());
   text = runProcess({kTesseraCli, "monitor"}, env_);
   EXPECT_THAT(text.out, HasSubstr("No process has IPUs attached."));
+}
+
+TEST_F(MonitorTest, HoldersCommandLinesCannotDriveTheTerminal) {
+  // A holder started through a link whose name clears the screen, sets the
+  // window title, rings the bell and holds a byte that is not UTF-8.
+  const std::string link =
+      dir_.path() + "/hold\x1b[2J\x1b]0;pwned\x07-\x1b[31mred\xff";
+  std::filesystem::create_symlink(kHelper, link);
+  ChildProcess holder({link, "hold", "1"}, env_);
+  ASSERT_EQ(holder.readLine(), "attached device 0");
+
+  const ProcessResult text = runProcess({kTesseraCli, "monitor"}, env_);
+  ASSERT_EQ(text.exitCode, 0) << text.err;
+  EXPECT_EQ(text.out.find('\x1b'), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find('\x07'), std::string::npos) << text.out;
+  EXPECT_THAT(text.out, HasSubstr("hold\\x1b[2J\\x1b]0;pwned\\x07-\\x1b[31mred"
+                                  "\xef\xbf\xbd hold 1"));
+
+  const nlohmann::json m = monitorJson();
+  ASSERT_EQ(m["processes"].size(), 1u);
+  EXPECT_THAT(m["processes"][0]["command"].get<std::string>(),
+              HasSubstr("/hold\x1b[2J"));
+  holder.closeStdin();
+  EXPECT_EQ(holder.wait().exitCode, 0);
 }

@@ -15,6 +15,7 @@ using namespace tessera;
 using namespace tessera::testing;
 using nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 namespace {
 
@@ -120,6 +121,24 @@ TEST(ReportInput, ACorruptProfileSaysWhereItBreaks) {
   EXPECT_THAT(msg, HasSubstr("profile.json is not valid JSON (byte "));
   EXPECT_THAT(msg, HasSubstr("of 100"));
   EXPECT_THAT(msg, HasSubstr("truncated or damaged"));
+}
+
+TEST(ReportInput, DeepNestingIsRefusedBeforeItOverflowsTheStack) {
+  TempDir dir("report-deep");
+  // A million nested arrays where the format belongs: describing the value
+  // in the error message recursed once per level and overflowed the stack.
+  const std::size_t depth = 1000000;
+  writeFileAtomically(dir.path() + "/profile.json",
+                      "{\"format\": " + std::string(depth, '[') +
+                          std::string(depth, ']') + "}");
+  EXPECT_THAT(loadError(dir.path()),
+              HasSubstr("profile.json nests arrays and objects more than 64 "
+                        "deep, which no profile does"));
+  // Nesting to the limit is only a profile of the wrong format.
+  writeFileAtomically(dir.path() + "/profile.json",
+                      "{\"format\": " + std::string(63, '[') +
+                          std::string(63, ']') + "}");
+  EXPECT_THAT(loadError(dir.path()), Not(HasSubstr("nests")));
 }
 
 TEST(ReportHtml, ThePageIsSelfContainedAndEscapesNames) {

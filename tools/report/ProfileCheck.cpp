@@ -293,9 +293,22 @@ json loadProfile(const std::string &directory) {
   } catch (const Error &e) {
     throw ReportError(fmt::format("cannot read {}: {}", path, e.what()));
   }
+  // A profile nests a few levels; a hostile one nesting thousands would
+  // overflow the stack of everything that walks it recursively (printing a
+  // value, comparing), so the parser refuses it as it goes.
+  constexpr int kMaxDepth = 64;
+  const json::parser_callback_t depthLimit = [&](int depth, json::parse_event_t,
+                                                 json &) {
+    if (depth > kMaxDepth)
+      throw ReportError(fmt::format(
+          "{} nests arrays and objects more than {} deep, which no profile "
+          "does; it is not a profile the engine wrote{}",
+          path, kMaxDepth, kRegenerate));
+    return true;
+  };
   json profile;
   try {
-    profile = json::parse(text);
+    profile = json::parse(text, depthLimit);
   } catch (const json::parse_error &e) {
     throw ReportError(fmt::format(
         "{} is not valid JSON (byte {} of {}: {}); it may be truncated or "

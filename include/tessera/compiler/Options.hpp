@@ -21,8 +21,10 @@ struct EngineOptions {
   std::string autoReportDirectory = ".";
   /// debug.allowOutOfMemory: compile even when a tile overflows.
   bool allowOutOfMemory = false;
-  /// engine.hostThreads: host threads that run the model (0: all cores).
+  /// engine.hostThreads: host threads that run the model (0: all cores),
+  /// at most kMaxHostThreads.
   unsigned hostThreads = 0;
+  static constexpr unsigned kMaxHostThreads = 1024;
   /// debug.instrument: record every step's estimated cycles while running.
   bool instrument = false;
   /// debug.floatingPointBehaviour.{inv,div0,oflo,nanoo}: stop a run at the

@@ -139,11 +139,25 @@ struct CostFigures {
 /// Tiles are numbered across IPUs: tile t is on IPU t / tilesPerIPU.
 class Target {
 public:
+  /// The most IPUs a target (and a system) may have: more than the largest
+  /// IPU-POD, so that a typo ("--ipus 65536") fails at once instead of
+  /// building a graph for hours.
+  static constexpr unsigned kMaxIPUs = 1024;
+  /// The most tiles per IPU: eleven times a Mk2 IPU's 1472, room for
+  /// experiments with bigger chips.
+  static constexpr unsigned kMaxTilesPerIPU = 16384;
+  /// The most tiles of all IPUs together (2^21, more than 1024 Mk2 IPUs):
+  /// the host keeps state per tile, so this bounds the memory and time a
+  /// graph's tile mapping takes.
+  static constexpr unsigned kMaxTiles = 1u << 21;
+
   /// A target of \p numIPUs IPUs of architecture \p arch ("ipu1", "ipu2",
   /// "ipu21") with any figure of TargetFigures or CostFigures replaced by
   /// \p overrides, keyed by field name ({"tilesPerIPU", "4"}). Throws
   /// OptionError for an unknown architecture, an unknown key (with a "did
-  /// you mean" hint) or a bad value; DeviceError for zero IPUs.
+  /// you mean" hint), a bad value, or more than kMaxIPUs IPUs,
+  /// kMaxTilesPerIPU tiles per IPU or kMaxTiles tiles in all; DeviceError
+  /// for zero IPUs.
   static Target createIPUTarget(unsigned numIPUs,
                                 std::string_view arch = "ipu2",
                                 const OptionFlags &overrides = {});

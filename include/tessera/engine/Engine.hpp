@@ -83,6 +83,12 @@ public:
                            const OptionFlags &options = {}) const;
   /// Writes profile.json into \p directory.
   void writeProfile(const std::string &directory) const;
+  /// With autoReport options set, writes the profile of the runs since it
+  /// was last written now, into autoReport.directory; throws Error when it
+  /// cannot be written. The destructor writes a pending profile too, but
+  /// can only print a failure (on standard error, whatever the log level):
+  /// call this first where a lost profile must fail the program.
+  void writePendingReport();
 
   const Executable &getExecutable() const;
   const ExecutionCounts &getExecutionCounts() const;

@@ -173,8 +173,10 @@ public:
 
   /// Trains on \p dataset, elements (x [batch, input shape...], y). Throws
   /// ModelError before compile, ShapeError / TypeError for elements the
-  /// model cannot take, OptionError when an epoch is not a whole number of
-  /// device runs.
+  /// model cannot take (a sparse label that is no class id: below 0 or at
+  /// least the number of outputs), OptionError when an epoch is not a
+  /// whole number of device runs. With autoReport engine options, writes
+  /// the profile after the last run, and throws Error when it cannot.
   History fit(const data::Dataset &dataset, const FitOptions &options = {});
   /// Keras' fit(x, y, batch_size): trains on examples \p x [n, ...] with
   /// labels \p y [n, ...], reshuffled each epoch (seeded by the model's

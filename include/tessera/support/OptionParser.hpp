@@ -46,6 +46,10 @@ public:
   void add(std::string key, unsigned &target);
   void add(std::string key, unsigned long &target);
   void add(std::string key, unsigned long long &target);
+  /// Decimal unsigned integers from \p minimum to \p maximum: a ceiling
+  /// for options that size work or resources (threads, buffers).
+  void add(std::string key, unsigned &target, unsigned minimum,
+           unsigned maximum);
   /// Decimal integers, optionally negative, that fit an int.
   void add(std::string key, int &target);
   /// Finite decimal numbers ("0.5", "1e9").

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace tessera {
 
@@ -13,5 +14,11 @@ std::string groupedNumber(std::uint64_t value);
 
 /// 1536 -> "1,536 B (1.5 KB)"; under 1024 bytes only "N B".
 std::string bytesText(std::uint64_t bytes);
+
+/// \p text (from another process, a file) made safe to print on a
+/// terminal: control characters, which could move the cursor or recolour
+/// the screen, become escapes ("\x1b", "\u009b"), and so do bytes that
+/// are not UTF-8 ("\xff"); printable UTF-8 is kept.
+std::string printableText(std::string_view text);
 
 } // namespace tessera

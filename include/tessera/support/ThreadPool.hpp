@@ -34,7 +34,9 @@ class ThreadPool {
 public:
   /// Starts \p numThreads - 1 worker threads; the calling thread of
   /// parallelFor is worker 0. \p numThreads 0 means one per hardware
-  /// thread. Idle workers spin for \p spin before they sleep.
+  /// thread. Idle workers spin for \p spin before they sleep. Throws
+  /// RuntimeError when the system refuses a thread (a thread or memory
+  /// limit).
   explicit ThreadPool(unsigned numThreads, std::chrono::microseconds spin =
                                                std::chrono::microseconds(50));
   ~ThreadPool();
