@@ -141,25 +141,23 @@ std::vector<double> draw(const Initialiser &init, Type type, std::size_t n,
 
 } // namespace
 
-std::vector<double> materialise(const Initialiser &init, Type type,
-                                const std::vector<std::size_t> &shape) {
+void checkInitialiser(const Initialiser &init, Type type,
+                      const std::vector<std::size_t> &shape) {
   std::size_t n = 1;
   for (std::size_t d : shape)
     n *= d;
   switch (init.kind) {
   case InitKind::Zeros:
-    return std::vector<double>(n, 0.0);
   case InitKind::Ones:
-    return std::vector<double>(n, 1.0);
   case InitKind::Constant:
-    return std::vector<double>(n, init.a);
+    return;
   case InitKind::Values:
     if (init.values.size() != n)
       throw ShapeError("the initialiser has " +
                        std::to_string(init.values.size()) +
                        " values but the shape needs " + std::to_string(n) +
                        "; give one value per element");
-    return init.values;
+    return;
   default:
     break;
   }
@@ -176,6 +174,26 @@ std::vector<double> materialise(const Initialiser &init, Type type,
       !(init.b >= 0))
     throw UnsupportedError("normal initialiser: the standard deviation (" +
                            formatFloat(init.b) + ") must be >= 0");
+}
+
+std::vector<double> materialise(const Initialiser &init, Type type,
+                                const std::vector<std::size_t> &shape) {
+  checkInitialiser(init, type, shape);
+  std::size_t n = 1;
+  for (std::size_t d : shape)
+    n *= d;
+  switch (init.kind) {
+  case InitKind::Zeros:
+    return std::vector<double>(n, 0.0);
+  case InitKind::Ones:
+    return std::vector<double>(n, 1.0);
+  case InitKind::Constant:
+    return std::vector<double>(n, init.a);
+  case InitKind::Values:
+    return init.values;
+  default:
+    break;
+  }
   if (n == 0)
     return {};
   return draw(init, type, n, shape);

@@ -169,11 +169,12 @@ ValueId Module::addInput(const std::string &name, ValueType type,
 ValueId Module::addVariable(const std::string &name, ValueType type,
                             Initialiser init, bool trainable,
                             std::optional<unsigned> ipu) {
-  // Materialising checks the initialiser against the shape and type now,
-  // where the error can name the variable, rather than when lowering.
+  // The initialiser is checked against the shape and type now, where the
+  // error can name the variable, rather than when lowering; its values are
+  // drawn only when needed.
   checkElementCount(name, type);
   try {
-    (void)materialise(init, type.dtype, type.shape);
+    checkInitialiser(init, type.dtype, type.shape);
   } catch (const ShapeError &e) {
     throw ShapeError("variable '" + name + "': " + e.what());
   } catch (const TypeError &e) {
@@ -237,9 +238,10 @@ std::vector<ValueId> Module::addOp(OpKind kind,
   op.annotations = annotations;
   const auto opIndex = static_cast<std::uint32_t>(ops_.size());
   for (std::size_t i = 0; i < resultTypes.size(); ++i) {
-    const std::string name = i < names.size()     ? names[i]
-                             : namePrefix_.empty() ? std::string()
-                                                   : namePrefix_ + "/" + kindName;
+    const std::string name = i < names.size() ? names[i]
+                             : namePrefix_.empty()
+                                 ? std::string()
+                                 : namePrefix_ + "/" + kindName;
     const ValueId id = newValue(name, std::move(resultTypes[i]),
                                 ValueKind::OpResult, opIndex, std::nullopt);
     values_[id].resultIndex = static_cast<unsigned>(i);

@@ -80,7 +80,7 @@ void Verifier::checkLeaves() {
     defined_.at(v.value) = true;
     const ValueType &t = m_.typeOf(v.value);
     try {
-      (void)materialise(v.init, t.dtype, t.shape);
+      checkInitialiser(v.init, t.dtype, t.shape);
     } catch (const Error &e) {
       fail("variable " + m_.describe(v.value) + ": " + e.what());
     }

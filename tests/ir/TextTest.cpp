@@ -229,3 +229,22 @@ TEST(Text, ShapesWhoseElementCountWouldWrapAreErrors) {
   EXPECT_NO_THROW(parse("module {\n  %x = input : float[65536, 65536, "
                         "65536]\n}"));
 }
+
+TEST(Text, AHugeVariableParsesAndPrintsWithoutDrawingItsValues) {
+  // 2^40 elements: drawing them (8 TiB of doubles) to check the initialiser
+  // made a short hostile text run the parser out of memory.
+  const std::string text = "module {\n  %w = variable : float[1048576, "
+                           "1048576] init glorotUniform(seed = 7)\n}\n";
+  const Module m = parse(text);
+  ASSERT_EQ(m.variables().size(), 1u);
+  EXPECT_EQ(m.typeOf(m.variables()[0].value).numElements(),
+            std::size_t(1) << 40);
+  EXPECT_THAT(print(m), HasSubstr("float[1048576, 1048576]"));
+}
+
+TEST(Text, AVariableWhoseValuesDoNotMatchItsShapeIsStillAnError) {
+  const ParseError e = parseError(
+      "module {\n  %w = variable : float[3] init values(1, 2)\n}");
+  EXPECT_THAT(e.what(), HasSubstr("the initialiser has 2 values but the shape "
+                                  "needs 3"));
+}

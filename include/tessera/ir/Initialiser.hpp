@@ -70,11 +70,16 @@ Initialiser values(std::vector<double> values);
 /// (fanIn, fanOut) of \p shape as the file comment defines them.
 std::pair<double, double> fans(const std::vector<std::size_t> &shape);
 
+/// Throws ShapeError when explicit values do not match the element count of
+/// \p shape, TypeError for a random initialiser of a non-float \p type,
+/// UnsupportedError for bad parameters (high < low, a negative standard
+/// deviation). Allocates nothing, so a module can be built and verified
+/// without drawing its variables' values.
+void checkInitialiser(const Initialiser &init, Type type,
+                      const std::vector<std::size_t> &shape);
+
 /// The initial value of a variable of \p type and \p shape, row-major
-/// (random draws rounded to float). Throws ShapeError when explicit values
-/// do not match the element count, TypeError for a random initialiser of
-/// a non-float type, UnsupportedError for bad parameters (high < low, a
-/// negative standard deviation).
+/// (random draws rounded to float). Throws as checkInitialiser does.
 std::vector<double> materialise(const Initialiser &init, Type type,
                                 const std::vector<std::size_t> &shape);
 
