@@ -141,6 +141,15 @@ TEST(ReportInput, DeepNestingIsRefusedBeforeItOverflowsTheStack) {
   EXPECT_THAT(loadError(dir.path()), Not(HasSubstr("nests")));
 }
 
+TEST(ReportInput, ANumberTooLargeForADoubleIsAReportError) {
+  TempDir dir("report-number");
+  // nlohmann throws out_of_range, not parse_error, for 1e400: uncaught, it
+  // aborted `tessera report`.
+  writeFileAtomically(dir.path() + "/profile.json", "{\"format\": 1e400}");
+  EXPECT_THAT(loadError(dir.path()),
+              HasSubstr("profile.json holds a number out of range"));
+}
+
 TEST(ReportHtml, ThePageIsSelfContainedAndEscapesNames) {
   json profile = twoIpuProfile().profile;
   profile["graph"]["variables"][0]["name"] = "</script><b>x</b>";

@@ -314,6 +314,13 @@ json loadProfile(const std::string &directory) {
         "{} is not valid JSON (byte {} of {}: {}); it may be truncated or "
         "damaged{}",
         path, e.byte, text.size(), e.what(), kRegenerate));
+  } catch (const json::out_of_range &e) {
+    // A number too large for a double (1e400) parses as JSON but has no
+    // value; no engine writes one.
+    throw ReportError(fmt::format(
+        "{} holds a number out of range ({}); it is not a profile the engine "
+        "wrote{}",
+        path, e.what(), kRegenerate));
   }
   checkProfile(profile, path);
   return profile;
