@@ -82,16 +82,14 @@ void Model::checkElements(const data::ElementSpec &spec, bool needLabels,
   if (x.shape != expected)
     throw ShapeError(std::string(what) + ": the dataset's inputs (" +
                      spec.describe(0) + ") have shape " +
-                     data::shapeString(x.shape) +
-                     " but the model's Input "
-                     "takes " +
-                     kerasShape(expected) +
+                     data::shapeString(x.shape) + " but the model's Input \"" +
+                     in.name() + "\" takes " + kerasShape(expected) +
                      "; batch the dataset, reshape it with map() or change "
                      "the Input shape");
   if (x.type != in.dtype())
     throw TypeError(std::string(what) + ": the dataset's inputs (" +
                     spec.describe(0) + ") are " + describeSpec(x) +
-                    " but the model's Input takes " +
+                    " but the model's Input \"" + in.name() + "\" takes " +
                     std::string(typeName(in.dtype())) +
                     "; convert them with Dataset::cast(0, " +
                     std::string(typeName(in.dtype())) + ")");
@@ -232,10 +230,18 @@ History Model::fit(const data::Dataset &dataset, const FitOptions &options) {
                                           means.logs())
             << std::flush;
     }
-    const Logs logs = means.logs();
+    Logs logs = means.logs();
+    const double epochSeconds = session::nowSeconds() - start;
+    if (options.validationData) {
+      const Logs val = evaluate(*options.validationData);
+      for (const auto &[name, value] : val)
+        logs.emplace_back("val_" + name, value);
+      if (os && options.verbose == Verbosity::ProgressBar)
+        *os << '\r'
+            << session::kerasProgressLine(steps, steps, epochSeconds, logs);
+    }
     if (os && options.verbose == Verbosity::LinePerEpoch)
-      *os << session::kerasProgressLine(steps, steps,
-                                        session::nowSeconds() - start, logs);
+      *os << session::kerasProgressLine(steps, steps, epochSeconds, logs);
     if (os)
       *os << '\n' << std::flush;
     history.epochs.push_back(logs);
@@ -257,8 +263,9 @@ History Model::fit(const data::Dataset &dataset, const FitOptions &options) {
   return history;
 }
 
-History Model::fit(const data::HostTensor &x, const data::HostTensor &y,
-                   std::size_t batchSize, const FitOptions &options) {
+History Model::fit(data::HostTensor x, data::HostTensor y,
+                   std::size_t batchSize, const FitOptions &options,
+                   bool shuffle) {
   compiled("fit");
   if (batchSize == 0 || x.rank() == 0 || x.dim(0) < batchSize)
     throw OptionError("fit: batchSize must be between 1 and the number of "
@@ -266,9 +273,14 @@ History Model::fit(const data::HostTensor &x, const data::HostTensor &y,
                       std::to_string(x.rank() ? x.dim(0) : 0) + "), got " +
                       std::to_string(batchSize));
   const std::size_t n = x.dim(0);
-  return fit(data::Dataset::fromTensors({x, y}).shuffle(n, seed_).batch(
-                 batchSize, true),
-             options);
+  // Moved, not listed in braces: an initializer_list would copy them.
+  std::vector<data::HostTensor> tensors;
+  tensors.push_back(std::move(x));
+  tensors.push_back(std::move(y));
+  data::Dataset examples = data::Dataset::fromTensors(std::move(tensors));
+  if (shuffle)
+    examples = examples.shuffle(n, seed_);
+  return fit(examples.batch(batchSize, true), options);
 }
 
 Logs Model::evaluate(const data::Dataset &dataset,
@@ -319,13 +331,14 @@ data::HostTensor Model::predict(const data::HostTensor &x,
     expected.insert(expected.end(), in.shape().begin(), in.shape().end());
     throw ShapeError("predict: the inputs have shape " +
                      data::shapeString(x.shape()) +
-                     " but the model's Input takes " + kerasShape(expected) +
+                     " but the model's Input \"" + in.name() + "\" takes " +
+                     kerasShape(expected) +
                      "; give one example per row of the first dimension");
   }
   if (x.type() != in.dtype())
     throw TypeError("predict: the inputs are " +
                     std::string(typeName(x.type())) +
-                    " but the model's Input takes " +
+                    " but the model's Input \"" + in.name() + "\" takes " +
                     std::string(typeName(in.dtype())) + "; cast them first");
   const std::size_t n = x.dim(0), batches = (n + batchSize - 1) / batchSize;
   const std::size_t exampleBytes = x.numBytes() / std::max<std::size_t>(n, 1);
@@ -374,6 +387,16 @@ session::Checkpoint Model::getWeights() {
   session::Checkpoint ckpt = s.readVariables();
   ckpt.model = name_;
   return ckpt;
+}
+
+std::vector<std::string> Model::weightNames() const {
+  // The inference module holds exactly the weights: no optimizer state, and
+  // dropout is the identity there, so no seed.
+  const ir::Module m = predictionModule(1);
+  std::vector<std::string> names;
+  for (const ir::Variable &v : m.variables())
+    names.push_back(m.value(v.value).name);
+  return names;
 }
 
 void Model::setWeights(const session::Checkpoint &ckpt) {

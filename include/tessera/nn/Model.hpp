@@ -110,6 +110,10 @@ struct FitOptions {
   Verbosity verbose = Verbosity::ProgressBar;
   std::ostream *out = &std::cout;
   std::vector<std::shared_ptr<Callback>> callbacks;
+  /// Evaluated after each epoch (Keras' validation_data): its loss and
+  /// metrics join the epoch's logs as "val_loss", "val_accuracy", ..., on
+  /// the progress line, in the History and in what callbacks get.
+  std::optional<data::Dataset> validationData;
 };
 
 /// Per-epoch logs of a fit.
@@ -179,9 +183,11 @@ public:
   /// Keras' fit(x, y, batch_size): trains on examples \p x [n, ...] with
   /// labels \p y [n, ...], reshuffled each epoch (seeded by the model's
   /// seed), in batches of \p batchSize; the last n % batchSize examples of
-  /// each shuffle are left out, as the IPU needs one batch shape.
-  History fit(const data::HostTensor &x, const data::HostTensor &y,
-              std::size_t batchSize, const FitOptions &options = {});
+  /// each shuffle are left out, as the IPU needs one batch shape. Without
+  /// \p shuffle the examples go in their order. \p x and \p y are moved
+  /// into the dataset, not copied, when the caller moves them in.
+  History fit(data::HostTensor x, data::HostTensor y, std::size_t batchSize,
+              const FitOptions &options = {}, bool shuffle = true);
   /// Compiles (or loads from the executable cache) the training step for
   /// elements of \p spec, so that a later fit() on such a dataset starts at
   /// once; a program can load its data meanwhile. Errors as fit().
@@ -202,6 +208,11 @@ public:
   /// Replaces the weights; SerializationError when \p ckpt is of another
   /// model.
   void setWeights(const session::Checkpoint &ckpt);
+
+  /// The names of the model's weights ("dense/kernel", "dense/bias",
+  /// "batch_normalization/moving_mean", ...) in layer order: what Keras'
+  /// get_weights() lists, without optimizer state or dropout seeds.
+  std::vector<std::string> weightNames() const;
 
   const FitStats &lastFitStats() const { return stats_; }
 
