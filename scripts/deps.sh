@@ -9,6 +9,7 @@ packages=(
   libopenblas-dev libzstd-dev libxxhash-dev zlib1g-dev
   dataset-fashion-mnist
   chromium python3-torch
+  pybind11-dev python3-dev python3-numpy python3-pytest
 )
 missing=()
 for p in "${packages[@]}"; do

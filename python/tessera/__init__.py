@@ -1,0 +1,28 @@
+"""Tessera's Python front door: Keras-shaped models on the IPU Model.
+
+The core is C++ (the compiled ``tessera._tessera`` extension); this package
+converts NumPy arrays and Python callables at the boundary and calls it.
+
+Modules:
+  tessera.keras  -- tf.keras's names: Sequential, Model, Input, layers,
+                    optimizers, losses, metrics, callbacks, datasets
+  tessera.data   -- tf.data-shaped input pipelines (C++ underneath)
+  tessera.ipu    -- TensorFlow-for-IPU's IPUConfig and IPUStrategy
+  tessera.tf     -- the TensorFlow names Keras programs touch, so that
+                    ``import tessera.tf as tf`` runs a seed's program
+
+Use Debian's interpreter, /usr/bin/python3 (it has NumPy).
+"""
+
+from . import _tessera
+from ._tessera import (IrError, ModelError, OptionError, SerializationError,
+                       ShapeError, TesseraError, UnsupportedError)
+from ._tessera import TypeError as TesseraTypeError
+
+__version__ = "0.1.0"
+
+from . import data, ipu, keras  # noqa: E402  (they import _tessera first)
+
+__all__ = ["data", "ipu", "keras", "TesseraError", "ShapeError",
+           "TesseraTypeError", "OptionError", "SerializationError",
+           "UnsupportedError", "ModelError", "IrError"]

@@ -1,0 +1,19 @@
+"""TensorFlow-for-IPU's names (tensorflow.python.ipu) for Tessera:
+
+    from tessera import ipu
+    cfg = ipu.config.IPUConfig()
+    cfg.auto_select_ipus = 1
+    cfg.configure_ipu_system()
+    with ipu.ipu_strategy.IPUStrategy().scope():
+        model = keras.Sequential([...])   # compiled for the IPU Model
+
+Every model runs on the IPU Model; configure_ipu_system() sets the system
+(IPUs, tiles, version, floating-point checks, executable cache) that models
+compiled afterwards use. TF_POPLAR_FLAGS' --executable_cache_path is
+honoured too.
+"""
+
+from . import config, ipu_strategy, keras, utils
+from .ipu_strategy import IPUStrategy
+
+__all__ = ["config", "ipu_strategy", "keras", "utils", "IPUStrategy"]
