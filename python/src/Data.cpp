@@ -102,6 +102,22 @@ data::Dataset mapPython(const data::Dataset &d, py::object fn,
       spec, parallel);
 }
 
+// An iteration Python holds. Destroying it joins the pipeline's worker
+// threads, which may be waiting for the GIL to run a map function: it is
+// released meanwhile.
+struct PythonIterator {
+  std::unique_ptr<data::Iterator> iterator;
+  explicit PythonIterator(std::unique_ptr<data::Iterator> it)
+      : iterator(std::move(it)) {}
+  PythonIterator(PythonIterator &&) = default;
+  ~PythonIterator() {
+    if (iterator && PyGILState_Check()) {
+      py::gil_scoped_release nogil;
+      iterator.reset();
+    }
+  }
+};
+
 py::list specList(const data::ElementSpec &spec) {
   py::list l;
   for (const auto &c : spec.components()) {
@@ -117,13 +133,13 @@ py::list specList(const data::ElementSpec &spec) {
 } // namespace
 
 void bindData(py::module_ &m) {
-  py::class_<data::Iterator>(m, "Iterator")
+  py::class_<PythonIterator>(m, "Iterator")
       .def("__iter__", [](py::object self) { return self; })
-      .def("__next__", [](data::Iterator &it) {
+      .def("__next__", [](PythonIterator &it) {
         std::optional<data::Element> e;
         {
           py::gil_scoped_release nogil;
-          e = it.next();
+          e = it.iterator->next();
         }
         if (!e)
           throw py::stop_iteration();
@@ -195,7 +211,9 @@ for the tf.data-shaped wrapper.)doc")
                                     : -2;
           },
           "The element count; -1 infinite, -2 unknown (as tf.data).")
-      .def("__iter__", [](const data::Dataset &d) { return d.iterator(); });
+      .def("__iter__", [](const data::Dataset &d) {
+        return PythonIterator{std::make_unique<data::Iterator>(d.iterator())};
+      });
 
   m.def(
       "read_idx",

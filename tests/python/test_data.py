@@ -87,3 +87,14 @@ def test_a_map_function_raising_reaches_the_consumer():
 def test_non_numeric_arrays_are_type_errors():
     with pytest.raises(TypeError, match="not a number type"):
         Dataset.from_tensor_slices(np.array(["a", "b"]))
+
+
+def test_dropping_an_iteration_mid_way_stops_its_python_map_worker():
+    # The prefetch worker runs the map function (taking the GIL) while the
+    # iterator is destroyed: destruction must not wait on the GIL it holds.
+    ds = Dataset.from_tensor_slices(np.arange(1000, dtype=np.int32)).map(
+        lambda v: v * 2).prefetch(8)
+    for _ in range(20):
+        it = iter(ds)
+        assert int(next(it)) == 0
+        del it
