@@ -12,9 +12,21 @@ Modules:
                     ``import tessera.tf as tf`` runs a seed's program
 
 Use Debian's interpreter, /usr/bin/python3 (it has NumPy).
+POPLAR_ENGINE_OPTIONS, POPLAR_LOG_LEVEL and POPLAR_LOG_DEST are honoured
+(as TESSERA_ENGINE_OPTIONS, TESSERA_LOG_LEVEL, TESSERA_LOG_DEST).
 """
 
-from . import _tessera
+import os as _os
+
+# Poplar's environment variables, as a seed's user sets them, under the
+# names the C++ core reads (Tessera's own names win when both are set).
+for _poplar, _tessera_name in (("POPLAR_ENGINE_OPTIONS", "TESSERA_ENGINE_OPTIONS"),
+                               ("POPLAR_LOG_LEVEL", "TESSERA_LOG_LEVEL"),
+                               ("POPLAR_LOG_DEST", "TESSERA_LOG_DEST")):
+    if _poplar in _os.environ and _tessera_name not in _os.environ:
+        _os.environ[_tessera_name] = _os.environ[_poplar]
+
+from . import _tessera  # noqa: E402
 from ._tessera import (IrError, ModelError, OptionError, SerializationError,
                        ShapeError, TesseraError, UnsupportedError)
 from ._tessera import TypeError as TesseraTypeError

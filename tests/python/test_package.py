@@ -42,3 +42,22 @@ def test_errors_derive_from_the_builtin_python_would_catch():
 def test_cpp_errors_arrive_as_typed_python_errors():
     with pytest.raises(tessera.OptionError, match="padding must be"):
         tessera.keras.layers.Conv2D(4, 3, padding="full")
+
+
+def test_poplar_environment_variables_reach_the_core(tmp_path):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.dirname(tessera.__path__[0])
+    env.pop("TESSERA_ENGINE_OPTIONS", None)
+    env["POPLAR_ENGINE_OPTIONS"] = '{"autoReport.bogus": "true"}'
+    program = (
+        "import numpy as np\n"
+        "from tessera import keras, ipu\n"
+        "c = ipu.config.IPUConfig(); c.ipu_model.tiles_per_ipu = 16\n"
+        "c.configure_ipu_system()\n"
+        "m = keras.Sequential([keras.layers.Dense(2, input_shape=(4,))])\n"
+        "m.compile(loss='mse')\n"
+        "m.fit(np.zeros((8, 4)), np.zeros((8, 2)), batch_size=4, verbose=0)\n")
+    out = subprocess.run([sys.executable, "-c", program], cwd=tmp_path,
+                         env=env, capture_output=True, text=True)
+    assert out.returncode != 0
+    assert "autoReport.bogus" in out.stderr
