@@ -171,3 +171,21 @@ def test_tf2_tensor_inspection_style_program_with_a_callback():
     assert len(history.losses) == 3 * 4
     assert history.losses[-1] < history.losses[0]
     assert [l.name for l in model.layers][2:] == ["Dense_128", "Dense_10"]
+
+
+def test_the_resnet_example_trains_and_evaluates():
+    import os
+    import subprocess
+    import sys
+    import tessera
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.dirname(tessera.__path__[0])
+    out = subprocess.run(
+        [sys.executable, os.path.join(root, "examples", "python",
+                                      "keras_resnet.py")],
+        env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "add_1 (Add)" in out.stdout and "Epoch 8/8" in out.stdout
+    accuracy = float(out.stdout.strip().splitlines()[-1].split()[-1])
+    assert accuracy > 0.5  # ten classes: chance is 0.1
