@@ -3,6 +3,7 @@
 // as NumPy arrays that own the element's tensors.
 #include "Bindings.hpp"
 
+#include "tessera/data/Benchmark.hpp"
 #include "tessera/data/Dataset.hpp"
 #include "tessera/data/Idx.hpp"
 
@@ -228,6 +229,16 @@ for the tf.data-shaped wrapper.)doc")
       py::arg("path"),
       "The array in an IDX file (gzip or plain), in the file's element "
       "type.");
+  m.def(
+      "dataset_benchmark",
+      [](const data::Dataset &d, std::size_t epochs, std::size_t elements) {
+        py::gil_scoped_release nogil;
+        return data::datasetBenchmark(d, epochs, elements).dump();
+      },
+      py::arg("dataset"), py::arg("epochs"), py::arg("elements_per_epoch"),
+      "Reads `epochs` x `elements_per_epoch` elements and returns JSON: "
+      "per epoch elements_processed, total_bytes_processed, time_elapsed, "
+      "elements_per_second, bandwidth.");
   m.def("fashion_mnist_directory", &data::fashionMnistDirectory,
         "Where Debian's dataset-fashion-mnist puts the files "
         "(TESSERA_FASHION_MNIST_DIR overrides it).");

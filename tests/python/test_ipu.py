@@ -69,3 +69,15 @@ def test_strategy_scope_and_tf1_spelling():
     with pytest.raises(NotImplementedError, match="pipelining"):
         small_model().set_pipelining_options(
             gradient_accumulation_steps_per_replica=4)
+
+
+def test_dataset_benchmark_reports_each_epoch():
+    import json
+    x = np.zeros((100, 4), np.float32)
+    ds = tessera.data.Dataset.from_tensor_slices(x).batch(10).repeat()
+    result = ipu.dataset_benchmark.dataset_benchmark(ds, 2, 5,
+                                                     print_stats=False)
+    stats = json.loads(result.numpy()[0])
+    assert len(stats["epochs"]) == 2
+    assert stats["epochs"][0]["elements_processed"] == 5
+    assert stats["epochs"][1]["total_bytes_processed"] == 5 * 10 * 4 * 4
