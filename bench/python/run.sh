@@ -9,12 +9,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build="${1:-build}"
+[[ "$build" = /* ]] || build="$PWD/$build"
 tessera="$build/tools/tessera"
 [ -x "$tessera" ] || { echo "run.sh: $tessera is missing; build the 'tessera' target first" >&2; exit 1; }
 [ -f "$build/python/tessera/__init__.py" ] || { echo "run.sh: build the 'tessera-python' target first" >&2; exit 1; }
 cache="$(mktemp -d)"
 trap 'rm -rf "$cache"' EXIT
-export PYTHONPATH="$PWD/$build/python${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
 
 status=0
 for batch in 32 128; do
