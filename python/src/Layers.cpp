@@ -3,6 +3,7 @@
 #include "Bindings.hpp"
 
 #include "tessera/nn/Layers.hpp"
+#include "tessera/nn/Outfeed.hpp"
 
 #include <pybind11/stl.h>
 
@@ -201,6 +202,29 @@ void bindLayers(py::module_ &m) {
       .def(py::init<unsigned, unsigned, InitOpt, std::string>());
   LayerClass<nn::Add>(m, "Add").def(py::init<std::string>());
   LayerClass<nn::Concatenate>(m, "Concatenate").def(py::init<std::string>());
+
+  // ipu_outfeed_queue.IPUOutfeedQueue's host side and the layer feeding it.
+  py::class_<nn::OutfeedQueue, std::shared_ptr<nn::OutfeedQueue>>(
+      m, "OutfeedQueue")
+      .def(py::init([](bool last) {
+        return std::make_shared<nn::OutfeedQueue>(
+            last ? session::OutfeedMode::LAST : session::OutfeedMode::ALL);
+      }))
+      .def_property_readonly("last",
+                             [](const nn::OutfeedQueue &q) {
+                               return q.mode() == session::OutfeedMode::LAST;
+                             })
+      .def("size", &nn::OutfeedQueue::size)
+      // [(layer name, array)]: the stacked values become NumPy arrays
+      // without a copy.
+      .def("dequeue", [](nn::OutfeedQueue &q) {
+        py::list out;
+        for (auto &[name, t] : q.dequeue())
+          out.append(py::make_tuple(name, toNumpy(std::move(t))));
+        return out;
+      });
+  LayerClass<nn::OutfeedLayer>(m, "OutfeedLayer")
+      .def(py::init<std::shared_ptr<nn::OutfeedQueue>, std::string>());
 }
 
 } // namespace tessera::python

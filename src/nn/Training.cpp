@@ -4,8 +4,10 @@
 #include "ModelInternal.hpp"
 #include "NnInternal.hpp"
 
+#include "tessera/nn/Outfeed.hpp"
 #include "tessera/session/Feeds.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <ostream>
 
@@ -57,6 +59,41 @@ std::vector<std::string> outfeedNames(bool accuracy) {
   if (accuracy)
     return {"loss", "accuracy"};
   return {"loss"};
+}
+
+// The model's outfeed layers in layer order: the order of their outputs
+// after the loss and metrics.
+std::vector<const OutfeedLayer *>
+outfeedLayers(const std::vector<LayerRef> &layers) {
+  std::vector<const OutfeedLayer *> found;
+  for (const LayerRef &l : layers)
+    if (const auto *o = dynamic_cast<const OutfeedLayer *>(l.get().get()))
+      found.push_back(o);
+  return found;
+}
+
+// Hands components \p first.. of each step to the outfeed layers' queues:
+// one OutfeedStep per queue and step, holding the values of every layer
+// that shares the queue.
+void deliverOutfeeds(std::vector<data::Element> &steps, std::size_t first,
+                     const std::vector<const OutfeedLayer *> &layers,
+                     const std::vector<Shape> &shapes) {
+  if (layers.empty())
+    return;
+  for (data::Element &e : steps) {
+    std::vector<std::pair<OutfeedQueue *, OutfeedStep>> byQueue;
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      OutfeedQueue *q = layers[i]->queue().get();
+      auto it = std::find_if(byQueue.begin(), byQueue.end(),
+                             [q](const auto &p) { return p.first == q; });
+      if (it == byQueue.end())
+        it = byQueue.emplace(byQueue.end(), q, OutfeedStep{});
+      e[first + i].reshape(shapes[i]);
+      it->second.emplace_back(layers[i]->name(), std::move(e[first + i]));
+    }
+    for (auto &[q, step] : byQueue)
+      q->enqueue(std::move(step));
+  }
 }
 
 } // namespace
@@ -136,15 +173,22 @@ session::Session &Model::trainingSession(const data::ElementSpec &spec) {
   if (c.train)
     carried = c.train->readVariables();
   ir::Module m = trainingModule(spec[0].shape[0], spec[1]);
+  std::vector<std::string> outfeeds = outfeedNames(c.accuracy);
+  std::vector<Shape> outfeedShapes;
+  for (const OutfeedLayer *l : outfeedLayers(layers_)) {
+    outfeeds.push_back(detail::outfeedOutput(l->name()));
+    outfeedShapes.push_back(m.value(m.output(outfeeds.back())).type.shape);
+  }
   auto s = std::make_unique<session::Session>(
       std::move(m), c.options.config,
       session::RunSpec{
-          {"x", "y"}, outfeedNames(c.accuracy), c.options.stepsPerExecution});
+          {"x", "y"}, std::move(outfeeds), c.options.stepsPerExecution});
   const double start = session::nowSeconds();
   stats_.cacheHit = s->compile(c.options.compileProgress);
   stats_.compileSeconds = session::nowSeconds() - start;
   c.train = std::move(s);
   c.trainSpec = spec;
+  c.outfeedShapes = std::move(outfeedShapes);
   c.pending.reset();
   if (carried) {
     session::Checkpoint now = c.train->readVariables();
@@ -202,6 +246,8 @@ History Model::fit(const data::Dataset &dataset, const FitOptions &options) {
   session::Infeed in(card.isFinite() ? dataset.repeat() : dataset);
   session::Outfeed out;
   s.connect(in, out);
+  const std::vector<const OutfeedLayer *> layerOutfeeds =
+      outfeedLayers(layers_);
 
   History history;
   double runSeconds = 0;
@@ -219,7 +265,9 @@ History Model::fit(const data::Dataset &dataset, const FitOptions &options) {
       const double t0 = session::nowSeconds();
       s.run();
       runSeconds += session::nowSeconds() - t0;
-      means.add(out.dequeueAll());
+      std::vector<data::Element> ran = out.dequeueAll();
+      means.add(ran);
+      deliverOutfeeds(ran, means.names.size(), layerOutfeeds, c.outfeedShapes);
       c.stepsTaken += spe;
       for (const auto &cb : options.callbacks)
         cb->onRunEnd(done + spe, means.logs());

@@ -13,8 +13,10 @@ compiled afterwards use. TF_POPLAR_FLAGS' --executable_cache_path is
 honoured too.
 """
 
-from . import config, dataset_benchmark, ipu_strategy, keras, utils
+from . import (config, dataset_benchmark, ipu_outfeed_queue, ipu_strategy,
+               keras, utils)
 from .ipu_strategy import IPUStrategy
 
-__all__ = ["config", "dataset_benchmark", "ipu_strategy", "keras", "utils",
+__all__ = ["config", "dataset_benchmark", "ipu_outfeed_queue", "ipu_strategy",
+           "keras", "utils",
            "IPUStrategy"]

@@ -1,9 +1,11 @@
 """tensorflow.python.ipu.keras's extras. Pipelining and gradient
-accumulation are not in tessera.keras yet: PipelineStage raises."""
+accumulation are not in tessera.keras yet: PipelineStage raises.
+layers.Outfeed sends a layer's input to an IPUOutfeedQueue."""
 
-from ..keras import Model, Sequential
+from ...keras import Model, Sequential
+from . import layers
 
-__all__ = ["Model", "Sequential", "PipelineStage"]
+__all__ = ["Model", "Sequential", "PipelineStage", "layers"]
 
 
 class PipelineStage:
