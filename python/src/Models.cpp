@@ -63,11 +63,13 @@ nn::Verbosity verbosity(int verbose) {
                         : nn::Verbosity::LinePerEpoch;
 }
 
-nn::FitOptions fitOptions(unsigned epochs, int verbose, py::object hooks,
+nn::FitOptions fitOptions(unsigned epochs, unsigned initialEpoch, int verbose,
+                          py::object hooks,
                           std::optional<data::Dataset> validation,
                           std::optional<std::size_t> stepsPerEpoch) {
   nn::FitOptions o;
   o.epochs = epochs;
+  o.initialEpoch = initialEpoch;
   o.verbose = verbosity(verbose);
   o.out = &pythonStream("stdout");
   o.callbacks.push_back(std::make_shared<PythonHooks>(std::move(hooks)));
@@ -92,7 +94,8 @@ void flushPython() {
 
 void compile(nn::Model &m, passes::Optimizer optimizer, std::string loss,
              bool fromLogits, std::vector<std::string> metrics,
-             unsigned stepsPerExecution, session::Config config) {
+             unsigned stepsPerExecution, session::Config config,
+             std::string syntheticDataInitializer) {
   nn::CompileOptions o;
   o.optimizer = optimizer;
   o.loss = std::move(loss);
@@ -100,15 +103,16 @@ void compile(nn::Model &m, passes::Optimizer optimizer, std::string loss,
   o.metrics = std::move(metrics);
   o.stepsPerExecution = stepsPerExecution;
   o.config = std::move(config);
+  o.syntheticDataInitializer = std::move(syntheticDataInitializer);
   o.compileProgress = &pythonStream("stderr");
   m.compile(std::move(o));
 }
 
 py::list fitDataset(nn::Model &m, const data::Dataset &d, unsigned epochs,
-                    int verbose, py::object hooks,
+                    unsigned initialEpoch, int verbose, py::object hooks,
                     std::optional<data::Dataset> validation,
                     std::optional<std::size_t> stepsPerEpoch) {
-  nn::FitOptions o = fitOptions(epochs, verbose, std::move(hooks),
+  nn::FitOptions o = fitOptions(epochs, initialEpoch, verbose, std::move(hooks),
                                 std::move(validation), stepsPerEpoch);
   flushPython();
   nn::History h;
@@ -121,9 +125,9 @@ py::list fitDataset(nn::Model &m, const data::Dataset &d, unsigned epochs,
 
 py::list fitArrays(nn::Model &m, data::HostTensor &x, data::HostTensor &y,
                    std::size_t batchSize, bool shuffle, unsigned epochs,
-                   int verbose, py::object hooks,
+                   unsigned initialEpoch, int verbose, py::object hooks,
                    std::optional<data::Dataset> validation) {
-  nn::FitOptions o = fitOptions(epochs, verbose, std::move(hooks),
+  nn::FitOptions o = fitOptions(epochs, initialEpoch, verbose, std::move(hooks),
                                 std::move(validation), std::nullopt);
   flushPython();
   nn::History h;
@@ -225,13 +229,15 @@ void bindModels(py::module_ &m) {
       .def("weight_names", &nn::Model::weightNames)
       .def("compile", &compile, py::arg("optimizer"), py::arg("loss"),
            py::arg("from_logits"), py::arg("metrics"),
-           py::arg("steps_per_execution"), py::arg("config"))
+           py::arg("steps_per_execution"), py::arg("config"),
+           py::arg("synthetic_data_initializer") = "")
       .def("fit_dataset", &fitDataset, py::arg("dataset"), py::arg("epochs"),
-           py::arg("verbose"), py::arg("hooks"), py::arg("validation"),
-           py::arg("steps_per_epoch"))
+           py::arg("initial_epoch"), py::arg("verbose"), py::arg("hooks"),
+           py::arg("validation"), py::arg("steps_per_epoch"))
       .def("fit_arrays", &fitArrays, py::arg("x"), py::arg("y"),
            py::arg("batch_size"), py::arg("shuffle"), py::arg("epochs"),
-           py::arg("verbose"), py::arg("hooks"), py::arg("validation"),
+           py::arg("initial_epoch"), py::arg("verbose"), py::arg("hooks"),
+           py::arg("validation"),
            "Trains on x and y, taking over their storage (no copy).")
       .def("evaluate", &evaluate, py::arg("dataset"), py::arg("verbose"))
       .def("predict", &predict, py::arg("x"), py::arg("batch_size"))

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
+#include <optional>
 #include <ostream>
 
 namespace tessera::nn {
@@ -32,7 +34,8 @@ void merge(session::Checkpoint &into, const session::Checkpoint &from) {
       }
 }
 
-// The mean of each named value over every step of \p steps.
+// The mean of each named value over every step of \p steps; NaN when no
+// step reported (synthetic data sends nothing back).
 struct RunningMeans {
   std::vector<std::string> names;
   std::vector<double> sums;
@@ -50,7 +53,9 @@ struct RunningMeans {
   Logs logs() const {
     Logs l;
     for (std::size_t i = 0; i < names.size(); ++i)
-      l.emplace_back(names[i], count ? sums[i] / double(count) : 0.0);
+      l.emplace_back(names[i], count
+                                   ? sums[i] / double(count)
+                                   : std::numeric_limits<double>::quiet_NaN());
     return l;
   }
 };
@@ -94,6 +99,30 @@ void deliverOutfeeds(std::vector<data::Element> &steps, std::size_t first,
     for (auto &[q, step] : byQueue)
       q->enqueue(std::move(step));
   }
+}
+
+// The steps of each epoch of a fit; OptionError for options fit() cannot
+// follow.
+std::size_t stepsPerEpoch(const data::Cardinality &card,
+                          const FitOptions &options, unsigned spe) {
+  if (!options.stepsPerEpoch && !card.isFinite())
+    throw OptionError("fit: the dataset has " + card.toString() +
+                      " elements; give FitOptions::stepsPerEpoch");
+  const std::size_t steps =
+      options.stepsPerEpoch ? *options.stepsPerEpoch : card.count();
+  if (steps == 0 || steps % spe != 0)
+    throw OptionError(
+        "fit: an epoch of " + std::to_string(steps) +
+        " steps is not a whole number of device runs of stepsPerExecution = " +
+        std::to_string(spe) + "; pick stepsPerExecution dividing " +
+        std::to_string(steps) + " (such as " +
+        std::to_string(detail::largestDivisorAtMost(steps, spe)) + ")");
+  if (options.initialEpoch >= options.epochs)
+    throw OptionError(
+        "fit: initial_epoch " + std::to_string(options.initialEpoch) +
+        " leaves no epoch to run: epochs (" + std::to_string(options.epochs) +
+        ") is the epoch to stop before, so it must be larger");
+  return steps;
 }
 
 } // namespace
@@ -181,8 +210,10 @@ session::Session &Model::trainingSession(const data::ElementSpec &spec) {
   }
   auto s = std::make_unique<session::Session>(
       std::move(m), c.options.config,
-      session::RunSpec{
-          {"x", "y"}, std::move(outfeeds), c.options.stepsPerExecution});
+      session::RunSpec{c.options.config.syntheticData
+                           ? std::vector<std::string>{}
+                           : std::vector<std::string>{"x", "y"},
+                       std::move(outfeeds), c.options.stepsPerExecution});
   const double start = session::nowSeconds();
   stats_.cacheHit = s->compile(c.options.compileProgress);
   stats_.compileSeconds = session::nowSeconds() - start;
@@ -215,8 +246,12 @@ session::Session &Model::inferenceSession(const std::string &key,
   Compiled &c = *compiled_;
   auto &slot = c.inference[key];
   if (!slot) {
+    // Synthetic data stands in for training data only: evaluation and
+    // prediction read what they are given.
+    session::Config config = c.options.config;
+    config.syntheticData = false;
     slot = std::make_unique<session::Session>(
-        std::move(module), c.options.config,
+        std::move(module), std::move(config),
         session::RunSpec{std::move(feeds), std::move(outfeeds), steps});
     slot->compile(c.options.compileProgress);
   }
@@ -229,23 +264,17 @@ History Model::fit(const data::Dataset &dataset, const FitOptions &options) {
   const data::ElementSpec &spec = dataset.spec();
   checkElements(spec, true, "fit");
   const data::Cardinality card = dataset.cardinality();
-  if (!options.stepsPerEpoch && !card.isFinite())
-    throw OptionError("fit: the dataset has " + card.toString() +
-                      " elements; give FitOptions::stepsPerEpoch");
-  const std::size_t steps =
-      options.stepsPerEpoch ? *options.stepsPerEpoch : card.count();
   const unsigned spe = c.options.stepsPerExecution;
-  if (steps == 0 || steps % spe != 0)
-    throw OptionError(
-        "fit: an epoch of " + std::to_string(steps) +
-        " steps is not a whole number of device runs of stepsPerExecution = " +
-        std::to_string(spe) + "; pick stepsPerExecution dividing " +
-        std::to_string(steps) + " (such as " +
-        std::to_string(detail::largestDivisorAtMost(steps, spe)) + ")");
+  const std::size_t steps = stepsPerEpoch(card, options, spe);
   session::Session &s = trainingSession(spec);
-  session::Infeed in(card.isFinite() ? dataset.repeat() : dataset);
+  // With synthetic data nothing crosses to or from the host: no infeed
+  // (the dataset only gave the shapes) and no outfeed.
+  std::optional<session::Infeed> in;
   session::Outfeed out;
-  s.connect(in, out);
+  if (!c.options.config.syntheticData) {
+    in.emplace(card.isFinite() ? dataset.repeat() : dataset);
+    s.connect(*in, out);
+  }
   const std::vector<const OutfeedLayer *> layerOutfeeds =
       outfeedLayers(layers_);
 
@@ -253,7 +282,7 @@ History Model::fit(const data::Dataset &dataset, const FitOptions &options) {
   double runSeconds = 0;
   std::ostream *os =
       options.verbose == Verbosity::Silent ? nullptr : options.out;
-  for (unsigned epoch = 0; epoch < options.epochs; ++epoch) {
+  for (unsigned epoch = options.initialEpoch; epoch < options.epochs; ++epoch) {
     for (const auto &cb : options.callbacks)
       cb->onEpochBegin(epoch);
     if (os)

@@ -67,6 +67,18 @@ struct CompileOptions {
   unsigned stepsPerExecution = 1;
   /// The IPU system (IPUConfig).
   session::Config config;
+  /// With config.syntheticData (TF_POPLAR_FLAGS' --use_synthetic_data),
+  /// fit() trains on inputs and labels made once on the device instead of
+  /// the dataset's (which still gives their shapes), filled by
+  /// --synthetic_data_initializer's rule: "" (zeros), "random" or
+  /// "uniform" (float inputs uniform in [0, 1)), "normal" (float inputs
+  /// standard normal) or a number (that constant). Integer labels of a
+  /// sparse loss are class ids (uniform over the classes for the random
+  /// rules, the number's class clamped to them); integer inputs are 0 or 1
+  /// for the random rules. Nothing comes back from the device: the logs
+  /// are NaN and outfeed layers get nothing. evaluate() and predict() still
+  /// read their data. compile() throws OptionError for another rule.
+  std::string syntheticDataInitializer;
   /// Where compile bars go (null: nowhere).
   std::ostream *compileProgress = nullptr;
 };
@@ -102,7 +114,12 @@ struct LambdaCallback : Callback {
 enum class Verbosity { Silent, ProgressBar, LinePerEpoch };
 
 struct FitOptions {
+  /// The epoch to end before (Keras' epochs): fit() runs epochs
+  /// initialEpoch .. epochs - 1 and numbers them so ("Epoch 3/5").
   unsigned epochs = 1;
+  /// The first epoch's index (Keras' initial_epoch), to resume a fit; an
+  /// OptionError when it is not below epochs.
+  unsigned initialEpoch = 0;
   /// Steps per epoch; default: the dataset's cardinality (it must then be
   /// finite).
   std::optional<std::size_t> stepsPerEpoch;
@@ -234,7 +251,10 @@ protected:
 private:
   struct Compiled;
   struct Forward;
-  Forward buildForward(ir::Module &m, BuildMode mode, std::size_t batch) const;
+  /// With \p synthetic (a syntheticDataInitializer rule), the input "x" is
+  /// a device-made value, not a fed input.
+  Forward buildForward(ir::Module &m, BuildMode mode, std::size_t batch,
+                       const std::string *synthetic = nullptr) const;
   const Input &input() const;
   ir::Module evaluationModule(std::size_t batchSize,
                               const data::ComponentSpec &labels) const;

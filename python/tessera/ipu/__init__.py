@@ -9,8 +9,10 @@
 
 Every model runs on the IPU Model; configure_ipu_system() sets the system
 (IPUs, tiles, version, floating-point checks, executable cache) that models
-compiled afterwards use. TF_POPLAR_FLAGS' --executable_cache_path is
-honoured too.
+compiled afterwards use. TF_POPLAR_FLAGS' --executable_cache_path,
+--use_synthetic_data and --synthetic_data_initializer are honoured too.
+ipu_outfeed_queue.IPUOutfeedQueue receives what ipu.keras.layers.Outfeed
+layers see during fit().
 """
 
 from . import (config, dataset_benchmark, ipu_outfeed_queue, ipu_strategy,

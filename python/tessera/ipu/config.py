@@ -106,17 +106,31 @@ class IPUConfig(_Options):
         flags = _poplar_flags()
         c.executable_cache_path = (self.executable_cache_path or
                                    flags.get("executable_cache_path", ""))
-        c.synthetic_data = flags.get("use_synthetic_data", False)
+        c.synthetic_data = bool(flags.get("use_synthetic_data", False))
         return c
+
+    @staticmethod
+    def _synthetic_initializer():
+        """TF_POPLAR_FLAGS' --synthetic_data_initializer: "random",
+        "uniform", "normal" or a number ("" when not set)."""
+        rule = _poplar_flags().get("synthetic_data_initializer", "")
+        if rule is True:
+            raise ValueError(
+                "TF_POPLAR_FLAGS: --synthetic_data_initializer needs a value: "
+                "random, uniform, normal or a number, as "
+                "--synthetic_data_initializer=random")
+        return str(rule)
 
     def configure_ipu_system(self, device="cpu"):
         """Makes this the system that models compiled from now on use."""
-        global _system
+        global _system, _synthetic
         _system = self._to_core()
+        _synthetic = self._synthetic_initializer()
 
 
 def _poplar_flags():
-    """TF_POPLAR_FLAGS: --executable_cache_path=..., --use_synthetic_data."""
+    """TF_POPLAR_FLAGS: --executable_cache_path=..., --use_synthetic_data,
+    --synthetic_data_initializer=..."""
     flags = {}
     for word in shlex.split(os.environ.get("TF_POPLAR_FLAGS", "")):
         key, _, value = word.lstrip("-").partition("=")
@@ -125,6 +139,7 @@ def _poplar_flags():
 
 
 _system = None
+_synthetic = ""
 
 
 def configure_ipu_system(config, device="cpu"):
@@ -134,8 +149,10 @@ def configure_ipu_system(config, device="cpu"):
 
 def reset_ipu_configuration():
     """Back to the default system (one IPU Model of 1472 tiles)."""
-    global _system
+    global _system, _synthetic
     _system = None
+    _synthetic = ""
+_synthetic = ""
 
 
 def _current_system():
@@ -143,3 +160,11 @@ def _current_system():
     if _system is not None:
         return _system
     return IPUConfig()._to_core()
+
+
+def _current_synthetic_initializer():
+    """The synthetic data rule models compile with (TF_POPLAR_FLAGS read
+    when the system was configured, else now)."""
+    if _system is not None:
+        return _synthetic
+    return IPUConfig._synthetic_initializer()

@@ -29,6 +29,11 @@ def _system_config():
     return ipu_config._current_system()
 
 
+def _synthetic_data_initializer():
+    from ..ipu import config as ipu_config
+    return ipu_config._current_synthetic_initializer()
+
+
 class Model:
     """A functional model: Model(inputs, outputs) with tensors from
     keras.Input() and layers applied to them."""
@@ -152,7 +157,8 @@ class Model:
         self._core.compile(a["optimizer"]._core(), a["loss"].name,
                            a["loss"].from_logits,
                            ["accuracy"] if a["metric_names"] else [],
-                           a["steps_per_execution"], _system_config())
+                           a["steps_per_execution"], _system_config(),
+                           _synthetic_data_initializer())
 
     def _require_compiled(self, what):
         if self._compile_args is None:
@@ -228,6 +234,30 @@ class Model:
             [self._x_tensor(xv, "validation_data"),
              self._y_tensor(yv, "validation_data")]).batch(batch_size, True)
 
+    @staticmethod
+    def _split(x, y, fraction):
+        """Keras' validation_split: the last `fraction` of x and y (before
+        any shuffling) held out, as views (no copy)."""
+        if isinstance(x, _data.Dataset):
+            raise ValueError("fit: validation_split needs NumPy arrays x and "
+                             "y; with a dataset, pass validation_data")
+        fraction = float(fraction)
+        if not 0.0 < fraction < 1.0:
+            raise ValueError("fit: validation_split must be between 0 and 1 "
+                             "(the fraction held out), got %r" % fraction)
+        x = x if hasattr(x, "shape") else np.asarray(x)
+        y = y if y is None or hasattr(y, "shape") else np.asarray(y)
+        n = len(x)
+        at = int(n * (1.0 - fraction))
+        if at == 0 or at == n:
+            raise ValueError(
+                "fit: validation_split %g of %d examples leaves %s empty; "
+                "give more examples or another fraction"
+                % (fraction, n, "training" if at == 0 else "validation"))
+        if y is None:
+            raise ValueError("fit: give labels y with arrays x")
+        return x[:at], y[:at], (x[at:], y[at:])
+
     # ---- training --------------------------------------------------------
 
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose=1,
@@ -237,14 +267,30 @@ class Model:
         32; a last short batch is left out, as the IPU needs one batch
         shape) or on a tessera.data.Dataset of (x, y) batches.
 
+        validation_split holds out the last fraction of the arrays (before
+        shuffling) as validation data, as Keras does; validation_data wins
+        when both are given. initial_epoch resumes a fit: epochs
+        initial_epoch .. epochs - 1 run, numbered so.
+
         Returns a History whose .history maps each log to its epochs.
         """
         self._require_compiled("fit")
+        epochs, initial_epoch = int(epochs), int(initial_epoch)
+        if not 0 <= initial_epoch < epochs:
+            raise ValueError(
+                "fit: initial_epoch (%d) must be at least 0 and below epochs "
+                "(%d), the epoch to stop before" % (initial_epoch, epochs))
         if validation_split:
-            raise NotImplementedError("fit: validation_split is not "
-                                      "supported; pass validation_data")
-        if initial_epoch:
-            raise NotImplementedError("fit: initial_epoch is not supported")
+            x, y, split = self._split(x, y, validation_split)
+            bs = int(batch_size or 32)
+            if validation_data is None and len(split[0]) < bs:
+                raise ValueError(
+                    "fit: validation_split %g holds out %d examples, fewer "
+                    "than one batch (batch_size %d); the IPU evaluates whole "
+                    "batches, so hold out more" % (validation_split,
+                                                   len(split[0]), bs))
+            if validation_data is None:
+                validation_data = split
         if verbose == "auto":
             verbose = 1
         self._ensure_built(x)
@@ -259,7 +305,7 @@ class Model:
                 raise ValueError("fit: give y inside the dataset, not as an "
                                  "argument")
             self._core.fit_dataset(
-                self._dataset(x), int(epochs), int(verbose), hooks,
+                self._dataset(x), epochs, initial_epoch, int(verbose), hooks,
                 self._validation(validation_data, 32),
                 None if steps_per_epoch is None else int(steps_per_epoch))
         else:
@@ -267,8 +313,8 @@ class Model:
                 raise ValueError("fit: give labels y with arrays x")
             bs = int(batch_size or 32)
             xt, yt = self._x_tensor(x, "fit"), self._y_tensor(y, "fit")
-            self._core.fit_arrays(xt, yt, bs, bool(shuffle), int(epochs),
-                                  int(verbose), hooks,
+            self._core.fit_arrays(xt, yt, bs, bool(shuffle), epochs,
+                                  initial_epoch, int(verbose), hooks,
                                   self._validation(validation_data, bs))
         logs = {k: v[-1] for k, v in history.history.items()}
         hooks.on_train_end(logs)
