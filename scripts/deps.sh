@@ -10,6 +10,7 @@ packages=(
   dataset-fashion-mnist
   chromium python3-torch
   clang libclang-rt-14-dev llvm
+  pybind11-dev python3-dev python3-numpy python3-pytest
 )
 missing=()
 for p in "${packages[@]}"; do

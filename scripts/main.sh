@@ -27,6 +27,11 @@ for example in basic xla_compile sharding training_loop outfeed_thread; do
   echo "-- tf_$example"
   "build/examples/tf_$example"
 done
+echo "== the tessera Python package, registered for Debian's /usr/bin/python3"
+cmake --build build -j "$jobs" --target tessera-python
+scripts/register-python.sh build
+echo "== examples/python/keras_cnn.py: the workshop's Keras CNN on Fashion-MNIST, through import tessera"
+/usr/bin/python3 examples/python/keras_cnn.py
 echo "== tessera train: the main job, a Keras-style MLP (784-256-128-10) trained on Fashion-MNIST (IPU Model: ipu2, 1 IPU of 1472 tiles)"
 cmake --build build -j "$jobs" --target tessera
 build/tools/tessera train

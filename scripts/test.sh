@@ -15,6 +15,10 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_BUILD_BENCH=ON
 cmake --build build -j "$jobs"
 ctest --test-dir build -j "$jobs" --output-on-failure
 
+echo "== Python tests (Debian's /usr/bin/python3: it has NumPy)"
+PYTHONPATH="$PWD/build/python${PYTHONPATH:+:$PYTHONPATH}" \
+  /usr/bin/python3 -m pytest -q tests/python
+
 echo "== ASan + UBSan build and core tests"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTESSERA_SANITIZE=ON -DTESSERA_BUILD_BENCH=OFF >/dev/null

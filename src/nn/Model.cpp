@@ -6,7 +6,9 @@
 #include "tessera/passes/Optimizer.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <ostream>
 #include <sstream>
@@ -97,15 +99,53 @@ const Input &Model::input() const {
   return *in;
 }
 
+namespace {
+
+bool isNumber(const std::string &text) {
+  char *end = nullptr;
+  (void)std::strtod(text.c_str(), &end);
+  return !text.empty() && end == text.c_str() + text.size();
+}
+
+// A value made once on the device and never fed (TF_POPLAR_FLAGS'
+// --use_synthetic_data): a non-trainable variable "synthetic/<name>" filled
+// by \p rule (CompileOptions::syntheticDataInitializer). Integers are
+// float values in [0, upper) truncated, so they are valid class ids.
+ir::Value syntheticValue(ir::Builder &b, const std::string &name, Type dtype,
+                         const Shape &shape, const std::string &rule,
+                         std::size_t upper, std::uint64_t seed) {
+  const bool integer = dtype != FLOAT && dtype != HALF;
+  const double top = double(upper) - 0.5; // truncates to upper - 1 at most
+  ir::Initialiser init = ir::init::zeros();
+  if (rule == "random" || rule == "uniform" || rule == "normal") {
+    init = integer            ? ir::init::uniform(0, top, seed)
+           : rule == "normal" ? ir::init::normal(0, 1, seed)
+                              : ir::init::uniform(0, 1, seed);
+  } else if (!rule.empty()) {
+    double c = std::strtod(rule.c_str(), nullptr);
+    if (integer)
+      c = std::clamp(std::floor(c), 0.0, double(upper - 1));
+    init = ir::init::constant(c);
+  }
+  ir::Value v = b.variable("synthetic/" + name, shape, init, FLOAT,
+                           /*trainable=*/false);
+  return integer ? ir::cast(v, dtype) : v;
+}
+
+} // namespace
+
 Model::Forward Model::buildForward(ir::Module &m, BuildMode mode,
-                                   std::size_t batch) const {
+                                   std::size_t batch,
+                                   const std::string *synthetic) const {
   const Input &in = input();
   ir::Builder b(m);
   BuildContext ctx(b, mode, seed_);
   Forward f;
   Shape xShape{batch};
   xShape.insert(xShape.end(), in.shape().begin(), in.shape().end());
-  f.x = b.input("x", in.dtype(), xShape);
+  f.x = synthetic ? syntheticValue(b, "x", in.dtype(), xShape, *synthetic, 2,
+                                   detail::mixSeed(seed_, 0x5e7a))
+                  : b.input("x", in.dtype(), xShape);
   std::vector<Activations> values{Activations{f.x, false}};
   f.shapes.push_back(xShape);
   f.params.emplace_back(0, 0);
@@ -200,10 +240,14 @@ LossValues lossValues(LossKind kind, bool fromLogits, bool wantAccuracy,
 LossValues addLoss(ir::Builder &b, const ir::Value &out,
                    const std::optional<ir::Value> &logits,
                    const data::ComponentSpec &labels, LossKind kind,
-                   const CompileOptions &options, bool accuracy) {
+                   const CompileOptions &options, bool accuracy,
+                   const std::string *synthetic = nullptr,
+                   std::uint64_t seed = 0) {
   checkLabels(labels, out.shape(), kind == LossKind::SparseCategorical,
               options.loss.c_str());
-  ir::Value y = b.input("y", labels.type, labels.shape);
+  ir::Value y = synthetic ? syntheticValue(b, "y", labels.type, labels.shape,
+                                           *synthetic, out.shape().back(), seed)
+                          : b.input("y", labels.type, labels.shape);
   LossValues l;
   {
     ir::NameScope scope(b, "loss");
@@ -224,10 +268,14 @@ ir::Module Model::trainingModule(std::size_t batchSize,
                      "\": call compile() before building its training module");
   ir::Module m(name_ + "_train");
   ir::Builder b(m);
-  Forward f = buildForward(m, BuildMode::Training, batchSize);
   const Compiled &c = *compiled_;
+  const std::string *synthetic = c.options.config.syntheticData
+                                     ? &c.options.syntheticDataInitializer
+                                     : nullptr;
+  Forward f = buildForward(m, BuildMode::Training, batchSize, synthetic);
   const LossValues l =
-      addLoss(b, f.output, f.logits, labels, c.loss, c.options, c.accuracy);
+      addLoss(b, f.output, f.logits, labels, c.loss, c.options, c.accuracy,
+              synthetic, detail::mixSeed(seed_, 0x5e7b));
   passes::TrainingOptions o;
   o.optimizer = c.options.optimizer;
   {
@@ -365,6 +413,12 @@ void Model::compile(CompileOptions options) {
   }
   if (options.stepsPerExecution == 0)
     throw OptionError("compile: stepsPerExecution must be at least 1");
+  const std::string &rule = options.syntheticDataInitializer;
+  if (!rule.empty() && rule != "random" && rule != "uniform" &&
+      rule != "normal" && !isNumber(rule))
+    throw OptionError("compile: unknown synthetic data initializer \"" + rule +
+                      "\"; use random, uniform, normal or a number such as "
+                      "0.5 (TF_POPLAR_FLAGS=--synthetic_data_initializer=...)");
   // Layers that do not fit together fail here, as in Keras, not in fit.
   ir::Module m(name_ + "_check");
   (void)buildForward(m, BuildMode::Training, 1);

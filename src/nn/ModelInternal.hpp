@@ -19,6 +19,9 @@ struct Model::Compiled {
   /// The training session and the element spec it was built for.
   std::unique_ptr<session::Session> train;
   data::ElementSpec trainSpec;
+  /// The shapes of its outfeed layers' values, in layer order (streams
+  /// deliver them flat).
+  std::vector<Shape> outfeedShapes;
   /// Forward-only sessions by batch shape and loop length.
   std::map<std::string, std::unique_ptr<session::Session>> inference;
   /// Weights set by setWeights() before any training session existed.

@@ -33,4 +33,10 @@ std::string describeLayer(const Layer &layer);
 std::pair<unsigned, unsigned> samePadding(std::size_t in, unsigned k,
                                           unsigned s);
 
+/// The training module's output carrying outfeed layer \p layer's input:
+/// "outfeed/<layer>".
+inline std::string outfeedOutput(const std::string &layer) {
+  return "outfeed/" + layer;
+}
+
 } // namespace tessera::nn::detail

@@ -4,12 +4,16 @@
 #include "ModelInternal.hpp"
 #include "NnInternal.hpp"
 
+#include "tessera/nn/Outfeed.hpp"
 #include "tessera/session/Feeds.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <span>
 
@@ -34,7 +38,8 @@ void merge(session::Checkpoint &into, const session::Checkpoint &from) {
       }
 }
 
-// The mean of each named value over every step of \p steps.
+// The mean of each named value over every step of \p steps; NaN when no
+// step reported (synthetic data sends nothing back).
 struct RunningMeans {
   std::vector<std::string> names;
   std::vector<double> sums;
@@ -52,7 +57,9 @@ struct RunningMeans {
   Logs logs() const {
     Logs l;
     for (std::size_t i = 0; i < names.size(); ++i)
-      l.emplace_back(names[i], count ? sums[i] / double(count) : 0.0);
+      l.emplace_back(names[i], count
+                                   ? sums[i] / double(count)
+                                   : std::numeric_limits<double>::quiet_NaN());
     return l;
   }
 };
@@ -101,6 +108,65 @@ std::vector<std::string> outfeedNames(bool accuracy) {
   return {"loss"};
 }
 
+// The model's outfeed layers in layer order: the order of their outputs
+// after the loss and metrics.
+std::vector<const OutfeedLayer *>
+outfeedLayers(const std::vector<LayerRef> &layers) {
+  std::vector<const OutfeedLayer *> found;
+  for (const LayerRef &l : layers)
+    if (const auto *o = dynamic_cast<const OutfeedLayer *>(l.get().get()))
+      found.push_back(o);
+  return found;
+}
+
+// Hands components \p first.. of each step to the outfeed layers' queues:
+// one OutfeedStep per queue and step, holding the values of every layer
+// that shares the queue.
+void deliverOutfeeds(std::vector<data::Element> &steps, std::size_t first,
+                     const std::vector<const OutfeedLayer *> &layers,
+                     const std::vector<Shape> &shapes) {
+  if (layers.empty())
+    return;
+  for (data::Element &e : steps) {
+    std::vector<std::pair<OutfeedQueue *, OutfeedStep>> byQueue;
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      OutfeedQueue *q = layers[i]->queue().get();
+      auto it = std::find_if(byQueue.begin(), byQueue.end(),
+                             [q](const auto &p) { return p.first == q; });
+      if (it == byQueue.end())
+        it = byQueue.emplace(byQueue.end(), q, OutfeedStep{});
+      e[first + i].reshape(shapes[i]);
+      it->second.emplace_back(layers[i]->name(), std::move(e[first + i]));
+    }
+    for (auto &[q, step] : byQueue)
+      q->enqueue(std::move(step));
+  }
+}
+
+// The steps of each epoch of a fit; OptionError for options fit() cannot
+// follow.
+std::size_t stepsPerEpoch(const data::Cardinality &card,
+                          const FitOptions &options, unsigned spe) {
+  if (!options.stepsPerEpoch && !card.isFinite())
+    throw OptionError("fit: the dataset has " + card.toString() +
+                      " elements; give FitOptions::stepsPerEpoch");
+  const std::size_t steps =
+      options.stepsPerEpoch ? *options.stepsPerEpoch : card.count();
+  if (steps == 0 || steps % spe != 0)
+    throw OptionError(
+        "fit: an epoch of " + std::to_string(steps) +
+        " steps is not a whole number of device runs of stepsPerExecution = " +
+        std::to_string(spe) + "; pick stepsPerExecution dividing " +
+        std::to_string(steps) + " (such as " +
+        std::to_string(detail::largestDivisorAtMost(steps, spe)) + ")");
+  if (options.initialEpoch >= options.epochs)
+    throw OptionError(
+        "fit: initial_epoch " + std::to_string(options.initialEpoch) +
+        " leaves no epoch to run: epochs (" + std::to_string(options.epochs) +
+        ") is the epoch to stop before, so it must be larger");
+  return steps;
+}
+
 } // namespace
 
 void Model::checkElements(const data::ElementSpec &spec, bool needLabels,
@@ -124,16 +190,14 @@ void Model::checkElements(const data::ElementSpec &spec, bool needLabels,
   if (x.shape != expected)
     throw ShapeError(std::string(what) + ": the dataset's inputs (" +
                      spec.describe(0) + ") have shape " +
-                     data::shapeString(x.shape) +
-                     " but the model's Input "
-                     "takes " +
-                     kerasShape(expected) +
+                     data::shapeString(x.shape) + " but the model's Input \"" +
+                     in.name() + "\" takes " + kerasShape(expected) +
                      "; batch the dataset, reshape it with map() or change "
                      "the Input shape");
   if (x.type != in.dtype())
     throw TypeError(std::string(what) + ": the dataset's inputs (" +
                     spec.describe(0) + ") are " + describeSpec(x) +
-                    " but the model's Input takes " +
+                    " but the model's Input \"" + in.name() + "\" takes " +
                     std::string(typeName(in.dtype())) +
                     "; convert them with Dataset::cast(0, " +
                     std::string(typeName(in.dtype())) + ")");
@@ -180,15 +244,24 @@ session::Session &Model::trainingSession(const data::ElementSpec &spec) {
   if (c.train)
     carried = c.train->readVariables();
   ir::Module m = trainingModule(spec[0].shape[0], spec[1]);
+  std::vector<std::string> outfeeds = outfeedNames(c.accuracy);
+  std::vector<Shape> outfeedShapes;
+  for (const OutfeedLayer *l : outfeedLayers(layers_)) {
+    outfeeds.push_back(detail::outfeedOutput(l->name()));
+    outfeedShapes.push_back(m.value(m.output(outfeeds.back())).type.shape);
+  }
   auto s = std::make_unique<session::Session>(
       std::move(m), c.options.config,
-      session::RunSpec{
-          {"x", "y"}, outfeedNames(c.accuracy), c.options.stepsPerExecution});
+      session::RunSpec{c.options.config.syntheticData
+                           ? std::vector<std::string>{}
+                           : std::vector<std::string>{"x", "y"},
+                       std::move(outfeeds), c.options.stepsPerExecution});
   const double start = session::nowSeconds();
   stats_.cacheHit = s->compile(c.options.compileProgress);
   stats_.compileSeconds = session::nowSeconds() - start;
   c.train = std::move(s);
   c.trainSpec = spec;
+  c.outfeedShapes = std::move(outfeedShapes);
   c.pending.reset();
   if (carried) {
     session::Checkpoint now = c.train->readVariables();
@@ -215,8 +288,12 @@ session::Session &Model::inferenceSession(const std::string &key,
   Compiled &c = *compiled_;
   auto &slot = c.inference[key];
   if (!slot) {
+    // Synthetic data stands in for training data only: evaluation and
+    // prediction read what they are given.
+    session::Config config = c.options.config;
+    config.syntheticData = false;
     slot = std::make_unique<session::Session>(
-        std::move(module), c.options.config,
+        std::move(module), std::move(config),
         session::RunSpec{std::move(feeds), std::move(outfeeds), steps});
     slot->compile(c.options.compileProgress);
   }
@@ -229,33 +306,29 @@ History Model::fit(const data::Dataset &dataset, const FitOptions &options) {
   const data::ElementSpec &spec = dataset.spec();
   checkElements(spec, true, "fit");
   const data::Cardinality card = dataset.cardinality();
-  if (!options.stepsPerEpoch && !card.isFinite())
-    throw OptionError("fit: the dataset has " + card.toString() +
-                      " elements; give FitOptions::stepsPerEpoch");
-  const std::size_t steps =
-      options.stepsPerEpoch ? *options.stepsPerEpoch : card.count();
   const unsigned spe = c.options.stepsPerExecution;
-  if (steps == 0 || steps % spe != 0)
-    throw OptionError(
-        "fit: an epoch of " + std::to_string(steps) +
-        " steps is not a whole number of device runs of stepsPerExecution = " +
-        std::to_string(spe) + "; pick stepsPerExecution dividing " +
-        std::to_string(steps) + " (such as " +
-        std::to_string(detail::largestDivisorAtMost(steps, spe)) + ")");
+  const std::size_t steps = stepsPerEpoch(card, options, spe);
   session::Session &s = trainingSession(spec);
-  data::Dataset feed = card.isFinite() ? dataset.repeat() : dataset;
-  if (c.loss == LossKind::SparseCategorical)
-    feed = withLabelCheck(feed, outputShape().back(),
-                          card.isFinite() ? card.count() : 0, "fit");
-  session::Infeed in(std::move(feed));
+  // With synthetic data nothing crosses to or from the host: no infeed
+  // (the dataset only gave the shapes) and no outfeed.
+  std::optional<session::Infeed> in;
   session::Outfeed out;
-  s.connect(in, out);
+  if (!c.options.config.syntheticData) {
+    data::Dataset feed = card.isFinite() ? dataset.repeat() : dataset;
+    if (c.loss == LossKind::SparseCategorical)
+      feed = withLabelCheck(feed, outputShape().back(),
+                            card.isFinite() ? card.count() : 0, "fit");
+    in.emplace(std::move(feed));
+    s.connect(*in, out);
+  }
+  const std::vector<const OutfeedLayer *> layerOutfeeds =
+      outfeedLayers(layers_);
 
   History history;
   double runSeconds = 0;
   std::ostream *os =
       options.verbose == Verbosity::Silent ? nullptr : options.out;
-  for (unsigned epoch = 0; epoch < options.epochs; ++epoch) {
+  for (unsigned epoch = options.initialEpoch; epoch < options.epochs; ++epoch) {
     for (const auto &cb : options.callbacks)
       cb->onEpochBegin(epoch);
     if (os)
@@ -267,7 +340,9 @@ History Model::fit(const data::Dataset &dataset, const FitOptions &options) {
       const double t0 = session::nowSeconds();
       s.run();
       runSeconds += session::nowSeconds() - t0;
-      means.add(out.dequeueAll());
+      std::vector<data::Element> ran = out.dequeueAll();
+      means.add(ran);
+      deliverOutfeeds(ran, means.names.size(), layerOutfeeds, c.outfeedShapes);
       c.stepsTaken += spe;
       for (const auto &cb : options.callbacks)
         cb->onRunEnd(done + spe, means.logs());
@@ -278,10 +353,18 @@ History Model::fit(const data::Dataset &dataset, const FitOptions &options) {
                                           means.logs())
             << std::flush;
     }
-    const Logs logs = means.logs();
+    Logs logs = means.logs();
+    const double epochSeconds = session::nowSeconds() - start;
+    if (options.validationData) {
+      const Logs val = evaluate(*options.validationData);
+      for (const auto &[name, value] : val)
+        logs.emplace_back("val_" + name, value);
+      if (os && options.verbose == Verbosity::ProgressBar)
+        *os << '\r'
+            << session::kerasProgressLine(steps, steps, epochSeconds, logs);
+    }
     if (os && options.verbose == Verbosity::LinePerEpoch)
-      *os << session::kerasProgressLine(steps, steps,
-                                        session::nowSeconds() - start, logs);
+      *os << session::kerasProgressLine(steps, steps, epochSeconds, logs);
     if (os)
       *os << '\n' << std::flush;
     history.epochs.push_back(logs);
@@ -306,8 +389,9 @@ History Model::fit(const data::Dataset &dataset, const FitOptions &options) {
   return history;
 }
 
-History Model::fit(const data::HostTensor &x, const data::HostTensor &y,
-                   std::size_t batchSize, const FitOptions &options) {
+History Model::fit(data::HostTensor x, data::HostTensor y,
+                   std::size_t batchSize, const FitOptions &options,
+                   bool shuffle) {
   compiled("fit");
   if (batchSize == 0 || x.rank() == 0 || x.dim(0) < batchSize)
     throw OptionError("fit: batchSize must be between 1 and the number of "
@@ -315,9 +399,14 @@ History Model::fit(const data::HostTensor &x, const data::HostTensor &y,
                       std::to_string(x.rank() ? x.dim(0) : 0) + "), got " +
                       std::to_string(batchSize));
   const std::size_t n = x.dim(0);
-  return fit(data::Dataset::fromTensors({x, y}).shuffle(n, seed_).batch(
-                 batchSize, true),
-             options);
+  // Moved, not listed in braces: an initializer_list would copy them.
+  std::vector<data::HostTensor> tensors;
+  tensors.push_back(std::move(x));
+  tensors.push_back(std::move(y));
+  data::Dataset examples = data::Dataset::fromTensors(std::move(tensors));
+  if (shuffle)
+    examples = examples.shuffle(n, seed_);
+  return fit(examples.batch(batchSize, true), options);
 }
 
 Logs Model::evaluate(const data::Dataset &dataset,
@@ -372,13 +461,14 @@ data::HostTensor Model::predict(const data::HostTensor &x,
     expected.insert(expected.end(), in.shape().begin(), in.shape().end());
     throw ShapeError("predict: the inputs have shape " +
                      data::shapeString(x.shape()) +
-                     " but the model's Input takes " + kerasShape(expected) +
+                     " but the model's Input \"" + in.name() + "\" takes " +
+                     kerasShape(expected) +
                      "; give one example per row of the first dimension");
   }
   if (x.type() != in.dtype())
     throw TypeError("predict: the inputs are " +
                     std::string(typeName(x.type())) +
-                    " but the model's Input takes " +
+                    " but the model's Input \"" + in.name() + "\" takes " +
                     std::string(typeName(in.dtype())) + "; cast them first");
   const std::size_t n = x.dim(0), batches = (n + batchSize - 1) / batchSize;
   const std::size_t exampleBytes = x.numBytes() / std::max<std::size_t>(n, 1);
@@ -427,6 +517,16 @@ session::Checkpoint Model::getWeights() {
   session::Checkpoint ckpt = s.readVariables();
   ckpt.model = name_;
   return ckpt;
+}
+
+std::vector<std::string> Model::weightNames() const {
+  // The inference module holds exactly the weights: no optimizer state, and
+  // dropout is the identity there, so no seed.
+  const ir::Module m = predictionModule(1);
+  std::vector<std::string> names;
+  for (const ir::Variable &v : m.variables())
+    names.push_back(m.value(v.value).name);
+  return names;
 }
 
 void Model::setWeights(const session::Checkpoint &ckpt) {

@@ -185,6 +185,47 @@ TEST(Fit, ProgressBarRedrawsOneLine) {
   EXPECT_THAT(out.str(), HasSubstr("\r8/8 [==============================]"));
 }
 
+TEST(Fit, ValidationDataJoinsTheLogsLineAndCallbacks) {
+  Sequential m = smallMlp();
+  m.compile(smallCompile());
+  std::ostringstream out;
+  FitOptions fo;
+  fo.epochs = 2;
+  fo.verbose = Verbosity::LinePerEpoch;
+  fo.out = &out;
+  fo.validationData = clusterData(32);
+  Logs seen;
+  auto cb = std::make_shared<LambdaCallback>();
+  cb->epochEnd = [&](unsigned, const Logs &l) { seen = l; };
+  fo.callbacks.push_back(cb);
+  History h = m.fit(clusterData(), fo);
+  ASSERT_EQ(h.epochs.size(), 2u);
+  const Logs direct = m.evaluate(clusterData(32));
+  EXPECT_NEAR(logValue(h.epochs[1], "val_loss"), logValue(direct, "loss"),
+              1e-6);
+  EXPECT_NEAR(logValue(seen, "val_accuracy"), logValue(direct, "accuracy"),
+              1e-6);
+  EXPECT_TRUE(std::regex_search(
+      out.str(), std::regex("accuracy: [0-9.]+ - val_loss: [0-9.]+ - "
+                            "val_accuracy: [0-9.]+\n")))
+      << out.str();
+}
+
+TEST(Fit, ArraysWithoutShuffleKeepTheirOrder) {
+  // Two models fed the same examples in order take the same steps; with
+  // shuffling, the order (and so the weights) differ.
+  auto train = [](bool shuffle) {
+    Sequential m = smallMlp();
+    m.compile(smallCompile());
+    auto [x, y] = clusters();
+    m.fit(std::move(x), std::move(y), kBatch, epochs(1), shuffle);
+    return m.getWeights().variables[0].second;
+  };
+  const HostTensor ordered = train(false);
+  EXPECT_EQ(ordered, train(false));
+  EXPECT_FALSE(ordered == train(true));
+}
+
 TEST(Evaluate, AgreesWithPredictAndUsesTheTrainedWeights) {
   Sequential m = smallMlp();
   m.compile(smallCompile());
@@ -298,9 +339,10 @@ TEST(Errors, WrongInputShapeIsAShapeError) {
   auto wide = data::Dataset::fromTensors({x.reshaped({kExamples / 2, 16}),
                                           y.reshaped({kExamples / 2, 2})})
                   .batch(kBatch, true);
-  EXPECT_THAT(errorOf<ShapeError>([&] { m.fit(wide); }),
-              HasSubstr("fit: the dataset's inputs (component 0) have shape "
-                        "[8,16] but the model's Input takes (None, 8)"));
+  EXPECT_THAT(
+      errorOf<ShapeError>([&] { m.fit(wide); }),
+      HasSubstr("fit: the dataset's inputs (component 0) have shape "
+                "[8,16] but the model's Input \"input\" takes (None, 8)"));
   auto ragged = data::Dataset::fromTensors({x, y}).batch(10);
   EXPECT_THAT(errorOf<ShapeError>([&] { m.fit(ragged); }),
               HasSubstr("dropRemainder = true"));
@@ -316,8 +358,9 @@ TEST(Errors, WrongDtypesAreTypeErrors) {
   auto [x, y] = clusters();
   auto intImages =
       data::Dataset::fromTensors({x.cast(INT), y}).batch(kBatch, true);
-  EXPECT_THAT(errorOf<TypeError>([&] { m.fit(intImages); }),
-              HasSubstr("are int [8,8] but the model's Input takes float"));
+  EXPECT_THAT(
+      errorOf<TypeError>([&] { m.fit(intImages); }),
+      HasSubstr("are int [8,8] but the model's Input \"input\" takes float"));
   auto floatLabels =
       data::Dataset::fromTensors({x, y.cast(FLOAT)}).batch(kBatch, true);
   EXPECT_THAT(errorOf<TypeError>([&] { m.fit(floatLabels); }),
@@ -380,6 +423,18 @@ TEST(Weights, SetWeightsRestoresAModel) {
       errorOf<tessera::SerializationError>([&] { wider.setWeights(w); }),
       HasSubstr("have no variable \"dense/kernel\" of type "
                 "float[8, 17], which model \"wide\" needs"));
+}
+
+TEST(Weights, WeightNamesListLayerWeightsWithoutOptimizerState) {
+  Sequential m({Input({4, 4, 1}), Conv2D(2, {3, 3}), BatchNorm(), Flatten(),
+                Dropout(0.5), Dense(2)});
+  m.compile(smallCompile());
+  EXPECT_EQ(m.weightNames(),
+            (std::vector<std::string>{
+                "conv2d/kernel", "conv2d/bias", "batch_normalization/gamma",
+                "batch_normalization/beta", "batch_normalization/moving_mean",
+                "batch_normalization/moving_variance", "dense/kernel",
+                "dense/bias"}));
 }
 
 TEST(TrainingModule, TheFashionCnnDifferentiatesEveryWeight) {

@@ -67,6 +67,18 @@ struct CompileOptions {
   unsigned stepsPerExecution = 1;
   /// The IPU system (IPUConfig).
   session::Config config;
+  /// With config.syntheticData (TF_POPLAR_FLAGS' --use_synthetic_data),
+  /// fit() trains on inputs and labels made once on the device instead of
+  /// the dataset's (which still gives their shapes), filled by
+  /// --synthetic_data_initializer's rule: "" (zeros), "random" or
+  /// "uniform" (float inputs uniform in [0, 1)), "normal" (float inputs
+  /// standard normal) or a number (that constant). Integer labels of a
+  /// sparse loss are class ids (uniform over the classes for the random
+  /// rules, the number's class clamped to them); integer inputs are 0 or 1
+  /// for the random rules. Nothing comes back from the device: the logs
+  /// are NaN and outfeed layers get nothing. evaluate() and predict() still
+  /// read their data. compile() throws OptionError for another rule.
+  std::string syntheticDataInitializer;
   /// Where compile bars go (null: nowhere).
   std::ostream *compileProgress = nullptr;
 };
@@ -102,7 +114,12 @@ struct LambdaCallback : Callback {
 enum class Verbosity { Silent, ProgressBar, LinePerEpoch };
 
 struct FitOptions {
+  /// The epoch to end before (Keras' epochs): fit() runs epochs
+  /// initialEpoch .. epochs - 1 and numbers them so ("Epoch 3/5").
   unsigned epochs = 1;
+  /// The first epoch's index (Keras' initial_epoch), to resume a fit; an
+  /// OptionError when it is not below epochs.
+  unsigned initialEpoch = 0;
   /// Steps per epoch; default: the dataset's cardinality (it must then be
   /// finite).
   std::optional<std::size_t> stepsPerEpoch;
@@ -110,6 +127,10 @@ struct FitOptions {
   Verbosity verbose = Verbosity::ProgressBar;
   std::ostream *out = &std::cout;
   std::vector<std::shared_ptr<Callback>> callbacks;
+  /// Evaluated after each epoch (Keras' validation_data): its loss and
+  /// metrics join the epoch's logs as "val_loss", "val_accuracy", ..., on
+  /// the progress line, in the History and in what callbacks get.
+  std::optional<data::Dataset> validationData;
 };
 
 /// Per-epoch logs of a fit.
@@ -181,9 +202,11 @@ public:
   /// Keras' fit(x, y, batch_size): trains on examples \p x [n, ...] with
   /// labels \p y [n, ...], reshuffled each epoch (seeded by the model's
   /// seed), in batches of \p batchSize; the last n % batchSize examples of
-  /// each shuffle are left out, as the IPU needs one batch shape.
-  History fit(const data::HostTensor &x, const data::HostTensor &y,
-              std::size_t batchSize, const FitOptions &options = {});
+  /// each shuffle are left out, as the IPU needs one batch shape. Without
+  /// \p shuffle the examples go in their order. \p x and \p y are moved
+  /// into the dataset, not copied, when the caller moves them in.
+  History fit(data::HostTensor x, data::HostTensor y, std::size_t batchSize,
+              const FitOptions &options = {}, bool shuffle = true);
   /// Compiles (or loads from the executable cache) the training step for
   /// elements of \p spec, so that a later fit() on such a dataset starts at
   /// once; a program can load its data meanwhile. Errors as fit().
@@ -205,6 +228,11 @@ public:
   /// model.
   void setWeights(const session::Checkpoint &ckpt);
 
+  /// The names of the model's weights ("dense/kernel", "dense/bias",
+  /// "batch_normalization/moving_mean", ...) in layer order: what Keras'
+  /// get_weights() lists, without optimizer state or dropout seeds.
+  std::vector<std::string> weightNames() const;
+
   const FitStats &lastFitStats() const { return stats_; }
 
   /// The training module fit() would run for batches of \p batchSize, for
@@ -225,7 +253,10 @@ protected:
 private:
   struct Compiled;
   struct Forward;
-  Forward buildForward(ir::Module &m, BuildMode mode, std::size_t batch) const;
+  /// With \p synthetic (a syntheticDataInitializer rule), the input "x" is
+  /// a device-made value, not a fed input.
+  Forward buildForward(ir::Module &m, BuildMode mode, std::size_t batch,
+                       const std::string *synthetic = nullptr) const;
   const Input &input() const;
   ir::Module evaluationModule(std::size_t batchSize,
                               const data::ComponentSpec &labels) const;

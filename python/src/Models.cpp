@@ -1,0 +1,284 @@
+// Models: tessera::nn::Model and Sequential with fit / evaluate / predict
+// taking converted arrays or datasets. Device runs release the GIL; the
+// hooks below take it back once per device run (never per step) to check
+// for Ctrl-C and call the Python callbacks, whose exceptions leave fit()
+// through C++ as error_already_set and reach the caller unchanged.
+#include "Bindings.hpp"
+
+#include "tessera/nn/Model.hpp"
+#include "tessera/session/Checkpoint.hpp"
+
+#include <pybind11/stl.h>
+
+namespace tessera::python {
+
+namespace {
+
+py::dict toDict(const nn::Logs &logs) {
+  py::dict d;
+  for (const auto &[name, value] : logs)
+    d[py::str(name)] = value;
+  return d;
+}
+
+// Calls the Python object \p hooks (tessera.keras's callback list) from
+// fit(): on_epoch_begin(epoch), on_run_end(step, logs) and
+// on_epoch_end(epoch, logs) -> whether to stop.
+class PythonHooks : public nn::Callback {
+public:
+  explicit PythonHooks(py::object hooks) : hooks_(std::move(hooks)) {}
+  void onEpochBegin(unsigned epoch) override {
+    py::gil_scoped_acquire gil;
+    checkSignals();
+    if (!hooks_.is_none())
+      hooks_.attr("on_epoch_begin")(epoch);
+  }
+  void onRunEnd(std::size_t step, const nn::Logs &logs) override {
+    py::gil_scoped_acquire gil;
+    checkSignals();
+    if (!hooks_.is_none())
+      hooks_.attr("on_run_end")(step, toDict(logs));
+  }
+  void onEpochEnd(unsigned epoch, const nn::Logs &logs) override {
+    py::gil_scoped_acquire gil;
+    checkSignals();
+    if (!hooks_.is_none())
+      stopTraining =
+          py::bool_(hooks_.attr("on_epoch_end")(epoch, toDict(logs)));
+  }
+
+private:
+  // Python's SIGINT handler only sets a flag; this turns it into
+  // KeyboardInterrupt between device runs.
+  static void checkSignals() {
+    if (PyErr_CheckSignals() != 0)
+      throw py::error_already_set();
+  }
+  py::object hooks_;
+};
+
+nn::Verbosity verbosity(int verbose) {
+  return verbose <= 0   ? nn::Verbosity::Silent
+         : verbose == 1 ? nn::Verbosity::ProgressBar
+                        : nn::Verbosity::LinePerEpoch;
+}
+
+nn::FitOptions fitOptions(unsigned epochs, unsigned initialEpoch, int verbose,
+                          py::object hooks,
+                          std::optional<data::Dataset> validation,
+                          std::optional<std::size_t> stepsPerEpoch) {
+  nn::FitOptions o;
+  o.epochs = epochs;
+  o.initialEpoch = initialEpoch;
+  o.verbose = verbosity(verbose);
+  o.out = &pythonStream("stdout");
+  o.callbacks.push_back(std::make_shared<PythonHooks>(std::move(hooks)));
+  o.validationData = std::move(validation);
+  o.stepsPerEpoch = stepsPerEpoch;
+  return o;
+}
+
+py::list historyList(const nn::History &h) {
+  py::list l;
+  for (const nn::Logs &logs : h.epochs)
+    l.append(toDict(logs));
+  return l;
+}
+
+void flushPython() {
+  py::module_ sys = py::module_::import("sys");
+  for (const char *s : {"stdout", "stderr"})
+    if (!sys.attr(s).is_none())
+      sys.attr(s).attr("flush")();
+}
+
+void compile(nn::Model &m, passes::Optimizer optimizer, std::string loss,
+             bool fromLogits, std::vector<std::string> metrics,
+             unsigned stepsPerExecution, session::Config config,
+             std::string syntheticDataInitializer) {
+  nn::CompileOptions o;
+  o.optimizer = optimizer;
+  o.loss = std::move(loss);
+  o.fromLogits = fromLogits;
+  o.metrics = std::move(metrics);
+  o.stepsPerExecution = stepsPerExecution;
+  o.config = std::move(config);
+  o.syntheticDataInitializer = std::move(syntheticDataInitializer);
+  o.compileProgress = &pythonStream("stderr");
+  m.compile(std::move(o));
+}
+
+py::list fitDataset(nn::Model &m, const data::Dataset &d, unsigned epochs,
+                    unsigned initialEpoch, int verbose, py::object hooks,
+                    std::optional<data::Dataset> validation,
+                    std::optional<std::size_t> stepsPerEpoch) {
+  nn::FitOptions o = fitOptions(epochs, initialEpoch, verbose, std::move(hooks),
+                                std::move(validation), stepsPerEpoch);
+  flushPython();
+  nn::History h;
+  {
+    py::gil_scoped_release nogil;
+    h = m.fit(d, o);
+  }
+  return historyList(h);
+}
+
+py::list fitArrays(nn::Model &m, data::HostTensor &x, data::HostTensor &y,
+                   std::size_t batchSize, bool shuffle, unsigned epochs,
+                   unsigned initialEpoch, int verbose, py::object hooks,
+                   std::optional<data::Dataset> validation) {
+  nn::FitOptions o = fitOptions(epochs, initialEpoch, verbose, std::move(hooks),
+                                std::move(validation), std::nullopt);
+  flushPython();
+  nn::History h;
+  {
+    py::gil_scoped_release nogil;
+    h = m.fit(std::move(x), std::move(y), batchSize, o, shuffle);
+  }
+  return historyList(h);
+}
+
+py::dict evaluate(nn::Model &m, const data::Dataset &d, int verbose) {
+  nn::EvaluateOptions o;
+  o.verbose = verbosity(verbose);
+  o.out = &pythonStream("stdout");
+  flushPython();
+  nn::Logs logs;
+  {
+    py::gil_scoped_release nogil;
+    logs = m.evaluate(d, o);
+  }
+  return toDict(logs);
+}
+
+py::array predict(nn::Model &m, data::HostTensor &x, std::size_t batchSize) {
+  data::HostTensor out;
+  {
+    py::gil_scoped_release nogil;
+    out = m.predict(x, batchSize);
+  }
+  return toNumpy(std::move(out));
+}
+
+// The model's weights in Keras' order, as (name, array) pairs.
+py::list getWeights(nn::Model &m) {
+  session::Checkpoint ckpt;
+  {
+    py::gil_scoped_release nogil;
+    ckpt = m.getWeights();
+  }
+  py::list l;
+  for (const std::string &name : m.weightNames())
+    for (auto &[n, t] : ckpt.variables)
+      if (n == name) {
+        l.append(py::make_tuple(name, toNumpy(std::move(t))));
+        break;
+      }
+  return l;
+}
+
+void setWeights(nn::Model &m, const py::list &arrays) {
+  const std::vector<std::string> names = m.weightNames();
+  if (arrays.size() != names.size())
+    throw ShapeError("set_weights: model \"" + m.name() + "\" has " +
+                     std::to_string(names.size()) + " weights but " +
+                     std::to_string(arrays.size()) +
+                     " arrays were given; give them in get_weights() order");
+  session::Checkpoint ckpt;
+  ckpt.model = m.name();
+  for (std::size_t i = 0; i < names.size(); ++i)
+    ckpt.variables.emplace_back(
+        names[i], toHostTensor(arrays[i], FLOAT,
+                               "set_weights: weight " + std::to_string(i) +
+                                   " (\"" + names[i] + "\")"));
+  py::gil_scoped_release nogil;
+  m.setWeights(ckpt);
+}
+
+py::tuple inputSpec(const nn::Model &m) {
+  const auto *in = m.layers().empty()
+                       ? nullptr
+                       : dynamic_cast<const nn::Input *>(&*m.layers()[0]);
+  if (!in)
+    throw nn::ModelError("model \"" + m.name() + "\" has no Input");
+  return py::make_tuple(in->name(), dtypeOf(in->dtype()),
+                        py::tuple(py::cast(in->shape())));
+}
+
+} // namespace
+
+void bindModels(py::module_ &m) {
+  py::class_<nn::Model>(m, "Model", "tessera::nn::Model")
+      .def(py::init<const nn::KerasTensor &, const nn::KerasTensor &,
+                    std::string, std::uint64_t>(),
+           py::arg("input"), py::arg("output"), py::arg("name") = "model",
+           py::arg("seed") = 1)
+      .def_property_readonly("name", &nn::Model::name)
+      .def_property_readonly("layers",
+                             [](const nn::Model &m) {
+                               std::vector<std::shared_ptr<nn::Layer>> ls;
+                               for (const auto &l : m.layers())
+                                 ls.push_back(l.get());
+                               return ls;
+                             })
+      .def("summary", py::overload_cast<>(&nn::Model::summary, py::const_))
+      .def("count_params", &nn::Model::countParams)
+      .def("output_shape", &nn::Model::outputShape)
+      .def("input_spec", &inputSpec,
+           "(name, dtype, shape) of the model's Input.")
+      .def("weight_names", &nn::Model::weightNames)
+      .def("compile", &compile, py::arg("optimizer"), py::arg("loss"),
+           py::arg("from_logits"), py::arg("metrics"),
+           py::arg("steps_per_execution"), py::arg("config"),
+           py::arg("synthetic_data_initializer") = "")
+      .def("fit_dataset", &fitDataset, py::arg("dataset"), py::arg("epochs"),
+           py::arg("initial_epoch"), py::arg("verbose"), py::arg("hooks"),
+           py::arg("validation"), py::arg("steps_per_epoch"))
+      .def("fit_arrays", &fitArrays, py::arg("x"), py::arg("y"),
+           py::arg("batch_size"), py::arg("shuffle"), py::arg("epochs"),
+           py::arg("initial_epoch"), py::arg("verbose"), py::arg("hooks"),
+           py::arg("validation"),
+           "Trains on x and y, taking over their storage (no copy).")
+      .def("evaluate", &evaluate, py::arg("dataset"), py::arg("verbose"))
+      .def("predict", &predict, py::arg("x"), py::arg("batch_size"))
+      .def("get_weights", &getWeights)
+      .def("set_weights", &setWeights)
+      .def(
+          "save_weights",
+          [](nn::Model &m, const std::string &path) {
+            py::gil_scoped_release nogil;
+            session::saveCheckpoint(path, m.getWeights());
+          },
+          "Writes the weights and optimizer state atomically.")
+      .def("load_weights",
+           [](nn::Model &m, const std::string &path) {
+             py::gil_scoped_release nogil;
+             m.setWeights(session::loadCheckpoint(path));
+           })
+      .def("last_fit_stats", [](const nn::Model &m) {
+        const nn::FitStats &s = m.lastFitStats();
+        py::dict d;
+        d["cache_hit"] = s.cacheHit;
+        d["compile_seconds"] = s.compileSeconds;
+        d["host_seconds_per_step"] = s.hostSecondsPerStep;
+        d["ipu_seconds_per_step"] = s.ipuSecondsPerStep();
+        d["steps"] = s.steps;
+        d["batch_size"] = s.batchSize;
+        return d;
+      });
+
+  py::class_<nn::Sequential, nn::Model>(m, "Sequential")
+      .def(py::init([](const std::vector<std::shared_ptr<nn::Layer>> &layers,
+                       std::string name, std::uint64_t seed) {
+             std::vector<nn::LayerRef> refs;
+             for (const auto &l : layers)
+               refs.emplace_back(l->clone());
+             return std::make_unique<nn::Sequential>(std::move(refs),
+                                                     std::move(name), seed);
+           }),
+           py::arg("layers"), py::arg("name") = "sequential",
+           py::arg("seed") = 1,
+           "A stack of copies of `layers` (the first an Input).");
+}
+
+} // namespace tessera::python

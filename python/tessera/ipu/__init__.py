@@ -1,0 +1,24 @@
+"""TensorFlow-for-IPU's names (tensorflow.python.ipu) for Tessera:
+
+    from tessera import ipu
+    cfg = ipu.config.IPUConfig()
+    cfg.auto_select_ipus = 1
+    cfg.configure_ipu_system()
+    with ipu.ipu_strategy.IPUStrategy().scope():
+        model = keras.Sequential([...])   # compiled for the IPU Model
+
+Every model runs on the IPU Model; configure_ipu_system() sets the system
+(IPUs, tiles, version, floating-point checks, executable cache) that models
+compiled afterwards use. TF_POPLAR_FLAGS' --executable_cache_path,
+--use_synthetic_data and --synthetic_data_initializer are honoured too.
+ipu_outfeed_queue.IPUOutfeedQueue receives what ipu.keras.layers.Outfeed
+layers see during fit().
+"""
+
+from . import (config, dataset_benchmark, ipu_outfeed_queue, ipu_strategy,
+               keras, utils)
+from .ipu_strategy import IPUStrategy
+
+__all__ = ["config", "dataset_benchmark", "ipu_outfeed_queue", "ipu_strategy",
+           "keras", "utils",
+           "IPUStrategy"]

@@ -1,0 +1,100 @@
+"""tensorflow.python.ipu.ipu_outfeed_queue for Tessera: tensors sent from
+the training loop on the device to the host.
+
+    acts = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    x = keras.layers.Dense(128, activation="relu", name="Dense_128")(x)
+    x = ipu.keras.layers.Outfeed(acts, name="Dense_128_acts")(x)
+    ...
+    model.fit(...)
+    acts.dequeue()     # {"Dense_128_acts": array (steps, batch, 128)}
+
+On TensorFlow a custom Keras layer calls `queue.enqueue({name: x})` in its
+call(); Tessera's layers run in C++, so the layer that enqueues its input is
+given: ipu.keras.layers.Outfeed(queue, name=...) (the seed's
+outfeed_layers.Outfeed), or `x = queue.enqueue(x)` while building a
+functional model. Every training step of fit() enqueues; evaluate() and
+predict() do not.
+"""
+
+import enum
+
+from .. import _tessera
+
+__all__ = ["IPUOutfeedMode", "IPUOutfeedQueue"]
+
+
+class IPUOutfeedMode(enum.Enum):
+    """ALL keeps every step's values; LAST only the latest step's."""
+    ALL = 1
+    LAST = 2
+
+
+class IPUOutfeedQueue:
+    """A queue of the values Outfeed layers send, one entry per training
+    step, read on the host with dequeue()."""
+
+    def __init__(self, outfeed_mode=None, device_ordinal=None,
+                 buffer_depth=None, **unused):
+        mode = IPUOutfeedMode.ALL if outfeed_mode is None else outfeed_mode
+        if not isinstance(mode, IPUOutfeedMode):
+            raise ValueError("IPUOutfeedQueue: outfeed_mode must be "
+                             "IPUOutfeedMode.ALL or IPUOutfeedMode.LAST, "
+                             "got %r" % (outfeed_mode,))
+        if device_ordinal not in (None, 0):
+            raise ValueError("IPUOutfeedQueue: Tessera runs one device; "
+                             "device_ordinal must be 0, got %r"
+                             % (device_ordinal,))
+        self._mode = mode
+        self._core = _tessera.OutfeedQueue(mode is IPUOutfeedMode.LAST)
+        # Set when the only way in was enqueue(tensor): dequeue() then
+        # returns the array itself, as TensorFlow returns what was enqueued.
+        self._bare = False
+        self._layers = 0
+
+    @property
+    def outfeed_mode(self):
+        return self._mode
+
+    def enqueue(self, tensors):
+        """Sends `tensors` (a KerasTensor, or a dict of one name to a
+        KerasTensor) to this queue on every training step. Returns the
+        tensor to build the rest of the model on: the outfeed must be on
+        the path from the model's input to its output."""
+        from ..keras import layers as keras_layers
+        from .keras.layers import Outfeed
+        if isinstance(tensors, dict):
+            if len(tensors) != 1:
+                raise ValueError(
+                    "IPUOutfeedQueue.enqueue: give one tensor per call (one "
+                    "Outfeed layer each), got a dict of %d" % len(tensors))
+            (name, tensor), = tensors.items()
+            bare = False
+        else:
+            name, tensor, bare = None, tensors, True
+        if not isinstance(tensor, keras_layers.KerasTensor):
+            raise TypeError("IPUOutfeedQueue.enqueue: expected the output of "
+                            "a layer of a functional model, got %s"
+                            % type(tensor).__name__)
+        out = Outfeed(self, name=name)(tensor)
+        self._bare = bare and self._layers == 1
+        return out
+
+    def _attach(self):
+        """An Outfeed layer was made for this queue."""
+        self._layers += 1
+        self._bare = False
+
+    def dequeue(self):
+        """Removes and returns what was enqueued: a dict of layer name to
+        NumPy array, stacked over the training steps (steps, batch, ...) in
+        ALL mode or the latest step's (batch, ...) in LAST mode. An empty
+        dict when nothing was enqueued (the array alone, or None, when the
+        queue was fed by a single enqueue(tensor))."""
+        values = dict(self._core.dequeue())
+        if self._bare:
+            return next(iter(values.values()), None)
+        return values
+
+    def __len__(self):
+        """Steps queued now."""
+        return self._core.size()

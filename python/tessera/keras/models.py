@@ -1,0 +1,481 @@
+"""tf.keras's Sequential and functional Model over tessera::nn::Model.
+
+A model is built in C++ once its input shape is known (from an Input, from
+`input_shape=` on its first layer, or from the data fit() gets, as Keras
+builds a Sequential on first use). compile() records the options; fit(),
+evaluate() and predict() convert their arguments once and run in C++ with
+the GIL released.
+"""
+
+import sys
+
+import numpy as np
+
+from .. import _tessera
+from .. import data as _data
+from . import callbacks as _callbacks
+from . import layers as _layers
+from . import losses as _losses
+from . import metrics as _metrics
+from . import optimizers as _optimizers
+
+__all__ = ["Model", "Sequential"]
+
+_DEFAULT_SEED = 1
+
+
+def _system_config():
+    from ..ipu import config as ipu_config
+    return ipu_config._current_system()
+
+
+def _synthetic_data_initializer():
+    from ..ipu import config as ipu_config
+    return ipu_config._current_synthetic_initializer()
+
+
+class Model:
+    """A functional model: Model(inputs, outputs) with tensors from
+    keras.Input() and layers applied to them."""
+
+    def __init__(self, inputs=None, outputs=None, name=None, seed=None,
+                 **kwargs):
+        self.stop_training = False
+        self.history = None
+        self.optimizer = None
+        self._compile_args = None
+        self._core = None
+        self._name = name or ("sequential" if isinstance(self, Sequential)
+                              else "model")
+        self._seed = _DEFAULT_SEED if seed is None else int(seed)
+        if inputs is None and outputs is None:
+            return
+        if isinstance(inputs, (list, tuple)):
+            if len(inputs) != 1:
+                raise NotImplementedError(
+                    "Model: Tessera models take one input, got %d"
+                    % len(inputs))
+            inputs = inputs[0]
+        if isinstance(outputs, (list, tuple)):
+            if len(outputs) != 1:
+                raise NotImplementedError(
+                    "Model: Tessera models have one output, got %d"
+                    % len(outputs))
+            outputs = outputs[0]
+        if not isinstance(inputs, _layers.KerasTensor) or \
+                inputs._input_layer is None:
+            raise TypeError("Model: inputs must be the tensor keras.Input() "
+                            "returned")
+        self._core = _tessera.Model(inputs._t, outputs._t, self._name,
+                                    self._seed)
+
+    # ---- structure -------------------------------------------------------
+
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def layers(self):
+        self._require_built("layers")
+        return list(self._core.layers)
+
+    @property
+    def built(self):
+        return self._core is not None
+
+    def _require_built(self, what):
+        if self._core is None:
+            raise ValueError(
+                "%s: model %r has not been built yet: give the first layer "
+                "input_shape=, start it with keras.Input(shape=...), or call "
+                "fit() first" % (what, self._name))
+
+    def _build_for(self, shape, dtype):
+        """Builds the C++ model for examples of `shape` (Sequential)."""
+        self._require_built("build")
+
+    def summary(self, print_fn=None, **unused):
+        """Prints Keras' table of layers, output shapes and parameters."""
+        self._require_built("summary")
+        text = self._core.summary().rstrip("\n")
+        (print_fn or print)(text)
+
+    def count_params(self):
+        self._require_built("count_params")
+        trainable, other = self._core.count_params()
+        return trainable + other
+
+    @property
+    def input_shape(self):
+        self._require_built("input_shape")
+        return (None,) + tuple(self._core.input_spec()[2])
+
+    @property
+    def output_shape(self):
+        self._require_built("output_shape")
+        return (None,) + tuple(self._core.output_shape())
+
+    # ---- compile ---------------------------------------------------------
+
+    def compile(self, optimizer=None, loss=None, metrics=None,
+                steps_per_execution=None, **kwargs):
+        """Sets the optimizer (default: the previous one, else Adam),
+        loss, metrics and the device loop. Recompiling keeps the weights.
+
+        steps_per_execution: training steps per device run; an epoch's
+        steps must be a multiple of it.
+        """
+        for key in ("loss_weights", "weighted_metrics", "run_eagerly",
+                    "jit_compile"):
+            kwargs.pop(key, None)
+        if kwargs:
+            raise TypeError("compile: unknown arguments %s" % sorted(kwargs))
+        previous = self._compile_args or {}
+        if optimizer is None:
+            optimizer = previous.get("optimizer", _optimizers.Adam())
+        elif isinstance(optimizer, str) and optimizer.lower() == "rmsprop":
+            raise NotImplementedError(
+                "compile: Tessera has no RMSprop; use 'adam' or 'sgd'")
+        optimizer = _optimizers.get(optimizer)
+        if loss is None:
+            loss = previous.get("loss",
+                                _losses.SparseCategoricalCrossentropy())
+        loss = _losses.get(loss)
+        names = [_metrics.name_of(m) for m in (metrics or [])]
+        self.optimizer = optimizer
+        self._compile_args = {
+            "optimizer": optimizer, "loss": loss, "metric_names": names,
+            "steps_per_execution": int(steps_per_execution or 1)}
+        self._compiled_core = False
+        if self._core is not None:
+            self._compile_core()
+            self._compiled_core = True
+
+    def _compile_core(self):
+        a = self._compile_args
+        self._core.compile(a["optimizer"]._core(), a["loss"].name,
+                           a["loss"].from_logits,
+                           ["accuracy"] if a["metric_names"] else [],
+                           a["steps_per_execution"], _system_config(),
+                           _synthetic_data_initializer())
+
+    def _require_compiled(self, what):
+        if self._compile_args is None:
+            raise RuntimeError("%s: model %r is not compiled; call "
+                               "compile(optimizer=..., loss=...) first"
+                               % (what, self._name))
+
+    def _rename(self):
+        names = self._compile_args["metric_names"]
+        if not names:
+            return {}
+        return {"accuracy": names[0], "val_accuracy": "val_" + names[0]}
+
+    # ---- data at the boundary -------------------------------------------
+
+    def _input(self):
+        name, dtype, shape = self._core.input_spec()
+        return name, np.dtype(dtype), tuple(shape)
+
+    def _x_tensor(self, x, what):
+        name, dtype, shape = self._input()
+        return _tessera.HostTensor.from_array(
+            x, dtype.name, '%s: x for Input layer "%s" (expects shape %s, %s)'
+            % (what, name, (None,) + shape, dtype.name))
+
+    def _label_dtype(self):
+        loss = self._compile_args["loss"].name
+        return "int32" if loss == "sparse_categorical_crossentropy" \
+            else "float32"
+
+    def _y_tensor(self, y, what):
+        return _tessera.HostTensor.from_array(
+            y, self._label_dtype(), "%s: y (labels for %s)"
+            % (what, self._compile_args["loss"].name))
+
+    def _dataset(self, ds):
+        """`ds`'s C++ dataset with its components cast to what the model
+        takes (float64 images to float32, float labels to int32 for
+        sparse cross-entropy), as Keras casts them."""
+        core = ds._core
+        spec = core.spec
+        _, in_dtype, _ = self._input()
+        if len(spec) >= 1 and np.dtype(spec[0][1]) != in_dtype \
+                and np.dtype(spec[0][1]).kind in "fiub":
+            core = core.cast(0, in_dtype.name)
+        if len(spec) >= 2 and np.dtype(spec[1][1]).name != self._label_dtype():
+            core = core.cast(1, self._label_dtype())
+        return core
+
+    def _ensure_built(self, x):
+        if self._core is None:
+            if isinstance(x, _data.Dataset):
+                spec = x.element_spec
+                shape = spec[0][2][1:]
+                dtype = np.dtype(spec[0][1])
+            else:
+                arr = np.asarray(x) if not hasattr(x, "shape") else x
+                shape, dtype = tuple(arr.shape[1:]), arr.dtype
+            self._build_for(shape, dtype)
+        if self._compile_args is not None and not self._compiled_core:
+            self._compile_core()
+            self._compiled_core = True
+
+    _compiled_core = False
+
+    def _validation(self, validation_data, batch_size):
+        if validation_data is None:
+            return None
+        if isinstance(validation_data, _data.Dataset):
+            return self._dataset(validation_data)
+        xv, yv = validation_data[0], validation_data[1]
+        return _tessera.Dataset.from_host_tensors(
+            [self._x_tensor(xv, "validation_data"),
+             self._y_tensor(yv, "validation_data")]).batch(batch_size, True)
+
+    @staticmethod
+    def _split(x, y, fraction):
+        """Keras' validation_split: the last `fraction` of x and y (before
+        any shuffling) held out, as views (no copy)."""
+        if isinstance(x, _data.Dataset):
+            raise ValueError("fit: validation_split needs NumPy arrays x and "
+                             "y; with a dataset, pass validation_data")
+        fraction = float(fraction)
+        if not 0.0 < fraction < 1.0:
+            raise ValueError("fit: validation_split must be between 0 and 1 "
+                             "(the fraction held out), got %r" % fraction)
+        x = x if hasattr(x, "shape") else np.asarray(x)
+        y = y if y is None or hasattr(y, "shape") else np.asarray(y)
+        n = len(x)
+        at = int(n * (1.0 - fraction))
+        if at == 0 or at == n:
+            raise ValueError(
+                "fit: validation_split %g of %d examples leaves %s empty; "
+                "give more examples or another fraction"
+                % (fraction, n, "training" if at == 0 else "validation"))
+        if y is None:
+            raise ValueError("fit: give labels y with arrays x")
+        return x[:at], y[:at], (x[at:], y[at:])
+
+    # ---- training --------------------------------------------------------
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose=1,
+            callbacks=None, validation_split=0.0, validation_data=None,
+            shuffle=True, steps_per_epoch=None, initial_epoch=0, **kwargs):
+        """Trains on NumPy arrays x, y (in batches of batch_size, default
+        32; a last short batch is left out, as the IPU needs one batch
+        shape) or on a tessera.data.Dataset of (x, y) batches.
+
+        validation_split holds out the last fraction of the arrays (before
+        shuffling) as validation data, as Keras does; validation_data wins
+        when both are given. initial_epoch resumes a fit: epochs
+        initial_epoch .. epochs - 1 run, numbered so.
+
+        Returns a History whose .history maps each log to its epochs.
+        """
+        self._require_compiled("fit")
+        epochs, initial_epoch = int(epochs), int(initial_epoch)
+        if not 0 <= initial_epoch < epochs:
+            raise ValueError(
+                "fit: initial_epoch (%d) must be at least 0 and below epochs "
+                "(%d), the epoch to stop before" % (initial_epoch, epochs))
+        if validation_split:
+            x, y, split = self._split(x, y, validation_split)
+            bs = int(batch_size or 32)
+            if validation_data is None and len(split[0]) < bs:
+                raise ValueError(
+                    "fit: validation_split %g holds out %d examples, fewer "
+                    "than one batch (batch_size %d); the IPU evaluates whole "
+                    "batches, so hold out more" % (validation_split,
+                                                   len(split[0]), bs))
+            if validation_data is None:
+                validation_data = split
+        if verbose == "auto":
+            verbose = 1
+        self._ensure_built(x)
+        history = _callbacks.History()
+        cbs = list(callbacks or []) + [history]
+        hooks = _callbacks.CallbackList(
+            cbs, self, self._rename(),
+            self._compile_args["steps_per_execution"])
+        hooks.on_train_begin()
+        if isinstance(x, _data.Dataset):
+            if y is not None:
+                raise ValueError("fit: give y inside the dataset, not as an "
+                                 "argument")
+            self._core.fit_dataset(
+                self._dataset(x), epochs, initial_epoch, int(verbose), hooks,
+                self._validation(validation_data, 32),
+                None if steps_per_epoch is None else int(steps_per_epoch))
+        else:
+            if y is None:
+                raise ValueError("fit: give labels y with arrays x")
+            bs = int(batch_size or 32)
+            xt, yt = self._x_tensor(x, "fit"), self._y_tensor(y, "fit")
+            self._core.fit_arrays(xt, yt, bs, bool(shuffle), epochs,
+                                  initial_epoch, int(verbose), hooks,
+                                  self._validation(validation_data, bs))
+        logs = {k: v[-1] for k, v in history.history.items()}
+        hooks.on_train_end(logs)
+        history.model, history.params = self, {"epochs": epochs}
+        self.history = history
+        return history
+
+    def evaluate(self, x=None, y=None, batch_size=None, verbose=1,
+                 return_dict=False, **kwargs):
+        """The loss (and metrics) over x, y or a dataset of batches.
+        Returns the loss alone without metrics, else [loss, metric...].
+        With arrays, the last len(x) % batch_size examples are left out
+        (one batch shape on the IPU); a warning says so."""
+        self._require_compiled("evaluate")
+        self._ensure_built(x)
+        if isinstance(x, _data.Dataset):
+            ds = self._dataset(x)
+        else:
+            bs = int(batch_size or 32)
+            n = len(x)
+            if n % bs:
+                print("evaluate: leaving out the last %d of %d examples "
+                      "(batch_size %d must divide them)" % (n % bs, n, bs),
+                      file=sys.stderr)
+            ds = _tessera.Dataset.from_host_tensors(
+                [self._x_tensor(x, "evaluate"),
+                 self._y_tensor(y, "evaluate")]).batch(bs, True)
+        logs = self._core.evaluate(ds, int(verbose if verbose != "auto"
+                                           else 1))
+        rename = self._rename()
+        logs = {rename.get(k, k): v for k, v in logs.items()}
+        if return_dict:
+            return logs
+        values = list(logs.values())
+        return values[0] if len(values) == 1 else values
+
+    def predict(self, x, batch_size=None, verbose=0, **kwargs):
+        """The model's outputs for x (arrays, or a dataset whose first
+        component is x), as a NumPy array that owns Tessera's result."""
+        if self._compile_args is None:
+            self.compile()
+        if isinstance(x, _data.Dataset):
+            parts = [e[0] if isinstance(e, tuple) else e for e in x]
+            x = np.concatenate(parts)
+        self._ensure_built(x)
+        return self._core.predict(self._x_tensor(x, "predict"),
+                                  int(batch_size or 32))
+
+    def __call__(self, x):
+        return self.predict(x)
+
+    # ---- weights ---------------------------------------------------------
+
+    def _weights_ready(self, what):
+        self._require_built(what)
+        if self._compile_args is None:
+            self.compile()
+        if not self._compiled_core:
+            self._compile_core()
+            self._compiled_core = True
+
+    def get_weights(self):
+        """The weights as NumPy arrays, in layer order (kernels, biases,
+        moving statistics), without optimizer state."""
+        self._weights_ready("get_weights")
+        return [a for _, a in self._core.get_weights()]
+
+    def set_weights(self, weights):
+        """Replaces the weights by arrays in get_weights() order."""
+        self._weights_ready("set_weights")
+        self._core.set_weights(list(weights))
+
+    def save_weights(self, filepath, overwrite=True, save_format=None,
+                     **unused):
+        """Writes the weights and optimizer state to `filepath` in
+        Tessera's checkpoint format (whatever its extension), atomically."""
+        self._weights_ready("save_weights")
+        self._core.save_weights(str(filepath))
+
+    def load_weights(self, filepath, **unused):
+        """Reads weights save_weights wrote (of a model of the same layers)."""
+        self._weights_ready("load_weights")
+        self._core.load_weights(str(filepath))
+
+    # ---- TensorFlow-for-IPU's model options ------------------------------
+
+    def set_gradient_accumulation_options(
+            self, gradient_accumulation_steps_per_replica=None, **kwargs):
+        if gradient_accumulation_steps_per_replica not in (None, 1):
+            raise NotImplementedError(
+                "set_gradient_accumulation_options: gradient accumulation "
+                "is not in tessera.keras yet")
+
+    def set_pipelining_options(self, **kwargs):
+        raise NotImplementedError("set_pipelining_options: pipelining is "
+                                  "not in tessera.keras yet")
+
+    def set_pipeline_stage_assignment(self, assignment):
+        raise NotImplementedError("set_pipeline_stage_assignment: pipelining "
+                                  "is not in tessera.keras yet")
+
+
+class Sequential(Model):
+    """A stack of layers, each taking the previous one's output."""
+
+    def __init__(self, layers=None, name=None, seed=None):
+        super().__init__(name=name, seed=seed)
+        self._layers = []
+        for layer in layers or []:
+            self.add(layer)
+
+    def add(self, layer):
+        """Appends a layer (or, first, a keras.Input() tensor)."""
+        if self._core is not None:
+            raise RuntimeError("Sequential.add: model %r is built; add "
+                               "layers before fit, compile or summary"
+                               % self._name)
+        if isinstance(layer, _layers.KerasTensor):
+            if layer._input_layer is None or self._layers:
+                raise TypeError("Sequential.add: only keras.Input() tensors "
+                                "may start a Sequential")
+            layer = layer._input_layer
+        if not isinstance(layer, _layers.Layer):
+            raise TypeError("Sequential.add: expected a layer, got %s"
+                            % type(layer).__name__)
+        self._layers.append(layer)
+
+    def _input_layer(self, shape=None, dtype=None):
+        first = self._layers[0] if self._layers else None
+        if isinstance(first, _layers.InputLayer):
+            return first, self._layers[1:]
+        if first is not None and first._input_shape is not None:
+            shape = first._input_shape
+            dtype = first._dtype or dtype
+        if shape is None:
+            return None, self._layers
+        dtype = np.dtype(dtype or "float32")
+        if dtype.kind == "f":
+            dtype = np.dtype("float32")
+        elif dtype.kind in "iu" and dtype.itemsize >= 4:
+            dtype = np.dtype("int32")
+        return _layers.InputLayer(shape=shape, dtype=dtype), self._layers
+
+    def _build_for(self, shape=None, dtype=None):
+        inp, rest = self._input_layer(shape, dtype)
+        if inp is None:
+            self._require_built("build")
+        self._core = _tessera.Sequential(
+            [inp._core] + [l._core for l in rest], self._name, self._seed)
+
+    def _require_built(self, what):
+        if self._core is None and self._layers:
+            inp, _ = self._input_layer()
+            if inp is not None:
+                self._build_for()
+                return
+        super()._require_built(what)
+
+    def compile(self, *args, **kwargs):
+        if self._core is None:
+            inp, _ = self._input_layer()
+            if inp is not None:
+                self._build_for()
+        super().compile(*args, **kwargs)
