@@ -603,6 +603,14 @@ private:
       if (dstUses > 0 &&
           !stridedFits(op.dst, op.dstStride, op.count, op.elemBytes, memBytes_))
         failOp(k, "writes", op.dst, op.dstStride);
+      // A compiled op writes each destination byte once, so it moves no
+      // more than a replica holds; a crafted one (stride 0, a huge count)
+      // would make the engine stage and copy without bound.
+      const std::uint64_t bytes = std::uint64_t{op.count} * op.elemBytes;
+      if (dstUses > 0 && bytes > memBytes_)
+        fail("copy op " + str(k) + " writes " + str(op.count) +
+             " elements of " + str(op.elemBytes) + " bytes, " + str(bytes) +
+             " in all, more than the replica's " + str(memBytes_) + " bytes");
     }
   }
   [[noreturn]] void failOp(std::size_t k, const std::string &verb,

@@ -668,6 +668,13 @@ TEST(ExecutableIO, CountsThatSizeEngineAllocationsAreBounded) {
        "makes is 67108864"},
       {"replica alignment", [](Executable &e) { e.tileBase.back() += 4; },
        "a replica's memory of 1028 bytes is not a multiple of 8"},
+      {"copy op bytes",
+       [](Executable &e) {
+         e.copyOps[0].count = 100000;
+         e.copyOps[0].srcStride = e.copyOps[0].dstStride = 0;
+       },
+       "copy op 0 writes 100000 elements of 64 bytes, 6400000 in all, more "
+       "than the replica's 1024 bytes"},
   };
   for (const Breakage &c : cases) {
     SCOPED_TRACE(c.what);
