@@ -18,9 +18,6 @@
 #include <system_error>
 #include <vector>
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 namespace tessera {
 
 ExecutableCache::ExecutableCache(std::string directory)
@@ -50,45 +47,14 @@ std::uint64_t programIdentity() {
   return id;
 }
 
-bool writableByOthers(const struct stat &st) {
-  return (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
-}
-
-std::string octalMode(const struct stat &st) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "%04o", unsigned(st.st_mode & 07777));
-  return buf;
-}
-
-// Loading an entry compiles and runs the codelet sources inside it, so
-// whoever can write the folder can run code as this user. A sticky folder
-// owned by the user only lets others add files, and loadEntry refuses those.
-void checkFolderIsPrivate(const std::string &directory) {
-  struct stat st {};
-  if (::stat(directory.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    return; // created (privately) on the first store
-  const bool sticky = (st.st_mode & S_ISVTX) != 0;
-  if (!writableByOthers(st) || (sticky && st.st_uid == ::geteuid()))
-    return;
-  throw OptionError(
-      "the executable cache folder \"" + directory + "\" (mode " +
-      octalMode(st) +
-      ") is writable by other users, who could plant executables whose "
-      "codelets this process would compile and run; run `chmod go-w " +
-      directory +
-      "` or set executableCachePath (TESSERA_CACHE_DIR) to a "
-      "folder only you can write");
-}
-
 Executable loadEntry(const std::string &path, const std::string &key) {
   const std::string what = "executable cache entry \"" + path + "\"";
   checkRegularFile(path, "executable cache entry");
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 &&
-      ((st.st_uid != ::geteuid() && st.st_uid != 0) || writableByOthers(st)))
-    throw SerializationError(
-        what + " belongs to user " + std::to_string(st.st_uid) + " with mode " +
-        octalMode(st) + "; only entries this user wrote are loaded");
+  // Loading an entry compiles and runs the codelet sources inside it: only
+  // entries this user wrote are trusted (see checkFolderIsPrivate).
+  if (const std::string why = untrustedFileReason(path); !why.empty())
+    throw SerializationError(what + " " + why +
+                             "; only entries this user wrote are loaded");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw SerializationError(what + " cannot be opened (" +
@@ -116,17 +82,14 @@ Executable loadEntry(const std::string &path, const std::string &key) {
 }
 
 // Writes the entry atomically; folders it creates are private to the user
-// (see checkFolderIsPrivate).
+// (see checkFolderIsPrivate in tessera/support/File.hpp).
 void storeEntry(const std::string &directory, const std::string &path,
                 const std::string &key, const Executable &exe) {
-  std::error_code ec;
-  if (std::filesystem::create_directories(directory, ec))
-    std::filesystem::permissions(directory,
-                                 std::filesystem::perms::group_write |
-                                     std::filesystem::perms::others_write,
-                                 std::filesystem::perm_options::remove, ec);
-  if (ec)
-    throw Error("cannot create the folder: " + ec.message());
+  try {
+    createPrivateFolders(directory);
+  } catch (const Error &e) {
+    throw Error(std::string("cannot create the folder: ") + e.what());
+  }
   // Every entry's leftovers, not only this key's: the folder is the cache's.
   removeStaleTemporaries(directory);
   std::ostringstream out;
@@ -158,7 +121,8 @@ ExecutableCache::getOrCompile(const std::string &key,
                       " bytes is longer than the " +
                       std::to_string(kMaxCacheKeyBytes) +
                       " allowed; use ExecutableCache::keyOf");
-  checkFolderIsPrivate(directory_);
+  checkFolderIsPrivate(directory_, "the executable cache folder",
+                       "set executableCachePath (TESSERA_CACHE_DIR)");
   const std::string path = pathFor(key);
   Outcome result = Outcome::Miss;
   std::error_code ec;

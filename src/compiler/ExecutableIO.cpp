@@ -318,6 +318,7 @@ public:
 
   void run() {
     checkTarget();
+    checkHostFootprint();
     checkMemory();
     for (std::size_t i = 0; i < e_.steps.size(); ++i)
       checkStep(i, e_.steps[i]);
@@ -386,6 +387,52 @@ private:
              str(e_.tileBase[t]));
     numTiles_ = tiles;
     memBytes_ = e_.replicaBytes();
+  }
+
+  // What the engine allocates from counts the file states: each must be
+  // checked before anything is allocated (Runtime's constructor and load).
+  void checkHostFootprint() const {
+    const std::uint64_t R = e_.replicationFactor;
+    if (R > kMaxExecutableReplicas)
+      fail("it asks for " + str(R) + " replicas; the most Tessera runs is " +
+           str(kMaxExecutableReplicas));
+    if (e_.numCounters > e_.steps.size())
+      fail("it has " + str(e_.numCounters) + " loop counters but only " +
+           str(e_.steps.size()) +
+           " steps, and each counter belongs to a "
+           "RepeatStart step");
+    if (memBytes_ % kReplicaAlignment != 0)
+      fail("a replica's memory of " + str(memBytes_) +
+           " bytes is not a multiple of " + str(kReplicaAlignment));
+    // Per replica, in units no larger than kMaxExecutableDeviceBytes, so
+    // that the sums below cannot overflow.
+    std::uint64_t bytes = memBytes_;
+    for (std::size_t b = 0; b < e_.remoteBuffers.size(); ++b) {
+      const RemoteBufferInfo &rb = e_.remoteBuffers[b];
+      std::uint64_t n = 0;
+      if (__builtin_mul_overflow(rb.numElements, rb.repeats, &n) ||
+          __builtin_mul_overflow(n, std::uint64_t{typeSize(rb.type)}, &n) ||
+          n > kMaxExecutableDeviceBytes -
+                  std::min(bytes, kMaxExecutableDeviceBytes))
+        bytes = kMaxExecutableDeviceBytes + 1;
+      else
+        bytes += n;
+    }
+    if (bytes > kMaxExecutableDeviceBytes / R)
+      fail("its " + str(R) + " replicas need " +
+           (bytes > kMaxExecutableDeviceBytes
+                ? std::string("more than ") + str(kMaxExecutableDeviceBytes)
+                : str(bytes * R)) +
+           " bytes of device and remote buffer memory; the most Tessera "
+           "simulates is " +
+           str(kMaxExecutableDeviceBytes));
+    const std::uint64_t objects =
+        e_.vertices.size() + e_.streams.size() + e_.remoteBuffers.size();
+    if (objects > kMaxReplicatedObjects / R)
+      fail("its " + str(R) + " replicas need " + str(objects * R) +
+           " vertices, stream connections and remote buffers; the most "
+           "Tessera makes is " +
+           str(kMaxReplicatedObjects));
   }
 
   void checkMemory() const {
@@ -556,6 +603,14 @@ private:
       if (dstUses > 0 &&
           !stridedFits(op.dst, op.dstStride, op.count, op.elemBytes, memBytes_))
         failOp(k, "writes", op.dst, op.dstStride);
+      // A compiled op writes each destination byte once, so it moves no
+      // more than a replica holds; a crafted one (stride 0, a huge count)
+      // would make the engine stage and copy without bound.
+      const std::uint64_t bytes = std::uint64_t{op.count} * op.elemBytes;
+      if (dstUses > 0 && bytes > memBytes_)
+        fail("copy op " + str(k) + " writes " + str(op.count) +
+             " elements of " + str(op.elemBytes) + " bytes, " + str(bytes) +
+             " in all, more than the replica's " + str(memBytes_) + " bytes");
     }
   }
   [[noreturn]] void failOp(std::size_t k, const std::string &verb,
@@ -674,6 +729,46 @@ std::vector<std::byte> readUpTo(std::istream &in, std::uint64_t size) {
   return data;
 }
 
+// Before anything is read or allocated: the payload the header claims is
+// under the ceiling, and no more than zstd can expand the compressed bytes.
+void checkClaimedSizes(const detail::ExecutableFileHeader &header,
+                       const std::string &what) {
+  const std::uint64_t claimed = header.payloadBytes;
+  if (claimed > kMaxExecutablePayloadBytes)
+    throw SerializationError(corruptMessage(
+        what, "its header says the payload is " + std::to_string(claimed) +
+                  " bytes uncompressed, more than the " +
+                  std::to_string(kMaxExecutablePayloadBytes) +
+                  " bytes Tessera reads"));
+  const std::uint64_t minCompressed =
+      (claimed + kMaxZstdExpansion - 1) / kMaxZstdExpansion;
+  if (header.compressedBytes < minCompressed)
+    throw SerializationError(corruptMessage(
+        what, "its header says " + std::to_string(header.compressedBytes) +
+                  " compressed bytes expand to " + std::to_string(claimed) +
+                  ", more than zstd can expand them (" +
+                  std::to_string(kMaxZstdExpansion) + " times at most)"));
+}
+
+// The frame records the size it decompresses to (the writer's ZSTD_compress
+// always does): it must be the header's, checked before decompressing.
+void checkFrameContentSize(std::span<const std::byte> compressed,
+                           std::uint64_t claimed, const std::string &what) {
+  const unsigned long long size =
+      ZSTD_getFrameContentSize(compressed.data(), compressed.size());
+  if (size == ZSTD_CONTENTSIZE_ERROR)
+    throw SerializationError(corruptMessage(
+        what, "the compressed payload does not start with a zstd frame"));
+  if (size == ZSTD_CONTENTSIZE_UNKNOWN)
+    throw SerializationError(corruptMessage(
+        what, "the compressed payload's zstd frame does not record its size"));
+  if (size != claimed)
+    throw SerializationError(corruptMessage(
+        what, "the compressed payload's zstd frame says it holds " +
+                  std::to_string(size) + " bytes but the header says " +
+                  std::to_string(claimed)));
+}
+
 detail::ExecutableFileHeader
 parseHeader(const std::array<std::byte, kExecutableHeaderBytes> &h,
             std::size_t got, const std::string &what) {
@@ -709,6 +804,7 @@ parseHeader(const std::array<std::byte, kExecutableHeaderBytes> &h,
                              std::to_string(header.flags) +
                              " that this Tessera does not know; recompile it "
                              "with this version");
+  checkClaimedSizes(header, what);
   return header;
 }
 
@@ -800,6 +896,7 @@ Executable readExecutableFile(std::istream &in, const std::string &what) {
         std::to_string(compressed.size()) + " follow" + std::string(kRedo));
   if (hashBytes(compressed.data(), compressed.size()) != header.compressedHash)
     throw SerializationError(corruptMessage(what, "checksum mismatch"));
+  checkFrameContentSize(compressed, header.payloadBytes, what);
   const std::vector<std::byte> payload =
       decompress(compressed, header.payloadBytes, what);
   return decodeExecutablePayload(payload, what);

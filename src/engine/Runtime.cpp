@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <new>
 #include <set>
 #include <string>
 
@@ -135,6 +136,12 @@ bool fits(std::uint64_t offset, std::uint64_t size, std::uint64_t limit) {
 void Runtime::checkVertexFields() const {
   const std::uint64_t memBytes = exe_.replicaBytes();
   const std::uint64_t state = exe_.stateBytes.size();
+  // Each replica's copy of the state starts where the last one ends: every
+  // copy must start as aligned as the first.
+  if (state % 8 != 0)
+    throw SerializationError("the executable is corrupt: its " + str(state) +
+                             " bytes of vertex state are not a multiple of "
+                             "8; recompile and save it again");
   for (std::size_t v = 0; v < exe_.vertices.size(); ++v) {
     const VertexInstance &inst = exe_.vertices[v];
     const auto &info = classes_[inst.vertexClass]->info;
@@ -151,20 +158,27 @@ void Runtime::checkVertexFields() const {
       const codelet::FieldInfo &fi = info.fields[f];
       const FieldValue &fv = exe_.fields[inst.firstField + f];
       const std::uint64_t elem = typeSize(fi.elementType);
-      const auto outside = [&](const char *what, std::uint64_t at,
-                               std::uint64_t bytes, std::uint64_t limit) {
-        fail("field \"" + fi.name + "\" " + what + " bytes " + str(at) + " + " +
-             str(bytes) + " but there are only " + str(limit));
+      // Codelets read fields as typed values through the pointers built
+      // from these addresses: a misaligned one is undefined behaviour. The
+      // compiler places every element at a multiple of its size (tile
+      // blocks and state entries start 8-aligned).
+      const auto within = [&](const char *what, std::uint64_t at,
+                              std::uint64_t bytes, std::uint64_t limit) {
+        if (at % elem != 0)
+          fail("field \"" + fi.name + "\" " + what + " bytes from " + str(at) +
+               ", not a multiple of its " + str(elem) + "-byte element type " +
+               std::string(typeName(fi.elementType)));
+        if (!fits(at, bytes, limit))
+          fail("field \"" + fi.name + "\" " + what + " bytes " + str(at) +
+               " + " + str(bytes) + " but there are only " + str(limit));
       };
       const std::uint64_t bytes =
           fi.shape == codelet::Shape::Scalar ? elem : elem * fv.size;
       if (fi.direction == codelet::Direction::State) {
-        if (!fits(fv.addr, bytes, state))
-          outside("uses state", fv.addr, bytes, state);
+        within("uses state", fv.addr, bytes, state);
       } else if (fi.shape == codelet::Shape::Scalar ||
                  fi.shape == codelet::Shape::Vector) {
-        if (!fits(fv.addr, bytes, memBytes))
-          outside("uses memory", fv.addr, bytes, memBytes);
+        within("uses memory", fv.addr, bytes, memBytes);
       } else {
         if (!fits(fv.addr, fv.size, exe_.spans.size()))
           fail("field \"" + fi.name + "\" uses spans " + str(fv.addr) + " to " +
@@ -174,8 +188,7 @@ void Runtime::checkVertexFields() const {
           const FieldValue &e = exe_.spans[fv.addr + k];
           const std::uint64_t n =
               fi.shape == codelet::Shape::VectorList ? elem * e.size : elem;
-          if (!fits(e.addr, n, memBytes))
-            outside("element uses memory", e.addr, n, memBytes);
+          within("element uses memory", e.addr, n, memBytes);
         }
       }
     }
@@ -204,7 +217,13 @@ void Runtime::load() {
                                str(rb.repeats) +
                                " repeats takes more bytes than a host can "
                                "address; recompile and save it again");
-    remote_[b].assign(R, std::vector<std::byte>(bytes));
+    try {
+      remote_[b].assign(R, std::vector<std::byte>(bytes));
+    } catch (const std::bad_alloc &) {
+      throw MemoryError("the host cannot allocate " + str(bytes) +
+                        " bytes for each of the " + str(R) +
+                        " replicas of remote buffer \"" + rb.handle + "\"");
+    }
   }
   buildVertices();
   auto checker = std::make_unique<FloatChecker>(exe_, classes_, options_);

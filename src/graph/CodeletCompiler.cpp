@@ -1,6 +1,7 @@
 #include "CodeletCompiler.hpp"
 
 #include "tessera/support/Error.hpp"
+#include "tessera/support/File.hpp"
 
 #include <atomic>
 #include <cerrno>
@@ -322,11 +323,23 @@ std::vector<fs::path> parseDependencyFile(const std::string &text) {
   return files;
 }
 
+/// Whether the cache may use \p path: a regular file this user (or root)
+/// wrote that no one else can change. A sticky shared cache folder lets
+/// other users add files, and a planted shared object would run as this
+/// user; it is compiled afresh instead (and replaced).
+bool ownRegularFile(const fs::path &path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec) &&
+         untrustedFileReason(path.string()).empty();
+}
+
 /// The shared object a cached compile left, if every header it read (the
 /// user's own included files among them, which the key does not cover) is
 /// unchanged. The library's name hashes the manifest, so a manifest always
 /// names the library built from the headers it lists.
 std::optional<fs::path> findCached(const CompileJob &job) {
+  if (!ownRegularFile(job.manifest))
+    return std::nullopt;
   std::string manifest = readFile(job.manifest);
   if (manifest.compare(0, manifestHeader.size(), manifestHeader) != 0)
     return std::nullopt;
@@ -341,7 +354,10 @@ std::optional<fs::path> findCached(const CompileJob &job) {
         hashParts({readFile(file)}) != line.substr(0, space))
       return std::nullopt;
   }
-  return job.dir / (job.key + "-" + hashParts({manifest}) + ".so");
+  fs::path library = job.dir / (job.key + "-" + hashParts({manifest}) + ".so");
+  if (!ownRegularFile(library))
+    return std::nullopt;
+  return library;
 }
 
 /// Runs the compiler; returns the shared object's path in the cache, where
@@ -453,12 +469,18 @@ std::string codeletCacheDir() {
 
 LoadedCodelet buildCodelet(const CodeletBuildRequest &request) {
   CompileJob job = planCompile(request);
-  std::error_code ec;
-  fs::create_directories(job.dir, ec);
-  if (ec)
+  // The cache holds shared objects this process loads: the executable
+  // cache's rule, for the same reason.
+  checkFolderIsPrivate(job.dir.string(), "the codelet cache folder",
+                       "set TESSERA_CACHE_DIR");
+  try {
+    createPrivateFolders(job.dir.string());
+  } catch (const Error &e) {
     throw CodeletError("cannot create the codelet cache directory '" +
-                       job.dir.string() + "': " + ec.message() +
+                       job.dir.string() + "': " + e.what() +
                        "; set TESSERA_CACHE_DIR to a writable directory");
+  }
+  std::error_code ec;
   LoadedCodelet loaded;
   std::string error;
   bool hit = false;

@@ -3,11 +3,10 @@
 #include "CodeletCompiler.hpp"
 #include "CodeletParser.hpp"
 #include "tessera/support/Error.hpp"
+#include "tessera/support/File.hpp"
 
 #include <filesystem>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 
 namespace fs = std::filesystem;
 
@@ -56,17 +55,14 @@ std::string readCodeletFile(const std::string &path) {
     throw CodeletError("codelet file '" + path + "' not found" + where +
                        "; check the path given to addCodelets");
   }
-  if (!fs::is_regular_file(p, ec))
-    throw CodeletError("codelet file '" + path +
-                       "' is not a regular file; give addCodelets the path "
-                       "of a C++ source file");
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in && !in.eof())
-    throw CodeletError("cannot read codelet file '" + path +
-                       "'; check its permissions");
-  return text.str();
+  // A FIFO, a folder or a device is an error naming it, not a hang or an
+  // endless read; readFile checks the descriptor it reads from.
+  try {
+    checkRegularFile(path, "codelet file");
+    return readFile(path);
+  } catch (const Error &e) {
+    throw CodeletError(e.what());
+  }
 }
 
 /// The directory `#include "..."` in the codelet file at \p path searches.

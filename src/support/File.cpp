@@ -4,9 +4,11 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
+#include <vector>
 
 #include <signal.h>
 
@@ -216,6 +218,80 @@ std::string readFile(const std::string &path) {
   }
   ::close(fd);
   return content;
+}
+
+namespace {
+
+bool othersCanWrite(const struct stat &st) {
+  return (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+}
+
+bool trustedOwner(const struct stat &st) {
+  return st.st_uid == ::geteuid() || st.st_uid == 0;
+}
+
+std::string octalMode(const struct stat &st) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%04o", unsigned(st.st_mode & 07777));
+  return buf;
+}
+
+std::string ownerAndMode(const struct stat &st) {
+  return "belongs to user " + std::to_string(st.st_uid) + " with mode " +
+         octalMode(st);
+}
+
+} // namespace
+
+// Whoever can write the folder can plant what the cache later loads and
+// runs as this user. In a sticky folder of this user others can only add
+// files of their own, which untrustedFileReason refuses one by one.
+void checkFolderIsPrivate(const std::string &folder, const std::string &what,
+                          const std::string &setting) {
+  struct stat st {};
+  if (::stat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return;
+  const bool sticky = (st.st_mode & S_ISVTX) != 0;
+  const bool own = st.st_uid == ::geteuid();
+  if (!trustedOwner(st))
+    throw OptionError(what + " \"" + folder + "\" " + ownerAndMode(st) +
+                      ", who could plant files that this process would load "
+                      "and run; " +
+                      setting + " to a folder of your own");
+  if (othersCanWrite(st) && !(sticky && own))
+    throw OptionError(what + " \"" + folder + "\" (mode " + octalMode(st) +
+                      ") is writable by other users, who could plant files "
+                      "that this process would load and run; run `chmod "
+                      "go-w " +
+                      folder + "` or " + setting +
+                      " to a folder only you can write");
+}
+
+void createPrivateFolders(const std::string &folder) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> missing;
+  std::error_code ec;
+  for (fs::path p = fs::path(folder).lexically_normal();
+       !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    missing.push_back(p);
+    if (p == p.parent_path())
+      break;
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it)
+    if (::mkdir(it->c_str(), 0700) != 0 && errno != EEXIST)
+      throwSystemError("cannot create the folder", it->string(), errno);
+}
+
+std::string untrustedFileReason(const std::string &path) {
+  struct stat link {
+  }, st{};
+  if (::lstat(path.c_str(), &link) != 0 || ::stat(path.c_str(), &st) != 0)
+    return "does not exist";
+  if (S_ISLNK(link.st_mode) && !trustedOwner(link))
+    return "is a symbolic link that " + ownerAndMode(link);
+  if (!trustedOwner(st) || othersCanWrite(st))
+    return ownerAndMode(st);
+  return {};
 }
 
 } // namespace tessera

@@ -466,8 +466,42 @@ TEST(ExecutableIO, HeaderClaimingHugePayloadThrows) {
   const auto h = detail::encodeExecutableHeader(header);
   std::memcpy(bytes.data(), h.data(), h.size());
   EXPECT_THAT(readError(bytes),
-              HasSubstr("decompresses to " + std::to_string(payload.size()) +
-                        " bytes but the header says " + std::to_string(kHuge)));
+              HasSubstr("its header says the payload is " +
+                        std::to_string(kHuge) +
+                        " bytes uncompressed, more "
+                        "than the 4294967296 bytes Tessera reads"));
+}
+
+TEST(ExecutableIO, HeaderClaimingMoreThanZstdCanExpandIsCorrupt) {
+  std::string bytes =
+      fileAround(detail::encodeExecutablePayload(richExecutable()));
+  detail::ExecutableFileHeader header;
+  header.compressedBytes = bytes.size() - kExecutableHeaderBytes;
+  header.payloadBytes = header.compressedBytes * kMaxZstdExpansion + 1;
+  std::memcpy(&header.compressedHash, bytes.data() + 32, 8);
+  const auto h = detail::encodeExecutableHeader(header);
+  std::memcpy(bytes.data(), h.data(), h.size());
+  EXPECT_THAT(readError(bytes),
+              HasSubstr("more than zstd can expand them (32768 times at "
+                        "most)"));
+}
+
+// The frame's own record of its size is checked before decompressing, so a
+// lying header allocates nothing.
+TEST(ExecutableIO, HeaderSizeOtherThanTheFramesIsCorrupt) {
+  const auto payload = detail::encodeExecutablePayload(richExecutable());
+  std::string bytes = fileAround(payload);
+  detail::ExecutableFileHeader header;
+  header.compressedBytes = bytes.size() - kExecutableHeaderBytes;
+  header.payloadBytes = payload.size() + 1000;
+  std::memcpy(&header.compressedHash, bytes.data() + 32, 8);
+  const auto h = detail::encodeExecutableHeader(header);
+  std::memcpy(bytes.data(), h.data(), h.size());
+  EXPECT_THAT(readError(bytes),
+              HasSubstr("the compressed payload's zstd frame says it holds " +
+                        std::to_string(payload.size()) +
+                        " bytes but the header says " +
+                        std::to_string(payload.size() + 1000)));
 }
 
 TEST(ExecutableIO, HeaderClaimingHugeCompressedSizeIsTruncated) {
@@ -602,6 +636,51 @@ TEST(ExecutableIO, InconsistentExecutablesAreRejected) {
     const std::string message = decodeError(e);
     EXPECT_THAT(message, HasSubstr(c.expected));
     EXPECT_THAT(message, HasSubstr("test executable is corrupt: "));
+  }
+}
+
+// Counts the engine allocates from (per replica, per counter) are checked
+// against the data they imply and the documented ceilings, so a crafted file
+// cannot make Engine's constructor or load exhaust the host.
+TEST(ExecutableIO, CountsThatSizeEngineAllocationsAreBounded) {
+  const std::vector<Breakage> cases = {
+      {"replicas", [](Executable &e) { e.replicationFactor = 0xffffffff; },
+       "it asks for 4294967295 replicas; the most Tessera runs is 1024"},
+      {"counters", [](Executable &e) { e.numCounters = 0xffffffff; },
+       "it has 4294967295 loop counters but only 19 steps"},
+      {"remote buffer bytes",
+       [](Executable &e) { e.remoteBuffers[0].numElements = kHuge; },
+       "its 2 replicas need more than 1099511627776 bytes"},
+      {"device bytes",
+       [](Executable &e) {
+         e.replicationFactor = 1024;
+         for (std::size_t t = 1; t < e.tileBase.size(); ++t)
+           e.tileBase[t] = t * (std::uint64_t{1} << 28);
+       },
+       "its 1024 replicas need 1099511676928 bytes of device and remote "
+       "buffer memory; the most Tessera simulates is 1099511627776"},
+      {"objects",
+       [](Executable &e) {
+         e.replicationFactor = 1024;
+         e.streams.resize(70000);
+       },
+       "vertices, stream connections and remote buffers; the most Tessera "
+       "makes is 67108864"},
+      {"replica alignment", [](Executable &e) { e.tileBase.back() += 4; },
+       "a replica's memory of 1028 bytes is not a multiple of 8"},
+      {"copy op bytes",
+       [](Executable &e) {
+         e.copyOps[0].count = 100000;
+         e.copyOps[0].srcStride = e.copyOps[0].dstStride = 0;
+       },
+       "copy op 0 writes 100000 elements of 64 bytes, 6400000 in all, more "
+       "than the replica's 1024 bytes"},
+  };
+  for (const Breakage &c : cases) {
+    SCOPED_TRACE(c.what);
+    Executable e = richExecutable();
+    c.breakIt(e);
+    EXPECT_THAT(decodeError(e), HasSubstr(c.expected));
   }
 }
 

@@ -128,3 +128,48 @@ TEST(EngineLoad, FieldsPastTheFieldTableAreCorrupt) {
   const std::string msg = loadError([](Executable &e) { e.fields.pop_back(); });
   EXPECT_THAT(msg, HasSubstr("has fields"));
 }
+
+// Codelets read fields through typed pointers: an address that is not a
+// multiple of the element size would be a misaligned load.
+TEST(EngineLoad, MisalignedFieldAddressIsCorrupt) {
+  const std::string msg = loadError([](Executable &e) {
+    for (const VertexInstance &v : e.vertices)
+      if (e.vertexClasses[v.vertexClass].name == "ScaleVertex")
+        e.fields[v.firstField].addr += 2;
+  });
+  EXPECT_THAT(msg, HasSubstr("(ScaleVertex) field"));
+  EXPECT_THAT(msg, HasSubstr("not a multiple of its 4-byte element type"));
+}
+
+TEST(EngineLoad, MisalignedSpanElementIsCorrupt) {
+  const std::string msg = loadError([](Executable &e) {
+    ASSERT_FALSE(e.spans.empty());
+    e.spans.front().addr += 1;
+  });
+  EXPECT_THAT(msg, HasSubstr("field \"parts\" element uses memory bytes from"));
+  EXPECT_THAT(msg, HasSubstr("not a multiple of its 4-byte element type"));
+}
+
+TEST(EngineLoad, StateBytesNotAMultipleOfEightAreCorrupt) {
+  const std::string msg =
+      loadError([](Executable &e) { e.stateBytes.push_back(std::byte{0}); });
+  EXPECT_THAT(msg, HasSubstr("bytes of vertex state are not a multiple of 8"));
+}
+
+// Replicas and loop counters size the engine's tables before anything runs:
+// a file asking for billions of them fails to load instead of exhausting the
+// host in Engine's constructor.
+TEST(EngineLoad, HugeReplicaOrCounterCountsNeverReachTheEngine) {
+  for (const auto &corrupt : std::vector<std::function<void(Executable &)>>{
+           [](Executable &e) { e.replicationFactor = 0x80000000u; },
+           [](Executable &e) { e.numCounters = 0xffffffffu; }}) {
+    Executable exe = fieldForms();
+    corrupt(exe);
+    EXPECT_THROW(
+        {
+          Executable back = throughFile(exe);
+          Engine e(std::move(back));
+        },
+        SerializationError);
+  }
+}

@@ -3,6 +3,8 @@
 // pointing the fields at host buffers, as the engine does with tile memory.
 // Compiles are slow on the test machine, so most tests share one file
 // (codelets/TutorialVertices.cpp), which the on-disk cache keeps compiled.
+#include "../support/SpecialFiles.hpp"
+
 #include "tessera/graph/VertexRegistry.hpp"
 #include "tessera/support/Error.hpp"
 
@@ -19,6 +21,7 @@
 #include <memory>
 #include <thread>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace tessera;
@@ -351,6 +354,75 @@ struct Constant : poplar::Vertex {
     extensions.push_back(entry.path().extension().string());
   std::sort(extensions.begin(), extensions.end());
   EXPECT_THAT(extensions, ElementsAre(".deps", ".so", ".so"));
+}
+
+// Compiled codelets are shared objects this process loads: the executable
+// cache's rule applies. Folders the cache makes are private; a folder
+// others can write is refused unless sticky and this user's; an entry
+// another user owns is compiled afresh instead of loaded.
+TEST(Codelet, CodeletCacheTrustsOnlyThisUsersFolderAndEntries) {
+  ScopedCacheDir cache;
+  const std::filesystem::path src = cache.path() / "src";
+  std::filesystem::create_directories(src);
+  const std::string file = (src / "constant.cpp").string();
+  std::ofstream(file) << R"src(
+#include <poplar/Vertex.hpp>
+struct Constant : poplar::Vertex {
+  poplar::Output<float> out;
+  void compute() { *out = 7; }
+};
+)src";
+  const std::filesystem::path folder = cache.path() / "codelets";
+  std::uint64_t runs = VertexRegistry::codeletCompilerRuns();
+  {
+    VertexRegistry registry;
+    registry.addCodelets(file);
+    EXPECT_EQ(runConstant(registry), 7);
+  }
+  EXPECT_EQ(VertexRegistry::codeletCompilerRuns(), runs + 1);
+  struct stat st {};
+  ASSERT_EQ(::stat(folder.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 077, 0u);
+
+  ::chmod(folder.c_str(), 0777);
+  EXPECT_THAT([&] { VertexRegistry{}.addCodelets(file); },
+              ::testing::ThrowsMessage<OptionError>(::testing::AllOf(
+                  HasSubstr("the codelet cache folder \"" + folder.string() +
+                            "\" (mode 0777) is writable by other users"),
+                  HasSubstr("set TESSERA_CACHE_DIR"))));
+  EXPECT_EQ(VertexRegistry::codeletCompilerRuns(), runs + 1);
+
+  ::chmod(folder.c_str(), 01777);
+  {
+    VertexRegistry registry;
+    registry.addCodelets(file);
+    EXPECT_EQ(runConstant(registry), 7);
+  }
+  EXPECT_EQ(VertexRegistry::codeletCompilerRuns(), runs + 1);
+
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "planting another user's entry needs root";
+  for (const auto &entry : std::filesystem::directory_iterator(folder))
+    ASSERT_EQ(::chown(entry.path().c_str(), 4242, 4242), 0);
+  {
+    VertexRegistry registry;
+    registry.addCodelets(file);
+    EXPECT_EQ(runConstant(registry), 7);
+  }
+  EXPECT_EQ(VertexRegistry::codeletCompilerRuns(), runs + 2);
+}
+
+TEST(Codelet, FifoFolderOrDeviceAsACodeletFileSaysWhatItIs) {
+  VertexRegistry registry;
+  test::Fifo fifo("codelet.cpp");
+  EXPECT_THAT(test::errorOrBlocked(fifo.path(),
+                                   [&] { registry.addCodelets(fifo.path()); }),
+              HasSubstr("codelet file \"" + fifo.path() +
+                        "\" is a FIFO (named pipe), not a regular file"));
+  EXPECT_THAT(errorOf([&] { registry.addCodelets(codeletDir); }),
+              HasSubstr("is a folder"));
+  EXPECT_THAT(errorOf([&] { registry.addCodelets("/dev/zero"); }),
+              HasSubstr("is a character device"));
 }
 
 TEST(Codelet, CompileErrorsReachTheUserVerbatim) {

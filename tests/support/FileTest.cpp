@@ -11,7 +11,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 using namespace tessera;
 using ::testing::HasSubstr;
@@ -140,4 +142,79 @@ TEST_F(FileTest, WriteRemovesTemporariesOfWritersThatNoLongerRun) {
   EXPECT_TRUE(fs::exists(neighbour));
   EXPECT_EQ(removeStaleTemporaries(dir_.string()), 1u);
   EXPECT_FALSE(fs::exists(neighbour));
+}
+
+// The rule of caches whose entries this process runs as code: a folder
+// others can write is refused unless it is sticky and this user's.
+TEST_F(FileTest, FolderOthersCanWriteIsRefusedUnlessStickyAndOwn) {
+  const std::string folder = dir_.string();
+  const auto check = [&] {
+    checkFolderIsPrivate(folder, "the test cache folder", "set TEST_DIR");
+  };
+  ::chmod(folder.c_str(), 0700);
+  EXPECT_NO_THROW(check());
+  ::chmod(folder.c_str(), 0775);
+  EXPECT_THAT(check, ::testing::ThrowsMessage<OptionError>(::testing::AllOf(
+                         HasSubstr("the test cache folder \"" + folder +
+                                   "\" (mode 0775) is writable by other "
+                                   "users"),
+                         HasSubstr("chmod go-w " + folder),
+                         HasSubstr("set TEST_DIR"))));
+  ::chmod(folder.c_str(), 01777);
+  EXPECT_NO_THROW(check());
+  // A missing folder passes: the cache creates it privately.
+  EXPECT_NO_THROW(checkFolderIsPrivate((dir_ / "missing").string(), "x", "y"));
+}
+
+TEST_F(FileTest, FolderOfAnotherUserIsRefused) {
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "giving a folder to another user needs root";
+  const fs::path folder = dir_ / "theirs";
+  fs::create_directories(folder);
+  ::chmod(folder.c_str(), 0755);
+  ASSERT_EQ(::chown(folder.c_str(), 4242, 4242), 0);
+  EXPECT_THAT(
+      [&] { checkFolderIsPrivate(folder.string(), "the cache folder", "s"); },
+      ::testing::ThrowsMessage<OptionError>(
+          HasSubstr("belongs to user 4242 with mode 0755")));
+}
+
+TEST_F(FileTest, CreatedFoldersArePrivateAndExistingOnesUntouched) {
+  ::chmod(dir_.c_str(), 0755);
+  const fs::path leaf = dir_ / "a" / "b" / "c";
+  createPrivateFolders(leaf.string());
+  for (const fs::path &p : {dir_ / "a", dir_ / "a" / "b", leaf}) {
+    struct stat st {};
+    ASSERT_EQ(::stat(p.c_str(), &st), 0) << p;
+    EXPECT_EQ(st.st_mode & 0777, 0700u) << p;
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat(dir_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0755u);
+  EXPECT_NO_THROW(createPrivateFolders(leaf.string()));
+  const std::string file = (dir_ / "file").string();
+  std::ofstream(file) << "x";
+  EXPECT_THAT([&] { createPrivateFolders(file + "/sub"); },
+              ::testing::ThrowsMessage<Error>(
+                  HasSubstr("cannot create the folder \"" + file + "/sub\"")));
+}
+
+TEST_F(FileTest, FilesOthersCanWriteOrOwnAreUntrusted) {
+  const std::string file = (dir_ / "entry").string();
+  EXPECT_EQ(untrustedFileReason(file), "does not exist");
+  std::ofstream(file) << "x";
+  ::chmod(file.c_str(), 0644);
+  EXPECT_EQ(untrustedFileReason(file), "");
+  ::chmod(file.c_str(), 0666);
+  EXPECT_THAT(untrustedFileReason(file), HasSubstr("with mode 0666"));
+  ::chmod(file.c_str(), 0644);
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "giving a file to another user needs root";
+  const std::string link = (dir_ / "link").string();
+  fs::create_symlink(file, link);
+  ASSERT_EQ(::lchown(link.c_str(), 4242, 4242), 0);
+  EXPECT_THAT(untrustedFileReason(link),
+              HasSubstr("is a symbolic link that belongs to user 4242"));
+  ASSERT_EQ(::chown(file.c_str(), 4242, 4242), 0);
+  EXPECT_EQ(untrustedFileReason(file), "belongs to user 4242 with mode 0644");
 }

@@ -9,9 +9,11 @@
 /// the compiled executable is still returned.
 ///
 /// Loading an entry compiles and loads the codelet sources inside it, so a
-/// cache folder is as sensitive as code: a folder writable by other users
-/// (group or others) is refused unless it is sticky and owned by this user,
-/// and folders the cache creates are not writable by others.
+/// cache folder is as sensitive as code: a folder another user owns, or
+/// one writable by group or others, is refused unless it is sticky and
+/// owned by this user, and folders the cache creates have mode 0700 (the
+/// rule of checkFolderIsPrivate, tessera/support/File.hpp, which the codelet
+/// cache shares).
 #pragma once
 
 #include "tessera/compiler/Executable.hpp"
@@ -40,8 +42,8 @@ public:
 
   /// The executable stored under \p key, or the one \p compile returns,
   /// which is then stored. \p outcome (if given) says which happened.
-  /// Throws OptionError when the folder is writable by other users or
-  /// \p key is longer than kMaxCacheKeyBytes.
+  /// Throws OptionError when the folder is another user's or writable by
+  /// other users, or \p key is longer than kMaxCacheKeyBytes.
   Executable getOrCompile(const std::string &key,
                           const std::function<Executable()> &compile,
                           Outcome *outcome = nullptr) const;

@@ -42,6 +42,31 @@ inline constexpr std::uint32_t kExecutableFormatVersion = 1;
 /// Bytes of the file header that precedes the compressed payload.
 inline constexpr std::size_t kExecutableHeaderBytes = 48;
 
+/// Ceilings a file is checked against before the reader or the engine
+/// allocates what the file says to: a crafted file (checksums recomputed)
+/// is a SerializationError, not an exhausted host.
+///
+/// The uncompressed payload: 4 GiB.
+inline constexpr std::uint64_t kMaxExecutablePayloadBytes = std::uint64_t{4}
+                                                            << 30;
+/// The most a zstd frame can expand its input: a block decompresses to at
+/// most 128 KiB and takes at least 4 bytes (a run-length block). A header
+/// whose payload size exceeds the compressed size times this is corrupt.
+inline constexpr std::uint64_t kMaxZstdExpansion =
+    (std::uint64_t{128} << 10) / 4;
+/// Replicas (Executable::replicationFactor).
+inline constexpr std::uint32_t kMaxExecutableReplicas = 1024;
+/// Host bytes of the simulated memory of all replicas together, remote
+/// buffers included: 1 TiB.
+inline constexpr std::uint64_t kMaxExecutableDeviceBytes = std::uint64_t{1}
+                                                           << 40;
+/// Objects the engine makes once per replica (vertices, stream connections
+/// and remote buffers), times the replicas: 2^26.
+inline constexpr std::uint64_t kMaxReplicatedObjects = std::uint64_t{1} << 26;
+/// Replica memory is a multiple of this many bytes, so that every replica
+/// starts where the widest element type (8 bytes) may be read.
+inline constexpr std::uint64_t kReplicaAlignment = 8;
+
 namespace detail {
 
 /// The header fields a writer chooses; the magic and the header checksum are
@@ -75,7 +100,9 @@ void writeExecutableFile(std::ostream &out, std::span<const std::byte> payload,
 Executable readExecutableFile(std::istream &in, const std::string &what);
 
 /// Throws SerializationError unless every index and address range in \p exe
-/// stays inside the tables and memory it refers to, so that an engine can
+/// stays inside the tables and memory it refers to, and what the engine
+/// allocates per replica stays under the ceilings above (numCounters no
+/// more than the steps, which each use at most one), so that an engine can
 /// run the executable without checking them again. Vertex fields themselves
 /// are checked later, by Engine::load, once their vertex classes (which say
 /// what each field's value indexes and its element size) are resolved.

@@ -13,7 +13,12 @@
 /// ~/.cache/tessera/codelets), keyed by a hash of everything that can change
 /// the result: the source, the generated code, the compiler and its version,
 /// the flags, Tessera's codelet headers and the headers the codelet includes
-/// (found next to the codelet file). A cache hit runs no compiler.
+/// (found next to the codelet file). A cache hit runs no compiler. The
+/// cache holds code this process loads, so it follows the executable
+/// cache's rule (checkFolderIsPrivate in tessera/support/File.hpp): a
+/// folder another user owns or can write is an OptionError (unless sticky
+/// and this user's), folders it creates have mode 0700, and an entry
+/// another user owns is compiled afresh instead of loaded.
 ///
 /// The include directories given to the compiler come from the build
 /// (TESSERA_INCLUDE_DIR, TESSERA_COMPAT_INCLUDE_DIR) and may be overridden by
@@ -96,10 +101,11 @@ public:
   /// \p extraCompileFlags are appended to the compiler's command line, split
   /// at whitespace. Returns the registered class names in file order.
   /// Adding the same source with the same flags again is a no-op that
-  /// returns the same names. Throws CodeletError for a missing file, a file
-  /// without vertex classes, a class name already registered with another
-  /// definition, a private vertex field and a compile failure (the message
-  /// holds the compiler's diagnostics verbatim and its command line).
+  /// returns the same names. Throws CodeletError for a missing file, a
+  /// path that is not a regular file (saying what it is: a FIFO, a folder,
+  /// a device), a file without vertex classes, a class name already registered
+  /// with another definition, a private vertex field and a compile failure (the
+  /// message holds the compiler's diagnostics verbatim and its command line).
   std::vector<std::string>
   addCodelets(const std::string &path,
               const std::string &extraCompileFlags = "");

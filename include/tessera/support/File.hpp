@@ -60,4 +60,28 @@ int openRegularFile(const std::string &path, const std::string &what);
 /// the path themselves (std::ifstream).
 void checkRegularFile(const std::string &path, const std::string &what);
 
+/// Throws OptionError when the folder \p folder exists and users other than
+/// this one could put files in it: it is writable by group or others (and
+/// not both sticky and this user's, as /tmp-style folders are: there others
+/// can only add files, which untrustedFileReason then refuses), or it
+/// belongs to another user (root aside). For caches whose entries this
+/// process runs as code (compiled codelets, executables whose codelets are
+/// compiled). \p what names the folder in the message ("the executable
+/// cache folder") and \p setting says how to choose another one. A missing
+/// folder passes: createPrivateFolders makes it.
+void checkFolderIsPrivate(const std::string &folder, const std::string &what,
+                          const std::string &setting);
+
+/// Creates \p folder and its missing parents; each folder it creates has
+/// mode 0700 (only this user can use it). Existing folders are left as they
+/// are. Throws Error naming the folder and the system's reason.
+void createPrivateFolders(const std::string &folder);
+
+/// Why the file at \p path must not be trusted as this user's own: empty
+/// when it (and, for a symbolic link, the link itself) belongs to this user
+/// or root and no other user can write it; else a reason such as
+/// `belongs to user 1001 with mode 0644`. A missing file is "does not
+/// exist".
+std::string untrustedFileReason(const std::string &path);
+
 } // namespace tessera
