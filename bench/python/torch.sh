@@ -17,6 +17,7 @@ cache="$(mktemp -d)"
 trap 'rm -rf "$cache"' EXIT
 export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
 
+. bench/train/peer.sh
 status=0
 for batch in 32 128; do
   steps=$(( batch >= 128 ? 200 : 400 ))
@@ -28,13 +29,9 @@ for batch in 32 128; do
     echo "tessera fit() batch $batch, $threads thread(s): $rate samples/s"
     if [ "$rate" -gt "$best" ]; then best=$rate bestThreads=$threads; fi
   done
-  torch_line=$(/usr/bin/python3 bench/train/torch_peer.py --batch-size "$batch" \
-                 --steps $(( batch >= 128 ? 300 : 600 )) --threads 1,2)
-  echo "$torch_line"
-  torch=$(echo "$torch_line" | awk '{print $3}')
-  ratio=$(awk -v a="$best" -v b="$torch" 'BEGIN { printf "%.2f", a / b }')
-  verdict=$(awk -v r="$ratio" 'BEGIN { print (r >= 0.5 ? "OK" : "MISS") }')
-  [ "$verdict" = OK ] || status=1
-  echo "RESULT python_fit_mlp_batch$batch tessera_fit=${best}/s (threads $bestThreads) torch=${torch}/s ratio=$ratio target>=0.5 $verdict"
+  torch_rate "$batch"
+  ratio_at_least "$best" "$TORCH_RATE" 0.5
+  [ "$VERDICT" = OK ] || status=1
+  echo "RESULT python_fit_mlp_batch$batch tessera_fit=${best}/s (threads $bestThreads) torch=${TORCH_RATE}/s ratio=$RATIO target>=0.5 $VERDICT"
 done
 exit $status

@@ -32,6 +32,7 @@ tessera_rate() {
   done | sort -n | tail -1
 }
 
+. bench/train/peer.sh
 status=0
 for batch in 32 128; do
   best=0 bestThreads=0
@@ -40,13 +41,9 @@ for batch in 32 128; do
     echo "tessera batch $batch, $threads thread(s): $rate samples/s"
     if [ "$rate" -gt "$best" ]; then best=$rate bestThreads=$threads; fi
   done
-  torch_line=$(/usr/bin/python3 bench/train/torch_peer.py --batch-size "$batch" \
-                 --steps $(( batch >= 128 ? 300 : 600 )) --threads 1,2)
-  echo "$torch_line"
-  torch=$(echo "$torch_line" | awk '{print $3}')
-  ratio=$(awk -v a="$best" -v b="$torch" 'BEGIN { printf "%.2f", a / b }')
-  verdict=$(awk -v r="$ratio" 'BEGIN { print (r >= 0.5 ? "OK" : "MISS") }')
-  [ "$verdict" = OK ] || status=1
-  echo "RESULT train_mlp_batch$batch tessera=${best}/s (threads $bestThreads) torch=${torch}/s ratio=$ratio target>=0.5 $verdict"
+  torch_rate "$batch"
+  ratio_at_least "$best" "$TORCH_RATE" 0.5
+  [ "$VERDICT" = OK ] || status=1
+  echo "RESULT train_mlp_batch$batch tessera=${best}/s (threads $bestThreads) torch=${TORCH_RATE}/s ratio=$RATIO target>=0.5 $VERDICT"
 done
 exit $status

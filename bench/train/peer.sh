@@ -1,0 +1,20 @@
+# Sourced by the training benchmarks (bench/train/run.sh, bench/python/
+# torch.sh): the PyTorch peer's figure and the RESULT verdict, so both
+# measure the peer the same way.
+
+# torch_rate BATCH: prints the peer's line (samples/s of the same MLP and
+# Adam at its faster of 1 and 2 threads) and sets TORCH_RATE to that rate.
+torch_rate() {
+  local batch=$1 line
+  line=$(/usr/bin/python3 bench/train/torch_peer.py --batch-size "$batch" \
+    --steps $((batch >= 128 ? 300 : 600)) --threads 1,2)
+  echo "$line"
+  TORCH_RATE=$(echo "$line" | awk '{print $3}')
+}
+
+# ratio_at_least A B TARGET: sets RATIO to A / B (2 decimals) and VERDICT to
+# OK when RATIO >= TARGET, else MISS.
+ratio_at_least() {
+  RATIO=$(awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }')
+  VERDICT=$(awk -v r="$RATIO" -v t="$3" 'BEGIN { print (r >= t ? "OK" : "MISS") }')
+}
