@@ -54,7 +54,8 @@ public:
   }
   void raw(void *p, std::size_t n) {
     need(n);
-    std::memcpy(p, bytes_.data() + pos_, n);
+    if (n != 0) // an empty tensor's data() may be null
+      std::memcpy(p, bytes_.data() + pos_, n);
     pos_ += n;
   }
   bool atEnd() const { return pos_ == end_; }

@@ -142,6 +142,20 @@ TEST(Checkpoint, RoundTripKeepsNamesTypesShapesAndValues) {
   std::filesystem::remove(path);
 }
 
+TEST(Checkpoint, AnEmptyVariableRoundTrips) {
+  // Its tensor's data() is null: loading copied zero bytes into it through
+  // memcpy, which UBSan reports (found by the checkpoint fuzz harness).
+  const std::string path = tempPath("empty");
+  Checkpoint c = mlp();
+  c.variables.emplace_back("empty", HostTensor::fromValues<float>({0, 4}, {}));
+  saveCheckpoint(path, c);
+  const Checkpoint loaded = loadCheckpoint(path);
+  ASSERT_EQ(loaded.variables.size(), 4u);
+  EXPECT_EQ(loaded.variables[3].second.shape(), (data::Shape{0, 4}));
+  EXPECT_EQ(loaded.variables[3].second.numBytes(), 0u);
+  std::filesystem::remove(path);
+}
+
 TEST(Checkpoint, CorruptTruncatedAndMissingFilesAreErrors) {
   const std::string path = tempPath("corrupt");
   saveCheckpoint(path, mlp());
