@@ -95,6 +95,12 @@ TEST(ReportInput, MissingOrMalformedFactsAreNamedByPath) {
                         "exchange, sync, host, control"));
   EXPECT_THAT(checkError(mutated([](json &p) { p["target"]["numIPUs"] = 0; })),
               HasSubstr("target has 0 IPUs of 8 tiles"));
+  // The trace page reads it: unchecked, a profile without it was read out
+  // of a freed node (found by the report fuzz harness).
+  EXPECT_THAT(checkError(mutated([](json &p) {
+                p["execution"].erase("stepsExecuted");
+              })),
+              HasSubstr("execution.stepsExecuted is missing"));
   // Every message says how to get a good profile.
   EXPECT_THAT(checkError(mutated([](json &p) { p.erase("graph"); })),
               HasSubstr("autoReport.all"));

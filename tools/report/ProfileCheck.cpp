@@ -233,6 +233,7 @@ void checkExecution(const Checker &c, const json &p, std::size_t numIPUs) {
   if (!e.is_object())
     c.fail("execution", "must be an object, not " + describe(e));
   c.count(e, "runs", "execution");
+  c.count(e, "stepsExecuted", "execution");
   c.counts(e, "totalCycles", "execution", numIPUs);
   const json &byKind = c.object(e, "cyclesByKind", "execution");
   for (std::string_view g : kGroups)
