@@ -33,10 +33,16 @@ Executable readWithFreshHeader(std::span<const std::byte> payload) {
 void loadOnModel(Executable exe) {
   // Limits of this harness, not of the loader: a small device keeps an
   // execution in the milliseconds, and codelet sources are never compiled
-  // (that would run the system compiler on fuzzed C++).
+  // (that would run the system compiler on fuzzed C++). The engine
+  // allocates the memory an executable lays out (up to the format's 1 TiB
+  // ceiling; a tile may exceed its capacity under debug.allowOutOfMemory),
+  // and a failed allocation is a MemoryError; asking the sanitizer's
+  // allocator for a terabyte ends the process instead, so such inputs stop
+  // after decoding.
   const std::uint64_t ipus = std::uint64_t(exe.numIPUs) * exe.replicationFactor;
   if (!exe.codelets.empty() || ipus == 0 || ipus > 4 || exe.tilesPerIPU == 0 ||
-      exe.tilesPerIPU > 32 || exe.bytesPerTile > (1u << 20))
+      exe.tilesPerIPU > 32 || exe.bytesPerTile > (1u << 20) ||
+      exe.replicaBytes() > (std::uint64_t{256} << 20) / exe.replicationFactor)
     return;
   IPUModel model;
   model.numIPUs = static_cast<unsigned>(ipus);
