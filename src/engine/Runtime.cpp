@@ -339,7 +339,11 @@ void Runtime::planChunks() {
         const std::uint64_t bytes = std::uint64_t(op.count) * op.elemBytes;
         total += bytes;
         auto hull = [&](std::uint64_t base, std::int64_t stride) {
-          const std::int64_t last = (op.count - 1) * stride;
+          // An empty op touches nothing; the validator bounds the strides
+          // of the others only (count - 1 would wrap to 2^32 - 1).
+          if (op.count == 0)
+            return std::make_pair(base, base);
+          const std::int64_t last = std::int64_t(op.count - 1) * stride;
           const std::uint64_t lo = base + std::min<std::int64_t>(0, last);
           const std::uint64_t hi =
               base + std::max<std::int64_t>(0, last) + op.elemBytes;

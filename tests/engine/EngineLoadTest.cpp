@@ -173,3 +173,24 @@ TEST(EngineLoad, HugeReplicaOrCounterCountsNeverReachTheEngine) {
         SerializationError);
   }
 }
+
+TEST(EngineLoad, AnEmptyCopyWithAHugeStrideLoads) {
+  // A copy op of count 0 touches nothing, whatever its strides say, so the
+  // decoder lets any stride through; the engine's chunk planner multiplied
+  // (count - 1), wrapped to 2^32 - 1, by the stride: signed overflow, which
+  // UBSan reports (found by the engine_load fuzz harness).
+  Device device = modelDevice(4);
+  Graph g(device.getTarget());
+  Tensor a = g.addVariable(FLOAT, {4}, "a");
+  Tensor b = g.addVariable(FLOAT, {4}, "b");
+  g.setTileMapping(a, 0);
+  g.setTileMapping(b, 1);
+  Executable exe = compileGraph(g, {Copy(a, b)});
+  ASSERT_FALSE(exe.copyOps.empty());
+  for (CopyOp &op : exe.copyOps) {
+    op.count = 0;
+    op.srcStride = op.dstStride = std::int64_t{1} << 32;
+  }
+  Engine e(throughFile(exe));
+  EXPECT_NO_THROW(e.load(device));
+}
