@@ -339,11 +339,15 @@ void Runtime::planChunks() {
         const std::uint64_t bytes = std::uint64_t(op.count) * op.elemBytes;
         total += bytes;
         auto hull = [&](std::uint64_t base, std::int64_t stride) {
-          // An empty op touches nothing; the validator bounds the strides
-          // of the others only (count - 1 would wrap to 2^32 - 1).
+          // An empty op touches nothing. The validator bounds the strides
+          // only of the sides an op moves through device memory, so a
+          // crafted side's span may not fit: it then counts as overlapping
+          // everything (no parallel chunks), which is always safe.
           if (op.count == 0)
             return std::make_pair(base, base);
-          const std::int64_t last = std::int64_t(op.count - 1) * stride;
+          std::int64_t last = 0;
+          if (__builtin_mul_overflow(std::int64_t(op.count - 1), stride, &last))
+            return std::make_pair(std::uint64_t{0}, UINT64_MAX);
           const std::uint64_t lo = base + std::min<std::int64_t>(0, last);
           const std::uint64_t hi =
               base + std::max<std::int64_t>(0, last) + op.elemBytes;
