@@ -72,6 +72,16 @@ std::string loadError(const std::function<void(Executable &)> &corrupt) {
   return "loaded";
 }
 
+// An exchange step: four floats copied from tile 0 to tile 1.
+Executable tileToTileCopy(const Device &device) {
+  Graph g(device.getTarget());
+  Tensor a = g.addVariable(FLOAT, {4}, "a");
+  Tensor b = g.addVariable(FLOAT, {4}, "b");
+  g.setTileMapping(a, 0);
+  g.setTileMapping(b, 1);
+  return compileGraph(g, {Copy(a, b)});
+}
+
 } // namespace
 
 TEST(EngineLoad, IntactExecutableFromAFileLoadsAndRuns) {
@@ -180,12 +190,7 @@ TEST(EngineLoad, AnEmptyCopyWithAHugeStrideLoads) {
   // (count - 1), wrapped to 2^32 - 1, by the stride: signed overflow, which
   // UBSan reports (found by the engine_load fuzz harness).
   Device device = modelDevice(4);
-  Graph g(device.getTarget());
-  Tensor a = g.addVariable(FLOAT, {4}, "a");
-  Tensor b = g.addVariable(FLOAT, {4}, "b");
-  g.setTileMapping(a, 0);
-  g.setTileMapping(b, 1);
-  Executable exe = compileGraph(g, {Copy(a, b)});
+  Executable exe = tileToTileCopy(device);
   ASSERT_FALSE(exe.copyOps.empty());
   for (CopyOp &op : exe.copyOps) {
     op.count = 0;
@@ -199,12 +204,7 @@ TEST(EngineLoad, AStrideWhoseSpanOverflowsIsRefusedOrLoadsWithoutOverflow) {
   // count 59 at a stride near 2^62.5: the span overflows int64 (the engine
   // _load fuzz harness's second find in the chunk planner).
   Device device = modelDevice(4);
-  Graph g(device.getTarget());
-  Tensor a = g.addVariable(FLOAT, {4}, "a");
-  Tensor b = g.addVariable(FLOAT, {4}, "b");
-  g.setTileMapping(a, 0);
-  g.setTileMapping(b, 1);
-  Executable exe = compileGraph(g, {Copy(a, b)});
+  Executable exe = tileToTileCopy(device);
   ASSERT_FALSE(exe.copyOps.empty());
   for (CopyOp &op : exe.copyOps) {
     op.count = 59;
