@@ -11,6 +11,7 @@ packages=(
   chromium python3-torch
   clang libclang-rt-14-dev llvm
   pybind11-dev python3-dev python3-numpy python3-pytest
+  libonnx-dev python3-onnx openmpi-bin libopenmpi-dev
 )
 missing=()
 for p in "${packages[@]}"; do
