@@ -69,6 +69,21 @@ void bindConfig(py::module_ &m) {
            py::arg("learning_rate"), py::arg("beta_1"), py::arg("beta_2"),
            py::arg("epsilon"), py::arg("weight_decay"), py::arg("decoupled"))
       .def_readwrite("learning_rate", &passes::Adam::learningRate);
+  py::class_<passes::RMSprop>(m, "RMSprop")
+      .def(py::init([](double lr, double rho, double momentum, double eps,
+                       double weightDecay, bool centered) {
+             passes::RMSprop r;
+             r.learningRate = lr;
+             r.rho = rho;
+             r.momentum = momentum;
+             r.epsilon = eps;
+             r.weightDecay = weightDecay;
+             r.centered = centered;
+             return r;
+           }),
+           py::arg("learning_rate"), py::arg("rho"), py::arg("momentum"),
+           py::arg("epsilon"), py::arg("weight_decay"), py::arg("centered"))
+      .def_readwrite("learning_rate", &passes::RMSprop::learningRate);
 }
 
 } // namespace tessera::python

@@ -16,7 +16,8 @@ void check(bool ok, const std::string &what) {
 }
 
 // The names of the optimizer state of variable "w": "w/<suffix>".
-constexpr std::string_view kStateSuffixes[] = {"momentum", "adam_m", "adam_v"};
+constexpr std::string_view kStateSuffixes[] = {"momentum", "adam_m", "adam_v",
+                                               "rms_v", "rms_mean"};
 
 // A zero-initialised optimizer state variable like \p w.
 ir::Value stateLike(ir::Builder &b, const ir::Value &w,
@@ -71,6 +72,28 @@ public:
     update(w, base - step);
   }
 
+  void rmsprop(const RMSprop &o, const ir::Value &w, ir::Value g) {
+    if (o.weightDecay != 0)
+      g = g + w * o.weightDecay;
+    const ir::Value v = stateLike(b_, w, "rms_v");
+    const ir::Value v1 = v * o.rho + g * g * (1 - o.rho);
+    update(v, v1);
+    ir::Value variance = v1;
+    if (o.centered) {
+      const ir::Value a = stateLike(b_, w, "rms_mean");
+      const ir::Value a1 = a * o.rho + g * (1 - o.rho);
+      update(a, a1);
+      variance = v1 - a1 * a1;
+    }
+    ir::Value step = g / (sqrt(variance) + o.epsilon);
+    if (o.momentum != 0) {
+      const ir::Value buf = stateLike(b_, w, "momentum");
+      step = buf * o.momentum + step;
+      update(buf, step);
+    }
+    update(w, w - step * o.learningRate);
+  }
+
   ir::Builder &builder() { return b_; }
 
 private:
@@ -87,13 +110,22 @@ void checkOptions(const TrainingOptions &o) {
     check(s->momentum >= 0, "SGD momentum must not be negative");
     check(!s->nesterov || (s->momentum > 0 && s->dampening == 0),
           "Nesterov momentum needs momentum > 0 and dampening 0");
+  } else if (const auto *a = std::get_if<Adam>(&o.optimizer)) {
+    check(a->learningRate > 0, "Adam learning rate must be positive, not " +
+                                   std::to_string(a->learningRate));
+    check(a->beta1 >= 0 && a->beta1 < 1 && a->beta2 >= 0 && a->beta2 < 1,
+          "Adam betas must lie in [0, 1), not " + std::to_string(a->beta1) +
+              " and " + std::to_string(a->beta2));
   } else {
-    const Adam &a = std::get<Adam>(o.optimizer);
-    check(a.learningRate > 0, "Adam learning rate must be positive, not " +
-                                  std::to_string(a.learningRate));
-    check(a.beta1 >= 0 && a.beta1 < 1 && a.beta2 >= 0 && a.beta2 < 1,
-          "Adam betas must lie in [0, 1), not " + std::to_string(a.beta1) +
-              " and " + std::to_string(a.beta2));
+    const RMSprop &r = std::get<RMSprop>(o.optimizer);
+    check(r.learningRate > 0, "RMSprop learning rate must be positive, not " +
+                                  std::to_string(r.learningRate));
+    check(r.rho >= 0 && r.rho < 1,
+          "RMSprop rho must lie in [0, 1), not " + std::to_string(r.rho));
+    check(r.momentum >= 0, "RMSprop momentum must not be negative, not " +
+                               std::to_string(r.momentum));
+    check(r.epsilon > 0,
+          "RMSprop epsilon must be positive, not " + std::to_string(r.epsilon));
   }
 }
 
@@ -128,8 +160,10 @@ std::vector<VariableUpdate> makeTrainingStep(ir::Module &module, ir::Value loss,
       g = crossReplicaMean(g);
     if (const auto *s = std::get_if<SGD>(&options.optimizer))
       step.sgd(*s, w, g);
+    else if (const auto *a = std::get_if<Adam>(&options.optimizer))
+      step.adam(*a, w, g, t);
     else
-      step.adam(std::get<Adam>(options.optimizer), w, g, t);
+      step.rmsprop(std::get<RMSprop>(options.optimizer), w, g);
   }
   return updates;
 }

@@ -1,7 +1,7 @@
 // The optimizer pass: SGD (momentum, dampening, Nesterov, weight decay),
-// Adam and AdamW step by step against the formulas in double precision, run
-// through the IR interpreter; loss scaling leaves the step unchanged; bad
-// settings are errors.
+// Adam, AdamW and RMSprop step by step against the formulas in double
+// precision, run through the IR interpreter; loss scaling leaves the step
+// unchanged; bad settings are errors.
 #include "tessera/passes/Optimizer.hpp"
 #include "tessera/ir/Interpreter.hpp"
 #include "tessera/support/Error.hpp"
@@ -116,6 +116,35 @@ TEST(Optimizer, AdamAndAdamWWithBiasCorrection) {
   }
 }
 
+TEST(Optimizer, RmspropPlainCenteredAndWithMomentum) {
+  for (bool centered : {false, true})
+    for (double momentum : {0.0, 0.7}) {
+      RMSprop r;
+      r.learningRate = 0.01;
+      r.rho = 0.8;
+      r.momentum = momentum;
+      r.weightDecay = 0.05;
+      r.centered = centered;
+      TrainingOptions o;
+      o.optimizer = r;
+      std::vector<double> v(3, 0.0), a(3, 0.0), buf(3, 0.0);
+      expectNear(trainInterpreted(o, 6),
+                 trainByHand(6, [&](std::size_t i, double w, double g, int) {
+                   g += 0.05 * w;
+                   v[i] = 0.8 * v[i] + 0.2 * g * g;
+                   double var = v[i];
+                   if (centered) {
+                     a[i] = 0.8 * a[i] + 0.2 * g;
+                     var -= a[i] * a[i];
+                   }
+                   double step = g / (std::sqrt(var) + 1e-7);
+                   if (momentum != 0)
+                     step = buf[i] = momentum * buf[i] + step;
+                   return w - 0.01 * step;
+                 }));
+    }
+}
+
 TEST(Optimizer, LossScalingDoesNotChangeTheStep) {
   TrainingOptions plain, scaled;
   plain.optimizer = scaled.optimizer = SGD{0.1, 0.5};
@@ -144,6 +173,15 @@ TEST(Optimizer, BadSettingsAreOptionErrors) {
   a.beta1 = 1.0;
   o.optimizer = a;
   EXPECT_THAT(error(o), ::testing::HasSubstr("betas must lie in [0, 1)"));
+  RMSprop r;
+  r.rho = 1.5;
+  o.optimizer = r;
+  EXPECT_THAT(error(o),
+              ::testing::HasSubstr("rho must lie in [0, 1), not 1.5"));
+  r = RMSprop{};
+  r.epsilon = 0;
+  o.optimizer = r;
+  EXPECT_THAT(error(o), ::testing::HasSubstr("epsilon must be positive"));
   o.optimizer = SGD{};
   o.lossScaling = 0;
   EXPECT_THAT(error(o), ::testing::HasSubstr("loss scaling"));
@@ -170,6 +208,13 @@ TEST(Optimizer, StateVariablesNameTheVariableTheyBelongTo) {
   TrainingOptions momentum;
   momentum.optimizer = SGD{0.1, 0.9};
   EXPECT_EQ(stateOf(momentum), std::vector<std::string>{"w/momentum"});
+  TrainingOptions rms;
+  RMSprop r;
+  r.centered = true;
+  r.momentum = 0.5;
+  rms.optimizer = r;
+  EXPECT_EQ(stateOf(rms),
+            (std::vector<std::string>{"w/rms_v", "w/rms_mean", "w/momentum"}));
   TrainingOptions plain;
   plain.optimizer = SGD{0.1};
   EXPECT_TRUE(stateOf(plain).empty());

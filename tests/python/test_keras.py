@@ -250,3 +250,31 @@ def test_fit_releases_the_gil(cluster_data):
         done.set()
         t.join()
     assert len(ticks) > 1000
+
+
+def test_rmsprop_step_matches_its_formula():
+    # One linear unit, mean squared error over the whole batch: the gradient
+    # is 2/N x^T (x w - y), so one centered RMSprop step is known exactly.
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(8, 3)).astype(np.float32)
+    y = rng.normal(size=(8, 1)).astype(np.float32)
+    m = keras.Sequential([layers.Dense(1, use_bias=False, input_shape=(3,))])
+    opt = keras.optimizers.RMSprop(0.01, rho=0.8, centered=True)
+    m.compile(optimizer=opt, loss="mse")
+    w = m.get_weights()[0].astype(np.float64)
+    m.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    g = 2.0 / 8 * x.T.astype(np.float64) @ (x @ w - y)
+    v, a = 0.2 * g * g, 0.2 * g
+    expected = w - 0.01 * g / (np.sqrt(v - a * a) + 1e-7)
+    np.testing.assert_allclose(m.get_weights()[0], expected, rtol=1e-4)
+
+
+def test_rmsprop_by_name_trains(cluster_data):
+    x, y = cluster_data
+    m = mlp()
+    m.compile(optimizer="rmsprop", loss="sparse_categorical_crossentropy",
+              metrics=["accuracy"])
+    h = m.fit(x, y, batch_size=16, epochs=3, verbose=0)
+    assert h.history["loss"][-1] < 0.8 * h.history["loss"][0]
+    with pytest.raises(ValueError, match="'rmsprop'"):
+        m.compile(optimizer="adagrad", loss="mse")

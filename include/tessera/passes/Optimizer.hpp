@@ -6,8 +6,9 @@
 /// one training step (the session does this on the device, the interpreter
 /// test on the host). Optimizer state (momentum, Adam's moments, the step
 /// count) lives in non-trainable, zero-initialised variables named
-/// "<variable>/momentum", "<variable>/adam_m", "<variable>/adam_v" and
-/// "optimizer/step", updated the same way.
+/// "<variable>/momentum", "<variable>/adam_m", "<variable>/adam_v",
+/// "<variable>/rms_v", "<variable>/rms_mean" and "optimizer/step", updated
+/// the same way.
 ///
 /// Semantics follow PyTorch's optimizers, so results can be compared with it:
 ///   SGD:   g += wd w; buf = m buf + (1 - dampening) g;
@@ -15,6 +16,10 @@
 ///   Adam:  g += wd w (AdamW instead: w -= lr wd w); m = b1 m + (1 - b1) g;
 ///          v = b2 v + (1 - b2) g^2; w -= lr (m / (1 - b1^t)) /
 ///          (sqrt(v / (1 - b2^t)) + eps)
+///   RMSprop: g += wd w; v = rho v + (1 - rho) g^2; centered: a = rho a +
+///          (1 - rho) g, d = sqrt(v - a^2) + eps, else d = sqrt(v) + eps;
+///          with momentum: buf = m buf + g / d, w -= lr buf; else
+///          w -= lr g / d
 /// One difference: PyTorch starts SGD's momentum buffer at the first
 /// gradient, here it starts at zero, which is the same unless dampening > 0.
 #pragma once
@@ -45,7 +50,19 @@ struct Adam {
   bool decoupledWeightDecay = false;
 };
 
-using Optimizer = std::variant<SGD, Adam>;
+/// RMSprop (PyTorch's "alpha" is rho here, as Keras names it).
+struct RMSprop {
+  double learningRate = 0.001;
+  double rho = 0.9;
+  double momentum = 0;
+  double epsilon = 1e-7;
+  double weightDecay = 0;
+  /// Divide by the estimated variance of the gradient rather than its
+  /// second moment.
+  bool centered = false;
+};
+
+using Optimizer = std::variant<SGD, Adam, RMSprop>;
 
 struct TrainingOptions {
   Optimizer optimizer = SGD{};
@@ -68,7 +85,7 @@ struct VariableUpdate {
 /// Differentiates \p loss with respect to every trainable variable and adds
 /// the optimizer's updates as outputs "update/<variable>". Throws
 /// OptionError for a non-positive learning rate or loss scaling, or betas
-/// outside [0, 1).
+/// or rho outside [0, 1).
 std::vector<VariableUpdate> makeTrainingStep(ir::Module &module, ir::Value loss,
                                              const TrainingOptions &options);
 

@@ -134,9 +134,6 @@ class Model:
         previous = self._compile_args or {}
         if optimizer is None:
             optimizer = previous.get("optimizer", _optimizers.Adam())
-        elif isinstance(optimizer, str) and optimizer.lower() == "rmsprop":
-            raise NotImplementedError(
-                "compile: Tessera has no RMSprop; use 'adam' or 'sgd'")
         optimizer = _optimizers.get(optimizer)
         if loss is None:
             loss = previous.get("loss",

@@ -1,10 +1,10 @@
 """tf.keras.optimizers' names over Tessera's optimizer pass (SGD with
-momentum and Nesterov, Adam, AdamW). Semantics follow PyTorch's, as the
+momentum and Nesterov, Adam, AdamW, RMSprop). Semantics follow PyTorch's, as the
 C++ pass documents (passes/Optimizer.hpp)."""
 
 from .. import _tessera
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "get"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "get"]
 
 
 class Optimizer:
@@ -69,8 +69,29 @@ class AdamW(Adam):
         return True
 
 
+class RMSprop(Optimizer):
+    """RMSprop: divides the gradient by a running root mean square of it
+    (centered: of its variance); with momentum, accumulates those steps."""
+
+    def __init__(self, learning_rate=0.001, rho=0.9, momentum=0.0,
+                 epsilon=1e-7, centered=False, weight_decay=None,
+                 name="RMSprop", **kwargs):
+        self.learning_rate = float(kwargs.pop("lr", learning_rate))
+        self.rho = float(rho)
+        self.momentum = float(momentum)
+        self.epsilon = float(epsilon)
+        self.centered = bool(centered)
+        self.weight_decay = float(weight_decay or 0.0)
+        self.name = name
+
+    def _core(self):
+        return _tessera.RMSprop(self.learning_rate, self.rho, self.momentum,
+                                self.epsilon, self.weight_decay,
+                                self.centered)
+
+
 class _Legacy:
-    SGD, Adam = SGD, Adam
+    SGD, Adam, RMSprop = SGD, Adam, RMSprop
 
 
 legacy = _Legacy
@@ -88,7 +109,9 @@ def get(identifier):
             return SGD()
         if key == "adamw":
             return AdamW()
-        raise ValueError("unknown optimizer %r: Tessera has 'sgd', 'adam' "
-                         "and 'adamw'" % identifier)
+        if key == "rmsprop":
+            return RMSprop()
+        raise ValueError("unknown optimizer %r: Tessera has 'sgd', 'adam', "
+                         "'adamw' and 'rmsprop'" % identifier)
     raise TypeError("optimizer must be a name or a tessera.keras.optimizers "
                     "object, got %s" % type(identifier).__name__)
