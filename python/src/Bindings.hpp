@@ -46,5 +46,6 @@ void bindData(py::module_ &m);
 void bindLayers(py::module_ &m);
 void bindModels(py::module_ &m);
 void bindConfig(py::module_ &m);
+void bindPva(py::module_ &parent);
 
 } // namespace tessera::python

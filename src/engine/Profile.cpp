@@ -649,9 +649,13 @@ void writeProfile(const std::string &directory, const Executable &exe,
     throw Error("cannot write the profile to folder \"" + directory + "\": " +
                 (ec ? ec.message() : std::string("it is not a folder")) +
                 "; set autoReport.directory to a folder you can write to");
-  const std::string text = makeProfile(exe, counts).dump();
-  writeFileAtomically(
-      (std::filesystem::path(directory) / "profile.json").string(), text);
+  const nlohmann::json profile = makeProfile(exe, counts);
+  const std::filesystem::path dir(directory);
+  writeFileAtomically((dir / "profile.json").string(), profile.dump());
+  const std::vector<std::uint8_t> debug =
+      nlohmann::json::to_cbor(makeDebugInfo(profile));
+  writeFileAtomically((dir / "debug.cbor").string(),
+                      std::string(debug.begin(), debug.end()));
 }
 
 void printProfileSummary(std::ostream &os, const Executable &exe,

@@ -70,9 +70,22 @@ namespace tessera {
 nlohmann::json makeProfile(const Executable &exe,
                            const ExecutionCounts *counts);
 
-/// Writes makeProfile(...) to DIR/profile.json atomically (a reader sees the
-/// old file or the new one), creating DIR when missing. Throws Error naming
-/// the folder when it cannot be created or written.
+/// The debug information of a profile, as debug.cbor holds it (CBOR):
+/// \code
+/// { "format": "tessera-debug-info", "version": 1,
+///   "contexts": [ { "id", "path" ("layer1/matmul"), "parent" (the id of
+///                   the enclosing context, or null), "computeSets",
+///                   "variables", "steps" (how many of each are named at
+///                   or under the context) } ] }
+/// \endcode
+/// Contexts are the levels of the "/"-joined debug names of the compute
+/// sets, variables and steps \p profile lists, parents before children.
+nlohmann::json makeDebugInfo(const nlohmann::json &profile);
+
+/// Writes makeProfile(...) to DIR/profile.json and makeDebugInfo of it to
+/// DIR/debug.cbor, each atomically (a reader sees the old file or the new
+/// one), creating DIR when missing. Throws Error naming the folder when it
+/// cannot be created or written.
 void writeProfile(const std::string &directory, const Executable &exe,
                   const ExecutionCounts *counts);
 
