@@ -100,8 +100,8 @@ int main() {
                            /*trainable=*/false);
   ir::Value increment = b.input("increment", FLOAT, {});
   ir::Value next = v + increment;
-  b.output("v", next);        // what the loop outfeeds
-  b.output("update/v", next); // the value v takes for the next step
+  b.output("v", next); // what the loop outfeeds
+  b.update(v, next);   // the value v takes for the next step
 
   session::Config cfg;
   session::Session sess(std::move(module), cfg,

@@ -74,6 +74,14 @@ void Builder::output(const std::string &name, Value v) {
   module_->addOutput(name, v.id());
 }
 
+void Builder::update(Value variable, Value next) {
+  if (&variable.module() != module_ || &next.module() != module_)
+    throw IrError("update of '" + variable.name() +
+                  "': the values belong to another module");
+  module_->setUpdate(variable.id(), next.id());
+  module_->addOutput("update/" + variable.name(), next.id());
+}
+
 std::vector<Value> apply(Module &module, OpKind kind,
                          const std::vector<Value> &operands, Attributes attrs) {
   std::vector<ValueId> ids;
@@ -220,9 +228,7 @@ Value cast(Value x, Type dtype) {
 }
 
 Value crossReplicaSum(Value x) { return one(OpKind::CROSS_REPLICA_SUM, {x}); }
-Value crossReplicaMean(Value x) {
-  return one(OpKind::CROSS_REPLICA_MEAN, {x});
-}
+Value crossReplicaMean(Value x) { return one(OpKind::CROSS_REPLICA_MEAN, {x}); }
 
 Value gather(Value table, Value indices) {
   return one(OpKind::GATHER, {table, indices});

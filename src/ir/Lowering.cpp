@@ -115,6 +115,10 @@ void Lowering::planFusion() {
   for (ValueId v : options_.keep)
     if (v < n)
       needed[v] = true;
+  // An update is written back to its variable, so it needs a tensor.
+  for (const auto &update : options_.updateInPlace)
+    if (update.second < n)
+      needed[update.second] = true;
   const auto &ops = m_.ops();
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const Op &user = ops[i];

@@ -262,6 +262,58 @@ void Module::addOutput(const std::string &name, ValueId value) {
   outputs_.push_back({name, value});
 }
 
+void Module::record(std::vector<VariableRecord> &list, const char *what,
+                    ValueId variable, ValueId v) {
+  if (value(variable).kind != ValueKind::Variable)
+    throw IrError(std::string(what) + ": " + describe(variable) +
+                  " is not a variable");
+  if (typeOf(variable) != typeOf(v))
+    throw IrError(std::string(what) + " of " + describe(variable) + " (" +
+                  typeOf(variable).toString() + ") cannot be " + describe(v) +
+                  ", which is " + typeOf(v).toString());
+  for (VariableRecord &r : list)
+    if (r.variable == variable) {
+      r.value = v;
+      return;
+    }
+  list.push_back({variable, v});
+}
+
+void Module::setUpdate(ValueId variable, ValueId v) {
+  record(updates_, "the update", variable, v);
+}
+
+void Module::setGradient(ValueId variable, ValueId gradient) {
+  record(gradients_, "the gradient", variable, gradient);
+}
+
+void Module::setStateOf(ValueId state, ValueId owner) {
+  if (value(owner).kind != ValueKind::Variable)
+    throw IrError("optimizer state " + describe(state) + " belongs to " +
+                  describe(owner) + ", which is not a variable");
+  record(states_, "the optimizer state", state, owner);
+}
+
+namespace {
+
+std::optional<ValueId> find(const std::vector<VariableRecord> &list,
+                            ValueId variable) {
+  for (const VariableRecord &r : list)
+    if (r.variable == variable)
+      return r.value;
+  return std::nullopt;
+}
+
+} // namespace
+
+std::optional<ValueId> Module::updateOf(ValueId variable) const {
+  return find(updates_, variable);
+}
+
+std::optional<ValueId> Module::gradientOf(ValueId variable) const {
+  return find(gradients_, variable);
+}
+
 const ValueInfo &Module::value(ValueId id) const {
   if (id >= values_.size())
     throw IrError("%" + std::to_string(id) + " is not a value of module '" +

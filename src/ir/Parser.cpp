@@ -61,6 +61,7 @@ private:
   std::vector<double> parseConstantData();
   ValueId parseRef();
   void parseItem();
+  void parseRecord();
   void parseLeaf(const Token &kindTok, const Token &result);
   void parseOp(const Token &kindTok, const std::vector<Token> &results);
   void checkNew(const Token &result) const;
@@ -437,6 +438,32 @@ void Parser::parseOp(const Token &kindTok, const std::vector<Token> &results) {
   }
 }
 
+// `update %v = %new`, `gradient %v = %g` or `state %s of %owner`.
+void Parser::parseRecord() {
+  const Token at = tok_;
+  const std::string what = tok_.text;
+  advance();
+  const ValueId variable = parseRef();
+  if (what == "state") {
+    if (!(tok_.kind == TokenKind::Ident && tok_.text == "of"))
+      expected("'of' after the state variable");
+    advance();
+  } else {
+    expectPunct('=', "after the " + what + "'s variable");
+  }
+  const ValueId value = parseRef();
+  try {
+    if (what == "update")
+      m_.setUpdate(variable, value);
+    else if (what == "gradient")
+      m_.setGradient(variable, value);
+    else
+      m_.setStateOf(variable, value);
+  } catch (const Error &e) {
+    fail(at, e.what());
+  }
+}
+
 void Parser::parseItem() {
   if (tok_.kind == TokenKind::Ident && tok_.text == "output") {
     const Token at = tok_;
@@ -449,6 +476,12 @@ void Parser::parseItem() {
     } catch (const Error &e) {
       fail(at, e.what());
     }
+    return;
+  }
+  if (tok_.kind == TokenKind::Ident &&
+      (tok_.text == "update" || tok_.text == "gradient" ||
+       tok_.text == "state")) {
+    parseRecord();
     return;
   }
   std::vector<Token> results;

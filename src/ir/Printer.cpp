@@ -139,6 +139,12 @@ void Printer::run() {
     op(o);
   for (const Output &o : m_.outputs())
     os_ << "  output " << quote(o.name) << " = " << ref(o.value) << "\n";
+  for (const VariableRecord &r : m_.updates())
+    os_ << "  update " << ref(r.variable) << " = " << ref(r.value) << "\n";
+  for (const VariableRecord &r : m_.gradients())
+    os_ << "  gradient " << ref(r.variable) << " = " << ref(r.value) << "\n";
+  for (const VariableRecord &r : m_.states())
+    os_ << "  state " << ref(r.variable) << " of " << ref(r.value) << "\n";
   os_ << "}\n";
 }
 

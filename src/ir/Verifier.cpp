@@ -24,6 +24,7 @@ private:
   void checkOp(std::size_t i);
   void checkStages(std::size_t i, const Op &op) const;
   void checkOutputs() const;
+  void checkRecords() const;
 
   const Module &m_;
   const VerifyOptions &o_;
@@ -168,12 +169,37 @@ void Verifier::checkOutputs() const {
   }
 }
 
+// Passes rewrite values in place, so the records are checked again: each
+// names a variable and a value of its type.
+void Verifier::checkRecords() const {
+  auto check = [&](const std::vector<VariableRecord> &list, const char *what,
+                   bool valueIsVariable) {
+    for (const VariableRecord &r : list) {
+      if (r.variable >= m_.numValues() || r.value >= m_.numValues())
+        fail(std::string(what) + " record names a value the module lacks");
+      if (m_.value(r.variable).kind != ValueKind::Variable ||
+          (valueIsVariable && m_.value(r.value).kind != ValueKind::Variable))
+        fail(std::string(what) + " record of " + m_.describe(r.variable) +
+             " names a value that is not a variable");
+      if (m_.typeOf(r.variable) != m_.typeOf(r.value))
+        fail(std::string(what) + " of " + m_.describe(r.variable) + " is " +
+             m_.describe(r.value) + ", of type " +
+             m_.typeOf(r.value).toString() + " instead of " +
+             m_.typeOf(r.variable).toString());
+    }
+  };
+  check(m_.updates(), "update", false);
+  check(m_.gradients(), "gradient", false);
+  check(m_.states(), "optimizer state", true);
+}
+
 void Verifier::run() {
   checkValues();
   checkLeaves();
   for (std::size_t i = 0; i < m_.ops().size(); ++i)
     checkOp(i);
   checkOutputs();
+  checkRecords();
 }
 
 } // namespace

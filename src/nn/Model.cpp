@@ -3,7 +3,7 @@
 #include "ModelInternal.hpp"
 #include "NnInternal.hpp"
 
-#include "tessera/passes/Optimizer.hpp"
+#include "tessera/passes/TrainingPasses.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -273,17 +273,17 @@ ir::Module Model::trainingModule(std::size_t batchSize,
                                      ? &c.options.syntheticDataInitializer
                                      : nullptr;
   Forward f = buildForward(m, BuildMode::Training, batchSize, synthetic);
-  const LossValues l =
-      addLoss(b, f.output, f.logits, labels, c.loss, c.options, c.accuracy,
-              synthetic, detail::mixSeed(seed_, 0x5e7b));
-  passes::TrainingOptions o;
-  o.optimizer = c.options.optimizer;
+  // addLoss names the loss as the output "loss", which autodiff reads.
+  addLoss(b, f.output, f.logits, labels, c.loss, c.options, c.accuracy,
+          synthetic, detail::mixSeed(seed_, 0x5e7b));
+  passes::TrainingPassOptions o;
+  o.training.optimizer = c.options.optimizer;
   {
     ir::NameScope scope(b, "optimizer");
-    passes::makeTrainingStep(m, l.loss, o);
+    passes::runTrainingPasses(m, o);
   }
   for (const auto &[var, next] : f.updates)
-    b.output("update/" + var.name(), next);
+    b.update(var, next);
   return m;
 }
 

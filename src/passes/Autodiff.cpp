@@ -466,10 +466,18 @@ Gradients autodiff(Module &module, Value loss, std::vector<Value> wrt) {
 }
 
 bool AutodiffPass::run(Module &module) {
-  const Value loss(module, module.output(lossOutput_));
+  if (!(options_.lossScaling > 0))
+    throw OptionError("autodiff: loss scaling must be positive, not " +
+                      std::to_string(options_.lossScaling));
+  Value loss(module, module.output(options_.lossOutput));
+  if (options_.lossScaling != 1)
+    loss = loss * options_.lossScaling;
   const Gradients g = autodiff(module, loss);
-  for (const auto &[wrt, grad] : g.entries())
-    module.addOutput("grad/" + wrt.name(), grad.id());
+  for (const auto &[wrt, grad] : g.entries()) {
+    module.setGradient(wrt.id(), grad.id());
+    if (options_.gradientOutputs)
+      module.addOutput("grad/" + wrt.name(), grad.id());
+  }
   return !g.entries().empty();
 }
 

@@ -12,8 +12,6 @@
 namespace tessera::passes {
 namespace {
 
-const std::string kUpdatePrefix = "update/";
-const std::string kGradPrefix = "grad/";
 const std::string kCounter = "accumulation/micro_batch";
 
 // New operations get \p annotations until this is destroyed (the Builder's
@@ -98,20 +96,21 @@ public:
       : m_(m), b_(m), o_(o) {}
 
   void run() {
-    const auto updates = variableUpdates(m_);
+    // A copy: the pass records more updates (the counter, accumulators).
+    const std::vector<ir::VariableRecord> updates = m_.updates();
     if (updates.empty())
       throw ir::IrError("gradient accumulation: module \"" + m_.name() +
-                        "\" has no \"update/<variable>\" outputs; build the "
-                        "training step with makeTrainingStep first");
+                        "\" has no recorded updates; build the training step "
+                        "(autodiff and optimizer passes) first");
     buildCounter();
     // The optimizer reads the accumulated gradients; then every update is
     // gated, its copy reading whatever the optimizer's ops now read.
     const std::size_t existing = m_.ops().size();
-    for (const auto &[var, next] : updates)
-      if (m_.variableOf(var).trainable)
-        accumulate(var, existing);
-    for (const auto &[var, next] : updates)
-      gate(var, next);
+    for (const ir::VariableRecord &u : updates)
+      if (m_.variableOf(u.variable).trainable)
+        accumulate(u.variable, existing);
+    for (const ir::VariableRecord &u : updates)
+      gate(u.variable, u.value);
     sortTopologically(m_);
   }
 
@@ -124,7 +123,7 @@ private:
         b_.variable(kCounter, {}, ir::init::zeros(), FLOAT, false);
     counter_ = m;
     isLast_ = cast(eq(m, double(o_.count - 1)), FLOAT);
-    b_.output(kUpdatePrefix + kCounter, (m + 1.0) * (1.0 - isLast_));
+    b_.update(m, (m + 1.0) * (1.0 - isLast_));
   }
 
   // isLast_ as \p type.
@@ -150,15 +149,15 @@ private:
   }
 
   // The accumulator of \p var; the optimizer's ops (the first \p existing
-  // ops) read the accumulated gradient instead of grad/<var>.
+  // ops) read the accumulated gradient instead of the recorded one.
   void accumulate(ir::ValueId var, std::size_t existing) {
     const std::string name = m_.value(var).name;
-    const auto grad = m_.findValue(kGradPrefix + name);
+    const auto grad = m_.gradientOf(var);
     if (!grad)
       throw ir::IrError("gradient accumulation: trainable variable \"" + name +
-                        "\" has an update but no gradient \"grad/" + name +
-                        "\"; build the training step with makeTrainingStep "
-                        "(or name its gradient so)");
+                        "\" has an update but no recorded gradient; build the "
+                        "training step with the autodiff and optimizer passes "
+                        "(or record its gradient with Module::setGradient)");
     // A copy: adding values below may move the module's value table.
     const ir::ValueInfo g = m_.value(*grad);
     ir::Annotations where;
@@ -173,7 +172,7 @@ private:
     const ir::Value gv = b_.value(*grad);
     const ir::Value next =
         reduce(acc, accType == gradType ? gv : cast(gv, accType), accType);
-    b_.output(kUpdatePrefix + acc.name(), next * (1.0 - flagAs(accType)));
+    b_.update(acc, next * (1.0 - flagAs(accType)));
     const ir::Value effective =
         accType == gradType ? next : cast(next, gradType);
     replaceUses(m_, *grad, effective.id(),
@@ -189,7 +188,7 @@ private:
     if (info.kind != ir::ValueKind::OpResult ||
         m_.producer(next).results.size() != 1)
       throw UnsupportedError(
-          "gradient accumulation: update \"update/" + name +
+          "gradient accumulation: the update of \"" + name +
           "\" is not the only result of an operation, so it cannot be "
           "gated; compute the new value with an elementwise operation");
     const std::size_t index = info.def;

@@ -8,23 +8,20 @@
 namespace tessera::passes {
 namespace {
 
-constexpr std::string_view kPrefix = "update/";
-
 void check(bool ok, const std::string &what) {
   if (!ok)
     throw OptionError("optimizer: " + what);
 }
 
-// The names of the optimizer state of variable "w": "w/<suffix>".
-constexpr std::string_view kStateSuffixes[] = {"momentum", "adam_m", "adam_v",
-                                               "rms_v", "rms_mean"};
-
-// A zero-initialised optimizer state variable like \p w.
+// A zero-initialised optimizer state variable like \p w, named
+// "<w>/<suffix>" and recorded as w's state.
 ir::Value stateLike(ir::Builder &b, const ir::Value &w,
                     const std::string &suffix) {
-  return b.variable(w.name() + "/" + suffix, w.shape(), ir::init::zeros(),
-                    w.dtype(),
-                    /*trainable=*/false);
+  const ir::Value state =
+      b.variable(w.name() + "/" + suffix, w.shape(), ir::init::zeros(),
+                 w.dtype(), /*trainable=*/false);
+  w.module().setStateOf(state.id(), w.id());
+  return state;
 }
 
 class StepBuilder {
@@ -33,7 +30,7 @@ public:
       : b_(m), updates_(updates) {}
 
   void update(const ir::Value &v, const ir::Value &next) {
-    b_.output(std::string(kPrefix) + v.name(), next);
+    b_.update(v, next);
     updates_.push_back({v, next});
   }
 
@@ -129,19 +126,15 @@ void checkOptions(const TrainingOptions &o) {
   }
 }
 
-} // namespace
-
-std::vector<VariableUpdate> makeTrainingStep(ir::Module &module, ir::Value loss,
-                                             const TrainingOptions &options) {
-  checkOptions(options);
-  std::vector<ir::Value> wrt;
+// The optimizer's operations for every recorded gradient, in the order
+// autodiff recorded them.
+std::vector<VariableUpdate> buildSteps(ir::Module &module,
+                                       const TrainingOptions &options) {
+  if (module.gradients().empty())
+    throw ir::IrError("optimizer: module \"" + module.name() +
+                      "\" has no recorded gradients; run the autodiff pass "
+                      "(or makeTrainingStep) first");
   ir::Builder b(module);
-  for (const ir::Variable &v : module.variables())
-    if (v.trainable)
-      wrt.push_back(b.value(v.value));
-  const ir::Value scaled =
-      options.lossScaling == 1 ? loss : loss * options.lossScaling;
-  const Gradients grads = autodiff(module, scaled, wrt);
   std::vector<VariableUpdate> updates;
   StepBuilder step(module, updates);
   ir::Value t;
@@ -151,7 +144,10 @@ std::vector<VariableUpdate> makeTrainingStep(ir::Module &module, ir::Value loss,
     t = count + 1.0;
     step.update(count, t);
   }
-  for (const auto &[w, g0] : grads.entries()) {
+  // A copy: the steps below add records to the module.
+  const std::vector<ir::VariableRecord> gradients = module.gradients();
+  for (const ir::VariableRecord &r : gradients) {
+    const ir::Value w = b.value(r.variable), g0 = b.value(r.value);
     ir::Value g =
         options.lossScaling == 1 ? g0 : g0 * (1 / options.lossScaling);
     // Replicas see different batches; averaging their gradients keeps
@@ -168,44 +164,37 @@ std::vector<VariableUpdate> makeTrainingStep(ir::Module &module, ir::Value loss,
   return updates;
 }
 
+} // namespace
+
+std::vector<VariableUpdate> makeTrainingStep(ir::Module &module, ir::Value loss,
+                                             const TrainingOptions &options) {
+  checkOptions(options);
+  const ir::Value scaled =
+      options.lossScaling == 1 ? loss : loss * options.lossScaling;
+  const Gradients gradients = autodiff(module, scaled);
+  for (const auto &[w, g] : gradients.entries())
+    module.setGradient(w.id(), g.id());
+  return buildSteps(module, options);
+}
+
+bool OptimizerPass::run(ir::Module &module) {
+  checkOptions(options_);
+  return !buildSteps(module, options_).empty();
+}
+
 std::vector<std::pair<ir::ValueId, ir::ValueId>>
 variableUpdates(const ir::Module &module) {
   std::vector<std::pair<ir::ValueId, ir::ValueId>> out;
-  for (const ir::Output &o : module.outputs()) {
-    if (o.name.rfind(kPrefix, 0) != 0)
-      continue;
-    const std::string var = o.name.substr(kPrefix.size());
-    const auto id = module.findValue(var);
-    if (!id || module.value(*id).kind != ir::ValueKind::Variable)
-      throw ir::IrError("output \"" + o.name + "\" updates \"" + var +
-                        "\", which is not a variable of module \"" +
-                        module.name() + "\"");
-    if (module.typeOf(*id) != module.typeOf(o.value))
-      throw ir::IrError("output \"" + o.name + "\" is " +
-                        module.typeOf(o.value).toString() + " but variable \"" +
-                        var + "\" is " + module.typeOf(*id).toString());
-    out.emplace_back(*id, o.value);
-  }
+  for (const ir::VariableRecord &r : module.updates())
+    out.emplace_back(r.variable, r.value);
   return out;
 }
 
 std::vector<std::pair<ir::ValueId, ir::ValueId>>
 optimizerState(const ir::Module &module) {
   std::vector<std::pair<ir::ValueId, ir::ValueId>> out;
-  for (const ir::Variable &v : module.variables()) {
-    const std::string &name = module.value(v.value).name;
-    for (std::string_view suffix : kStateSuffixes) {
-      const std::string tail = "/" + std::string(suffix);
-      if (name.size() <= tail.size() ||
-          name.compare(name.size() - tail.size(), tail.size(), tail) != 0)
-        continue;
-      const auto w =
-          module.findValue(name.substr(0, name.size() - tail.size()));
-      if (w && module.value(*w).kind == ir::ValueKind::Variable &&
-          module.typeOf(*w) == module.typeOf(v.value))
-        out.emplace_back(v.value, *w);
-    }
-  }
+  for (const ir::VariableRecord &r : module.states())
+    out.emplace_back(r.variable, r.value);
   return out;
 }
 

@@ -58,6 +58,27 @@ bool isInput(const ir::Module &m, const std::string &name) {
   return id && m.value(*id).kind == ir::ValueKind::Input;
 }
 
+// Annotations the session does not implement are errors, not silently
+// ignored: a user who asked for pipeline stages or recomputation would
+// otherwise get a different program than they think.
+void checkAnnotations(const ir::Module &module) {
+  for (std::size_t i = 0; i < module.ops().size(); ++i) {
+    const ir::Op &op = module.ops()[i];
+    const std::string what = "session: op " + std::to_string(i) + " (" +
+                             std::string(ir::opKindName(op.kind)) + " " +
+                             module.describe(op.results.at(0)) +
+                             ") is annotated ";
+    if (op.annotations.pipelineStage)
+      throw UnsupportedError(
+          what + "@stage(" + std::to_string(*op.annotations.pipelineStage) +
+          "), but sessions do not run pipeline stages yet; remove the stage "
+          "annotations (shard over IPUs with @ipu(k) instead)");
+    if (op.annotations.recompute)
+      throw UnsupportedError(what + "@recompute, but sessions do not recompute "
+                                    "values yet; remove the annotation");
+  }
+}
+
 } // namespace
 
 std::string cacheKey(const ir::Module &module, const Config &config,
@@ -80,6 +101,7 @@ std::string cacheKey(const ir::Module &module, const Config &config,
 Session::Session(ir::Module module, Config config, RunSpec spec)
     : module_(std::move(module)), config_(std::move(config)),
       spec_(std::move(spec)) {
+  checkAnnotations(module_);
   for (const auto &f : spec_.feeds)
     if (!isInput(module_, f))
       throw ir::IrError("session: feed \"" + f +

@@ -237,14 +237,60 @@ TEST(Text, AHugeVariableParsesAndPrintsWithoutDrawingItsValues) {
                            "1048576] init glorotUniform(seed = 7)\n}\n";
   const Module m = parse(text);
   ASSERT_EQ(m.variables().size(), 1u);
-  EXPECT_EQ(m.typeOf(m.variables()[0].value).numElements(),
-            std::size_t(1) << 40);
+  EXPECT_EQ(m.typeOf(m.variables()[0].value).numElements(), std::size_t(1)
+                                                                << 40);
   EXPECT_THAT(print(m), HasSubstr("float[1048576, 1048576]"));
 }
 
 TEST(Text, AVariableWhoseValuesDoNotMatchItsShapeIsStillAnError) {
-  const ParseError e = parseError(
-      "module {\n  %w = variable : float[3] init values(1, 2)\n}");
+  const ParseError e =
+      parseError("module {\n  %w = variable : float[3] init values(1, 2)\n}");
   EXPECT_THAT(e.what(), HasSubstr("the initialiser has 2 values but the shape "
                                   "needs 3"));
+}
+
+TEST(Text, TrainingRecordsRoundTrip) {
+  Module m("step");
+  Builder b(m);
+  Value w = b.variable("w", {2}, init::ones());
+  Value mom = b.variable("w/momentum", {2}, init::zeros(), FLOAT, false);
+  Value g = w * 2.0;
+  m.setGradient(w.id(), g.id());
+  m.setStateOf(mom.id(), w.id());
+  b.update(mom, mom * 0.9 + g);
+  b.update(w, w - g);
+  const std::string text = print(m);
+  EXPECT_THAT(text, HasSubstr("  update %w/momentum = %"));
+  EXPECT_THAT(text, HasSubstr("  gradient %w = %"));
+  EXPECT_THAT(text, HasSubstr("  state %w/momentum of %w\n"));
+  Module parsed = parse(text);
+  verify(parsed);
+  EXPECT_EQ(print(parsed), text);
+  ASSERT_EQ(parsed.updates().size(), 2u);
+  EXPECT_EQ(parsed.updates()[1].variable, *parsed.findValue("w"));
+  EXPECT_EQ(parsed.gradientOf(*parsed.findValue("w")),
+            parsed.gradientOf(*parsed.findValue("w")));
+  EXPECT_EQ(parsed.states().at(0).value, *parsed.findValue("w"));
+}
+
+TEST(Text, RecordsOfValuesThatAreNotVariablesAreParseErrors) {
+  const std::string head = "module {\n  %x = input : float[2]\n"
+                           "  %w = variable : float[2] init zeros\n"
+                           "  %h = variable : half[2] init zeros\n";
+  auto error = [&](const std::string &line) {
+    try {
+      parse(head + line + "\n}");
+    } catch (const ParseError &e) {
+      return std::string(e.what());
+    }
+    return std::string("parsed");
+  };
+  EXPECT_THAT(error("  update %x = %w"),
+              HasSubstr("line 5, column 3: the update: 'x' is not a variable"));
+  EXPECT_THAT(error("  gradient %w = %h"),
+              HasSubstr("the gradient of 'w' (float[2]) cannot be 'h', which "
+                        "is half[2]"));
+  EXPECT_THAT(error("  state %w of %x"), HasSubstr("'x', which is not a "
+                                                   "variable"));
+  EXPECT_THAT(error("  state %w = %x"), HasSubstr("expected 'of'"));
 }

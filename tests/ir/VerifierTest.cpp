@@ -121,3 +121,22 @@ TEST(Verifier, BadLeavesAndOutputsAreReported) {
   EXPECT_THAT(verifyError(m2), HasSubstr("variable 'v': the initialiser has 2 "
                                          "values but the shape needs 3"));
 }
+
+TEST(Verifier, ARecordAPassBrokeIsReported) {
+  Module m;
+  Builder b(m);
+  Value w = b.variable("w", {2}, init::ones());
+  Value next = b.variable("next", {2}, init::zeros());
+  b.update(w, next);
+  verify(m);
+  // A pass that changes the update's type in place breaks the record.
+  m.mutableValue(next.id()).type = {HALF, {2}};
+  try {
+    verify(m);
+    ADD_FAILURE() << "verify accepted the broken record";
+  } catch (const IrError &e) {
+    EXPECT_THAT(std::string(e.what()),
+                HasSubstr("update of 'w' is 'next', of type half[2] instead "
+                          "of float[2]"));
+  }
+}

@@ -390,9 +390,13 @@ TEST(Autodiff, PassManagerRunsTheAutodiffPassAndVerifies) {
   passes::PassManagerOptions options;
   options.dump = &dump;
   passes::PassManager pm(options);
-  pm.add(std::make_unique<passes::AutodiffPass>("loss"));
+  pm.add(std::make_unique<passes::AutodiffPass>(
+      passes::AutodiffOptions{.gradientOutputs = true}));
   EXPECT_TRUE(pm.run(m));
   EXPECT_NO_THROW(m.output("grad/w"));
+  ASSERT_TRUE(m.gradientOf(w.id()));
+  EXPECT_EQ(*m.gradientOf(w.id()), m.output("grad/w"));
+  EXPECT_THAT(dump.str(), HasSubstr("gradient %w = %grad/w"));
   EXPECT_THAT(dump.str(), HasSubstr("# after autodiff\nmodule {"));
   EXPECT_THAT(dump.str(), HasSubstr("output \"grad/w\" = %grad/w"));
 

@@ -208,12 +208,12 @@ TEST(GradientAccumulation, ErrorsSayWhatToFix) {
   Builder b(untrained);
   b.output("y", b.variable("w", {2}, init::ones()) * 2.0);
   EXPECT_THAT(message(untrained, {.count = 2}),
-              HasSubstr("no \"update/<variable>\" outputs"));
+              HasSubstr("no recorded updates"));
 
   Module noGrad("no-grad");
   Builder nb(noGrad);
   Value w = nb.variable("w", {2}, init::ones());
-  nb.output("update/w", w * 0.5);
+  nb.update(w, w * 0.5);
   EXPECT_THAT(message(noGrad, {.count = 2}),
-              HasSubstr("no gradient \"grad/w\""));
+              HasSubstr("has an update but no recorded gradient"));
 }

@@ -186,6 +186,32 @@ TEST(Session, FeedsAndOutfeedsMustNameTheModulesValues) {
   EXPECT_THAT(error({{"x", "y"}, {"loss"}, 0}), HasSubstr("stepsPerExecution"));
 }
 
+TEST(Session, AnnotationsItDoesNotImplementAreErrors) {
+  auto error = [](bool stage) {
+    ir::Module m("annotated");
+    ir::Builder b(m);
+    ir::Value x = b.input("x", FLOAT, {2});
+    if (stage) {
+      ir::StageScope s(b, 1);
+      b.output("y", relu(x));
+    } else {
+      ir::RecomputeScope r(b);
+      b.output("y", relu(x));
+    }
+    try {
+      Session s(std::move(m), smallConfig(), {{"x"}, {"y"}, 1});
+    } catch (const UnsupportedError &e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_THAT(error(true), HasSubstr("op 0 (relu %1) is annotated "
+                                     "@stage(1), but sessions do not run "
+                                     "pipeline stages yet"));
+  EXPECT_THAT(error(false), HasSubstr("is annotated @recompute, but sessions "
+                                      "do not recompute values yet"));
+}
+
 TEST(Session, FloatingPointFlagsNameTheOpAndTheTrainingStep) {
   ir::Module m("logs");
   ir::Builder b(m);

@@ -130,6 +130,10 @@ public:
   Value value(std::string_view name) const;
   /// Names \p v as a result of the module.
   void output(const std::string &name, Value v);
+  /// Makes \p next the value \p variable takes after each step: records
+  /// the update (Module::setUpdate) and names \p next as the output
+  /// "update/<variable>", which keeps it computed and shows it in dumps.
+  void update(Value variable, Value next);
 
   /// Scopes, for `auto s = b.withIpu(2);`.
   [[nodiscard]] ShardScope withIpu(unsigned ipu) { return {*this, ipu}; }

@@ -157,6 +157,17 @@ struct Output {
   ValueId value = 0;
 };
 
+/// A fact about a variable that the training passes record for later
+/// passes and the session: the value that replaces it after each step,
+/// its gradient, or the variable an optimizer-state variable belongs to.
+/// Passes read these records, never the values' names.
+struct VariableRecord {
+  /// The variable.
+  ValueId variable = 0;
+  /// Its new value, its gradient, or the variable it is the state of.
+  ValueId value = 0;
+};
+
 /// A module of operations. Creating values and operations checks them:
 /// result types are inferred (ShapeError, TypeError with the shapes) and
 /// names made unique (a taken name gets a suffix _1, _2, ...).
@@ -214,6 +225,23 @@ public:
   /// The output named \p name; throws IrError when there is none.
   ValueId output(std::string_view name) const;
 
+  /// Records \p value as \p variable's value after each step (replacing an
+  /// earlier record). Throws IrError unless \p variable is a variable of
+  /// the same type as \p value.
+  void setUpdate(ValueId variable, ValueId value);
+  /// Records \p gradient as the gradient of \p variable (same rules).
+  void setGradient(ValueId variable, ValueId gradient);
+  /// Records \p state as optimizer state of \p owner (both variables of
+  /// one type): it is laid out like \p owner.
+  void setStateOf(ValueId state, ValueId owner);
+  /// The records, in the order first made.
+  const std::vector<VariableRecord> &updates() const { return updates_; }
+  const std::vector<VariableRecord> &gradients() const { return gradients_; }
+  /// Each entry: variable = the state, value = its owner.
+  const std::vector<VariableRecord> &states() const { return states_; }
+  std::optional<ValueId> updateOf(ValueId variable) const;
+  std::optional<ValueId> gradientOf(ValueId variable) const;
+
   /// The annotations new operations get (the Builder's scopes set them).
   Annotations &currentAnnotations() { return current_; }
   const Annotations &currentAnnotations() const { return current_; }
@@ -232,6 +260,8 @@ private:
   ValueId newValue(const std::string &name, ValueType type, ValueKind kind,
                    std::uint32_t def, std::optional<unsigned> ipu);
   std::string uniqueName(const std::string &name) const;
+  void record(std::vector<VariableRecord> &list, const char *what,
+              ValueId variable, ValueId value);
 
   std::string name_;
   std::vector<ValueInfo> values_;
@@ -240,6 +270,7 @@ private:
   std::vector<Variable> variables_;
   std::vector<Constant> constants_;
   std::vector<Output> outputs_;
+  std::vector<VariableRecord> updates_, gradients_, states_;
   std::unordered_map<std::string, ValueId> names_;
   Annotations current_;
   std::string namePrefix_;

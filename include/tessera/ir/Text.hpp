@@ -12,6 +12,9 @@
 ///       %6 = constant : float[] 0.5
 ///       %7, %8, %9 = batchNorm(%y, %g, %b2) {eps = 0.001} : float[...], ...
 ///       output "y" = %y
+///       update %w = %w2
+///       gradient %w = %gw
+///       state %m of %w
 ///     }
 ///
 /// Values are written %name when they have a name that is an identifier
@@ -22,8 +25,10 @@
 /// `constant` with one value (every element) or a list. Attributes are
 /// {name = value, ...} with integers, floats (always written with a '.' or
 /// an exponent: 1.0, 1e-05), strings and integer lists [1, 2]. Annotations
-/// follow the types: @ipu(k), @stage(s), @recompute, @backward. Comments
-/// run from '#' to the end of the line.
+/// follow the types: @ipu(k), @stage(s), @recompute, @backward. After the
+/// outputs come the training records (Module::setUpdate, setGradient,
+/// setStateOf): `update %var = %new`, `gradient %var = %grad` and
+/// `state %state of %owner`. Comments run from '#' to the end of the line.
 #pragma once
 
 #include "tessera/ir/Module.hpp"

@@ -60,18 +60,29 @@ private:
 Gradients autodiff(ir::Module &module, ir::Value loss,
                    std::vector<ir::Value> wrt = {});
 
-/// autodiff as a pass: differentiates the output named \p lossOutput with
-/// respect to every trainable variable and adds each gradient as an output
-/// named "grad/<variable>".
+struct AutodiffOptions {
+  /// The output holding the loss.
+  std::string lossOutput = "loss";
+  /// The loss is multiplied by this before it is differentiated, so small
+  /// half gradients do not flush to zero; the optimizer divides it out.
+  double lossScaling = 1;
+  /// Also name each gradient as an output "grad/<variable>", which keeps it
+  /// computed whether or not anything reads it.
+  bool gradientOutputs = false;
+};
+
+/// autodiff as a pass: differentiates the loss output (times lossScaling)
+/// with respect to every trainable variable and records each gradient on
+/// the module (Module::setGradient), where the optimizer pass finds it.
 class AutodiffPass : public Pass {
 public:
-  explicit AutodiffPass(std::string lossOutput = "loss")
-      : lossOutput_(std::move(lossOutput)) {}
+  explicit AutodiffPass(AutodiffOptions options = {})
+      : options_(std::move(options)) {}
   std::string_view name() const override { return "autodiff"; }
   bool run(ir::Module &module) override;
 
 private:
-  std::string lossOutput_;
+  AutodiffOptions options_;
 };
 
 } // namespace tessera::passes

@@ -10,27 +10,27 @@
 ///     // each run of the module is one micro-batch; every 4th updates w
 ///
 /// The pass rewrites a module that already has a training step (the
-/// "update/<variable>" outputs of passes/Optimizer.hpp, and the gradients
-/// autodiff named "grad/<variable>"):
+/// updates and gradients recorded on the module by the autodiff and
+/// optimizer passes, passes/Optimizer.hpp):
 ///
 /// - A counter variable "accumulation/micro_batch" (float, zero) counts the
 ///   micro-batches accumulated so far, m in [0, N), wrapping after N.
 /// - Each trainable variable w gets an accumulator "<w>/accumulator" of
 ///   the accumulator type (w's type by default), zero-initialised. With
-///   g = grad/w converted to that type, a step computes
+///   g = w's recorded gradient converted to that type, a step computes
 ///     SUM:          acc' = acc + g
 ///     MEAN:         acc' = acc + g / N
 ///     RUNNING_MEAN: acc' = acc * m / (m + 1) + g / (m + 1)
 ///   MEAN and RUNNING_MEAN both end at the mean gradient; RUNNING_MEAN keeps
 ///   the accumulator in the range of one gradient throughout, which matters
 ///   for half accumulators. The optimizer's operations read acc' (converted
-///   back to w's type) wherever they read grad/w.
-/// - Every "update/<v>" output (weights, momentum, Adam's moments and step,
+///   back to w's type) wherever they read the gradient.
+/// - Every recorded update (weights, momentum, Adam's moments and step,
 ///   any other state) takes its new value only when m = N - 1 and keeps
 ///   the old one otherwise; the accumulators return to zero after that
 ///   step. The optimizer's step count therefore counts applied steps.
 ///
-/// Other outputs (the loss, "grad/<w>") stay per micro-batch.
+/// Other outputs (the loss, gradients) stay per micro-batch.
 #pragma once
 
 #include "tessera/passes/Pass.hpp"
@@ -57,9 +57,10 @@ struct GradientAccumulationOptions {
 /// Rewrites \p module's training step to accumulate gradients as the file
 /// comment describes. Returns whether it changed the module (false for
 /// count 1). Throws OptionError for count 0 or an accumulator type that is
-/// not float or half; IrError when the module has no "update/<v>" outputs
-/// or a trainable variable has no "grad/<v>" gradient (build the step with
-/// makeTrainingStep first), or when it already accumulates; UnsupportedError
+/// not float or half; IrError when the module has no recorded updates or a
+/// trainable variable no recorded gradient (build the step with the
+/// autodiff and optimizer passes first), or when it already accumulates;
+/// UnsupportedError
 /// for an update that is not the single result of an operation.
 bool accumulateGradients(ir::Module &module,
                          const GradientAccumulationOptions &options);

@@ -1,14 +1,16 @@
 /// \file
-/// Optimizers as an IR pass: makeTrainingStep() differentiates a loss and
-/// appends, for every trainable variable, the operations computing its new
-/// value. A variable's new value is the module output "update/<variable>";
-/// running the module and writing each such output back to its variable is
-/// one training step (the session does this on the device, the interpreter
-/// test on the host). Optimizer state (momentum, Adam's moments, the step
+/// Optimizers as an IR pass: for every gradient the autodiff pass recorded
+/// (Module::gradients), the optimizer pass appends the operations computing
+/// the variable's new value and records it (Module::setUpdate; the value is
+/// also the output "update/<variable>", for dumps). Running the module and
+/// writing each recorded update back to its variable is one training step
+/// (the session does this on the device, the interpreter test on the host).
+/// Optimizer state (momentum, Adam's moments, RMSprop's averages, the step
 /// count) lives in non-trainable, zero-initialised variables named
 /// "<variable>/momentum", "<variable>/adam_m", "<variable>/adam_v",
 /// "<variable>/rms_v", "<variable>/rms_mean" and "optimizer/step", updated
-/// the same way.
+/// the same way; each but the step count is recorded as its variable's
+/// state (Module::setStateOf). makeTrainingStep() runs both steps at once.
 ///
 /// Semantics follow PyTorch's optimizers, so results can be compared with it:
 ///   SGD:   g += wd w; buf = m buf + (1 - dampening) g;
@@ -25,6 +27,7 @@
 #pragma once
 
 #include "tessera/ir/Builder.hpp"
+#include "tessera/passes/Pass.hpp"
 
 #include <string>
 #include <utility>
@@ -82,22 +85,33 @@ struct VariableUpdate {
   ir::Value newValue;
 };
 
-/// Differentiates \p loss with respect to every trainable variable and adds
-/// the optimizer's updates as outputs "update/<variable>". Throws
-/// OptionError for a non-positive learning rate or loss scaling, or betas
-/// or rho outside [0, 1).
+/// Differentiates \p loss (times the loss scaling) with respect to every
+/// trainable variable, records the gradients and builds the optimizer's
+/// updates. Throws OptionError for a non-positive learning rate or loss
+/// scaling, betas or rho outside [0, 1), or a non-positive epsilon.
 std::vector<VariableUpdate> makeTrainingStep(ir::Module &module, ir::Value loss,
                                              const TrainingOptions &options);
 
-/// The updates of \p module: every output named "update/<v>" with its
-/// variable <v>. Throws IrError when <v> is not a variable or its type
-/// differs from the update's.
+/// The optimizer as a pass, after AutodiffPass (with the same loss
+/// scaling): builds an update for every recorded gradient. Throws as
+/// makeTrainingStep, and IrError when no gradient is recorded.
+class OptimizerPass : public Pass {
+public:
+  explicit OptimizerPass(TrainingOptions options) : options_(options) {}
+  std::string_view name() const override { return "optimizer"; }
+  bool run(ir::Module &module) override;
+
+private:
+  TrainingOptions options_;
+};
+
+/// The recorded updates of \p module as (variable, new value) pairs.
 std::vector<std::pair<ir::ValueId, ir::ValueId>>
 variableUpdates(const ir::Module &module);
 
-/// The optimizer state variables of \p module (momentum, Adam's m and v)
-/// with the variable each belongs to: (state, variable) pairs, for laying
-/// the state out as its variable.
+/// The recorded optimizer state variables of \p module with the variable
+/// each belongs to: (state, variable) pairs, for laying the state out as
+/// its variable.
 std::vector<std::pair<ir::ValueId, ir::ValueId>>
 optimizerState(const ir::Module &module);
 

@@ -11,6 +11,7 @@
 
 #include <iosfwd>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -34,6 +35,15 @@ struct PassManagerOptions {
   /// When set, the module's text after each pass is written here, headed
   /// "# after <name>".
   std::ostream *dump = nullptr;
+  /// When not empty, the module's text before the passes and after each
+  /// one is written into this folder (created when missing) as
+  /// "<module>.<NN>.<pass>.ir" (NN = 00 before the first pass), each file
+  /// atomically.
+  std::string dumpDirectory;
+
+  /// Defaults, with dumpDirectory from the environment variable
+  /// TESSERA_DUMP_IR when it is set.
+  static PassManagerOptions fromEnvironment();
 };
 
 /// Runs passes in the order they were added.

@@ -1,0 +1,22 @@
+#include "tessera/passes/TrainingPasses.hpp"
+
+#include "tessera/passes/Autodiff.hpp"
+
+#include <memory>
+
+namespace tessera::passes {
+
+void runTrainingPasses(ir::Module &module, const TrainingPassOptions &options,
+                       const PassManagerOptions &manager) {
+  PassManager pm(manager);
+  AutodiffOptions autodiff;
+  autodiff.lossOutput = options.lossOutput;
+  autodiff.lossScaling = options.training.lossScaling;
+  pm.add(std::make_unique<AutodiffPass>(autodiff));
+  pm.add(std::make_unique<OptimizerPass>(options.training));
+  if (options.accumulation.count != 1)
+    pm.add(std::make_unique<GradientAccumulationPass>(options.accumulation));
+  pm.run(module);
+}
+
+} // namespace tessera::passes
