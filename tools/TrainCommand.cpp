@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -201,6 +202,28 @@ struct StartReport : nn::Callback {
   }
 };
 
+// Where the estimated cycles go, and how full the tiles are.
+void printBreakdown(std::ostream &out, const nn::FitStats &stats) {
+  const CycleBreakdown &c = stats.estimatedCyclesByKind;
+  const double total = double(std::max<std::uint64_t>(c.total(), 1));
+  auto share = [&](std::uint64_t cycles) {
+    return fmt::format("{:.1f}%", 100.0 * double(cycles) / total);
+  };
+  out << fmt::format("Estimated cycles by kind: compute {}, exchange {}, sync "
+                     "{}, host streams {}, control {}\n",
+                     share(c.compute), share(c.exchange), share(c.sync),
+                     share(c.host), share(c.control));
+  const MemorySummary &m = stats.memory;
+  const double capacity = double(m.bytesPerTile) * double(m.tiles);
+  out << fmt::format(
+      "Tile memory: {} bytes of {} ({:.1f}%) on {} tiles; busiest tile {} "
+      "uses {} of {} bytes\n",
+      groupedNumber(m.total.total()), groupedNumber(std::uint64_t(capacity)),
+      capacity > 0 ? 100.0 * double(m.total.total()) / capacity : 0.0,
+      m.tilesUsed, m.maxTile, groupedNumber(m.maxTileBytes),
+      groupedNumber(m.bytesPerTile));
+}
+
 void printResults(std::ostream &out, const TrainOptions &o,
                   const nn::FitStats &stats, const nn::Logs &test,
                   std::size_t testExamples) {
@@ -217,6 +240,7 @@ void printResults(std::ostream &out, const TrainOptions &o,
       stats.stepsPerExecution, stats.clockHz / 1e9,
       ipuStep > 0 ? groupedNumber(std::uint64_t(double(o.batchSize) / ipuStep))
                   : std::string("n/a"));
+  printBreakdown(out, stats);
   if (!o.profileDir.empty())
     out << "Profile written to " << o.profileDir
         << "; render it with `tessera report " << o.profileDir << "`\n";

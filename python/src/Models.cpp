@@ -10,6 +10,8 @@
 
 #include <pybind11/stl.h>
 
+#include <algorithm>
+
 namespace tessera::python {
 
 namespace {
@@ -264,6 +266,24 @@ void bindModels(py::module_ &m) {
         d["ipu_seconds_per_step"] = s.ipuSecondsPerStep();
         d["steps"] = s.steps;
         d["batch_size"] = s.batchSize;
+        const CycleBreakdown &c = s.estimatedCyclesByKind;
+        const double spe = double(std::max(s.stepsPerExecution, 1u));
+        py::dict cycles;
+        cycles["compute"] = double(c.compute) / spe;
+        cycles["exchange"] = double(c.exchange) / spe;
+        cycles["sync"] = double(c.sync) / spe;
+        cycles["host"] = double(c.host) / spe;
+        cycles["control"] = double(c.control) / spe;
+        d["estimated_cycles_per_step"] = cycles;
+        py::dict memory;
+        memory["total_bytes"] = s.memory.total.total();
+        memory["always_live_bytes"] = s.memory.total.alwaysLive;
+        memory["not_always_live_bytes"] = s.memory.total.notAlwaysLive;
+        memory["tiles_used"] = s.memory.tilesUsed;
+        memory["max_tile"] = s.memory.maxTile;
+        memory["max_tile_bytes"] = s.memory.maxTileBytes;
+        memory["bytes_per_tile"] = s.memory.bytesPerTile;
+        d["memory"] = memory;
         return d;
       });
 

@@ -234,6 +234,44 @@ TileExtremes tileExtremes(const Executable &exe) {
   return e;
 }
 
+} // namespace
+
+CycleBreakdown cyclesPerRun(const Executable &exe,
+                            const ExecutionCounts &counts) {
+  checkCounts(exe, counts);
+  CycleBreakdown b;
+  if (counts.runs == 0 || exe.numIPUs == 0)
+    return b;
+  const ExecutionTotals t = executionTotals(exe, counts);
+  const std::size_t ipu = static_cast<std::size_t>(
+      std::max_element(t.total.begin(), t.total.end()) - t.total.begin());
+  auto perRun = [&](Group g) {
+    return t.byGroup[static_cast<std::size_t>(g)][ipu] / counts.runs;
+  };
+  b.compute = perRun(Group::Compute);
+  b.exchange = perRun(Group::Exchange);
+  b.sync = perRun(Group::Sync);
+  b.host = perRun(Group::Host);
+  b.control = perRun(Group::Control);
+  return b;
+}
+
+MemorySummary memorySummary(const Executable &exe) {
+  const TileExtremes e = tileExtremes(exe);
+  MemorySummary m;
+  m.total = e.sum;
+  m.tiles = exe.tileMemory.size();
+  m.tilesUsed = e.used;
+  m.bytesPerTile = exe.bytesPerTile;
+  if (e.used) {
+    m.maxTile = e.maxTile;
+    m.maxTileBytes = e.maxBytes;
+  }
+  return m;
+}
+
+namespace {
+
 // ---------------------------------------------------------------------------
 // JSON
 // ---------------------------------------------------------------------------

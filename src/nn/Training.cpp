@@ -382,6 +382,8 @@ History Model::fit(const data::Dataset &dataset, const FitOptions &options) {
   const std::size_t totalSteps = history.epochs.size() * steps;
   stats_.hostSecondsPerStep = totalSteps ? runSeconds / double(totalSteps) : 0;
   stats_.estimatedCyclesPerRun = s.estimatedCyclesPerRun();
+  stats_.estimatedCyclesByKind = s.estimatedCyclesByKindPerRun();
+  stats_.memory = s.memorySummary();
   stats_.clockHz = s.clockHz();
   stats_.stepsPerExecution = spe;
   stats_.batchSize = spec[0].shape[0];

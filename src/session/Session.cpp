@@ -297,6 +297,17 @@ std::uint64_t Session::estimatedCyclesPerRun() const {
          engine_->getExecutionCounts().runs;
 }
 
+CycleBreakdown Session::estimatedCyclesByKindPerRun() const {
+  if (!engine_)
+    return {};
+  return cyclesPerRun(engine_->getExecutable(), engine_->getExecutionCounts());
+}
+
+MemorySummary Session::memorySummary() const {
+  return engine_ ? tessera::memorySummary(engine_->getExecutable())
+                 : MemorySummary{};
+}
+
 double Session::clockHz() const {
   return engine_ ? engine_->getExecutable().clockHz : 0.0;
 }

@@ -171,6 +171,21 @@ TEST(Fit, TrainingLowersTheLossAndPrintsKerasLines) {
   EXPECT_EQ(st.batchSize, kBatch);
   EXPECT_GT(st.estimatedCyclesPerRun, 0u);
   EXPECT_GT(st.ipuSecondsPerStep(), 0.0);
+  // The breakdown adds up to the estimate; a training step computes,
+  // exchanges and streams its batch in (on one IPU the syncs are part of
+  // the compute and exchange steps).
+  const tessera::CycleBreakdown &c = st.estimatedCyclesByKind;
+  EXPECT_EQ(c.total(), st.estimatedCyclesPerRun);
+  EXPECT_GT(c.compute, 0u);
+  EXPECT_GT(c.exchange, 0u);
+  EXPECT_GT(c.host, 0u);
+  const tessera::MemorySummary &mem = st.memory;
+  EXPECT_GT(mem.tilesUsed, 0u);
+  EXPECT_LE(mem.tilesUsed, mem.tiles);
+  EXPECT_GT(mem.total.alwaysLive, 0u);
+  EXPECT_GT(mem.maxTileBytes, 0u);
+  EXPECT_LE(mem.maxTileBytes, mem.bytesPerTile);
+  EXPECT_LE(mem.maxTileBytes, mem.total.total());
 }
 
 TEST(Fit, ProgressBarRedrawsOneLine) {

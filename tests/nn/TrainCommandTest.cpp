@@ -78,6 +78,14 @@ TEST(TrainCommand, ShortRunPrintsKerasLinesAndASecondRunHitsTheCache) {
                  "cycles per 25 steps at 1.33 GHz\\); throughput [0-9,]+ "
                  "examples/s\n")))
       << first.out;
+  EXPECT_TRUE(std::regex_search(
+      first.out,
+      std::regex("Estimated cycles by kind: compute [0-9.]+%, exchange "
+                 "[0-9.]+%, sync [0-9.]+%, host streams [0-9.]+%, control "
+                 "[0-9.]+%\nTile memory: [0-9,]+ bytes of [0-9,]+ "
+                 "\\([0-9.]+%\\) on [0-9]+ tiles; busiest tile [0-9]+ uses "
+                 "[0-9,]+ of 638,976 bytes\n")))
+      << first.out;
   EXPECT_THAT(first.err, HasSubstr("Compilation Finished"));
   EXPECT_THAT(first.err, HasSubstr("Compiled the training step"));
 

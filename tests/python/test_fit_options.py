@@ -34,7 +34,15 @@ def test_validation_split_holds_out_the_last_examples(capfd):
     assert h.history["val_loss"][-1] == pytest.approx(loss, rel=1e-5)
     assert "- val_loss: " in capfd.readouterr().out
     # 256 examples trained: 16 steps, as a model fit on x[:256] takes.
-    assert m._core.last_fit_stats()["steps"] == 16
+    stats = m._core.last_fit_stats()
+    assert stats["steps"] == 16
+    # The estimate per step by kind, and the tile memory, reach Python.
+    cycles = stats["estimated_cycles_per_step"]
+    assert cycles["compute"] > 0 and cycles["exchange"] > 0
+    ipu_cycles = stats["ipu_seconds_per_step"] * 1.33e9
+    assert sum(cycles.values()) == pytest.approx(ipu_cycles, rel=1e-3)
+    assert 0 < stats["memory"]["max_tile_bytes"] <= \
+        stats["memory"]["bytes_per_tile"]
 
 
 def test_validation_data_wins_over_validation_split():

@@ -66,6 +66,36 @@
 
 namespace tessera {
 
+/// Estimated cycles by the kind of step that spends them (the profile's
+/// groups: compute sets; exchanges; syncs; host streams, callbacks and
+/// remote buffers; control flow).
+struct CycleBreakdown {
+  std::uint64_t compute = 0, exchange = 0, sync = 0, host = 0, control = 0;
+  std::uint64_t total() const {
+    return compute + exchange + sync + host + control;
+  }
+};
+
+/// The busiest IPU's estimated cycles per run of the steps \p counts
+/// recorded, by kind, each rounded down (all zero before the first run).
+/// Its total is what Engine::getCycleCounts gives for that IPU divided by
+/// the runs (exactly, when every run executes the same steps).
+CycleBreakdown cyclesPerRun(const Executable &exe,
+                            const ExecutionCounts &counts);
+
+/// The program's tile memory: every tile's bytes summed by category, and
+/// the busiest tile.
+struct MemorySummary {
+  TileMemory total;
+  std::size_t tiles = 0, tilesUsed = 0;
+  std::uint64_t bytesPerTile = 0;
+  /// The tile using the most bytes, and how many (0 and 0 when none does).
+  std::size_t maxTile = 0;
+  std::uint64_t maxTileBytes = 0;
+};
+
+MemorySummary memorySummary(const Executable &exe);
+
 /// The profile as JSON. \p counts may be null (graph facts only).
 nlohmann::json makeProfile(const Executable &exe,
                            const ExecutionCounts *counts);

@@ -149,8 +149,13 @@ struct FitStats {
   double compileSeconds = 0;
   /// Host wall time of the device runs, per step.
   double hostSecondsPerStep = 0;
-  /// The executable's estimate of one run (stepsPerExecution steps).
+  /// The executable's estimate of one run (stepsPerExecution steps), and
+  /// the same by kind of step (compute, exchange, sync, host streams,
+  /// control).
   std::uint64_t estimatedCyclesPerRun = 0;
+  CycleBreakdown estimatedCyclesByKind;
+  /// The training program's tile memory.
+  MemorySummary memory;
   double clockHz = 0;
   unsigned stepsPerExecution = 1;
   std::size_t batchSize = 0;

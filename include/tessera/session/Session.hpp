@@ -24,6 +24,7 @@
 #include "tessera/compiler/ExecutableCache.hpp"
 #include "tessera/device/Device.hpp"
 #include "tessera/engine/Engine.hpp"
+#include "tessera/engine/Profile.hpp"
 #include "tessera/ir/Module.hpp"
 #include "tessera/session/Checkpoint.hpp"
 #include "tessera/session/Feeds.hpp"
@@ -127,6 +128,11 @@ public:
   /// The estimated IPU cycles of one run, from the executable's estimates
   /// (the busiest IPU's, counting each step once per loop iteration).
   std::uint64_t estimatedCyclesPerRun() const;
+  /// estimatedCyclesPerRun by kind of step (compute, exchange, sync, host
+  /// streams, control); all zero before the first run.
+  CycleBreakdown estimatedCyclesByKindPerRun() const;
+  /// The compiled program's tile memory; empty before compile().
+  MemorySummary memorySummary() const;
   /// The IPU clock in Hz, to turn cycles into time.
   double clockHz() const;
   const ir::Module &module() const { return module_; }
