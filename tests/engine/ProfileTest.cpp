@@ -421,13 +421,37 @@ TEST_F(WriteProfile, WritesJsonThatParsesBackIntoANewFolder) {
   writeProfile(nested.string(), exe, &counts);
   const json back = json::parse(readFile((nested / "profile.json").string()));
   EXPECT_EQ(back, makeProfile(exe, &counts));
-  // Writing again replaces the file and leaves no temporaries behind.
+  // Writing again replaces the files and leaves no temporaries behind:
+  // profile.json and debug.cbor.
   writeProfile(nested.string(), exe, nullptr);
   EXPECT_FALSE(json::parse(readFile((nested / "profile.json").string()))
                    .contains("execution"));
   EXPECT_EQ(
       std::distance(fs::directory_iterator(nested), fs::directory_iterator()),
-      1);
+      2);
+  EXPECT_TRUE(fs::is_regular_file(nested / "debug.cbor"));
+}
+
+TEST(DebugInfo, ContextsAreTheLevelsOfTheDebugNames) {
+  const json profile = {
+      {"graph",
+       {{"computeSets", {{{"name", "dense/matmul"}}, {{"name", "dense/add"}}}},
+        {"variables", {{{"name", "dense/kernel"}}, {{"name", ""}}}},
+        {"steps", {{{"name", "dense/matmul"}}}}}}};
+  const json info = makeDebugInfo(profile);
+  EXPECT_EQ(info["format"], "tessera-debug-info");
+  const json &c = info["contexts"];
+  ASSERT_EQ(c.size(), 4u); // dense, dense/matmul, dense/add, dense/kernel
+  EXPECT_EQ(c[0]["path"], "dense");
+  EXPECT_TRUE(c[0]["parent"].is_null());
+  EXPECT_EQ(c[0]["computeSets"], 2);
+  EXPECT_EQ(c[0]["variables"], 1);
+  EXPECT_EQ(c[0]["steps"], 1);
+  EXPECT_EQ(c[1]["path"], "dense/matmul");
+  EXPECT_EQ(c[1]["parent"], 0);
+  EXPECT_EQ(c[1]["steps"], 1);
+  EXPECT_EQ(c[3]["path"], "dense/kernel");
+  EXPECT_EQ(c[3]["variables"], 1);
 }
 
 TEST_F(WriteProfile, FolderThatIsAFileIsAnErrorNamingIt) {
