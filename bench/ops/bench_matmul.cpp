@@ -11,7 +11,7 @@
 //   plan (compiled only, nothing runs): targets <= 2x and >= 100x.
 #include "BenchCommon.hpp"
 
-#include "ops/MatMulKernel.hpp"
+#include "ops/matmul/MatMulKernel.hpp"
 
 #include "tessera/compiler/Compiler.hpp"
 #include "tessera/device/Device.hpp"

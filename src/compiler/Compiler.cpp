@@ -130,8 +130,8 @@ Executable compileGraph(const Graph &graph,
   flattenPrograms(s, programs);
   report("laying out memory", 0.3);
   layoutMemory(s);
-  report("planning exchanges", 0.6);
-  lowerSteps(s);
+  report("resolving steps", 0.6);
+  resolveSteps(s);
   report("estimating cycles", 0.8);
   estimateSteps(s);
   for (const auto &cs : graph.data().computeSets)

@@ -123,10 +123,15 @@ struct State {
 
 /// Flattens programs and functions into drafts (Flatten.cpp).
 void flattenPrograms(State &s, const std::vector<program::Program> &programs);
+/// Plans compute set \p computeSet's operands: temporaries on the vertices'
+/// tiles and the gathers and scatters that fill and drain them, into
+/// State::csPlans (PlanExchanges.cpp). Throws GraphError for a vertex that
+/// is unmapped or has a field not set.
+void planOperandExchanges(State &s, unsigned computeSet);
 /// Lays out every tile's memory and checks it fits (Layout.cpp).
 void layoutMemory(State &s);
-/// Resolves drafts into steps with addresses and copy ops (Lower.cpp).
-void lowerSteps(State &s);
+/// Resolves drafts into steps with addresses and copy ops (ResolveSteps.cpp).
+void resolveSteps(State &s);
 /// Fills the estimates of every step (CostModel.cpp).
 void estimateSteps(State &s);
 

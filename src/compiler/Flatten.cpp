@@ -1,12 +1,12 @@
-// Flattens the program trees into a list of draft steps with jumps, and plans
-// the temporaries that bring vertex operands to their tile.
+// Flattens the program trees into a list of draft steps with jumps; each
+// compute set's operands are planned (PlanExchanges.cpp) when a program
+// first executes it.
 #include "CompilerState.hpp"
 
 #include "tessera/support/Error.hpp"
 
 #include <algorithm>
 #include <string>
-#include <unordered_set>
 
 namespace tessera::compiler {
 namespace {
@@ -14,37 +14,6 @@ namespace {
 using program::ProgramKind;
 
 std::string str(std::size_t v) { return std::to_string(v); }
-
-bool isList(codelet::Shape s) {
-  return s == codelet::Shape::VectorList || s == codelet::Shape::ScalarList;
-}
-
-std::string vertexName(const GraphData &d, unsigned v) {
-  const VertexData &vd = d.vertices[v];
-  return "vertex " + str(v) + " (class " + vd.vertexClass->info.name +
-         ", compute set \"" + d.computeSets[vd.computeSet].name + "\")";
-}
-
-// A field operand can be used in place when it is one contiguous run inside
-// a single mapping interval on the vertex's own tile.
-// One contiguous run inside one mapping interval: a vertex could address it
-// directly, wherever it lives.
-bool contiguousInOneInterval(const State &s, const Tensor &t, unsigned *tile) {
-  const auto &runs = t.runs();
-  if (runs.size() != 1 || (runs[0].stride != 1 && runs[0].count != 1))
-    return false;
-  const Run &r = runs[0];
-  const VariableData &v = s.vars[r.var];
-  auto [t0, idx] = locate(v, static_cast<std::size_t>(r.start));
-  *tile = t0;
-  return v.mapping[idx].end >= static_cast<std::size_t>(r.start + r.count);
-}
-
-bool usableInPlace(const State &s, const Tensor &t, unsigned tile) {
-  unsigned where = 0;
-  return t.numElements() == 0 ||
-         (contiguousInOneInterval(s, t, &where) && where == tile);
-}
 
 class Flattener {
 public:
@@ -200,7 +169,7 @@ private:
                        "execute that compute set instead");
     ComputeSetPlan &plan = s_.csPlans[n.id];
     if (!plan.planned)
-      planComputeSet(n.id);
+      planOperandExchanges(s_, n.id);
     if (!plan.gathers.empty() || !plan.costOnlyGathers.empty()) {
       Draft d = named(n);
       d.planCopies = &plan.gathers;
@@ -309,182 +278,10 @@ private:
         static_cast<std::uint32_t>(s_.exe.switchTable.size()) - first;
   }
 
-  void planComputeSet(unsigned cs) {
-    ComputeSetPlan &plan = s_.csPlans[cs];
-    plan.planned = true;
-    writtenVars_.clear();
-    for (unsigned v : s_.data.computeSets[cs].vertices) {
-      const VertexData &vd = s_.data.vertices[v];
-      const auto &fields = vd.vertexClass->info.fields;
-      for (unsigned f = 0; f < fields.size(); ++f) {
-        if (fields[f].direction == codelet::Direction::Output ||
-            fields[f].direction == codelet::Direction::InOut)
-          for (const Tensor &t : vd.fields[f].tensors)
-            for (const Run &r : t.runs())
-              writtenVars_.insert(r.var);
-      }
-    }
-    for (unsigned v : s_.data.computeSets[cs].vertices)
-      planVertex(plan, v);
-    planHostKernel(cs);
-  }
-
-  // Runs cs's host kernel in its place when every field of the kernel's
-  // vertices (checked as any vertex is) is one contiguous piece of one tile
-  // interval (read and written where it lies) and cs writes nothing through
-  // temporaries. cs's gathers are then only costed: nothing reads their
-  // temporaries.
-  void planHostKernel(unsigned cs) {
-    const std::optional<unsigned> kernel = s_.data.computeSets[cs].hostKernel;
-    ComputeSetPlan &plan = s_.csPlans[cs];
-    if (!kernel || !s_.options.hostKernels || !plan.scatters.empty())
-      return;
-    for (unsigned v : s_.data.computeSets[*kernel].vertices) {
-      const VertexData &vd = checkedVertex(v);
-      const auto &fields = vd.vertexClass->info.fields;
-      for (unsigned f = 0; f < fields.size(); ++f) {
-        if (fields[f].direction == codelet::Direction::State)
-          continue;
-        unsigned tile = 0;
-        for (const Tensor &t : vd.fields[f].tensors)
-          if (!contiguousInOneInterval(s_, t, &tile))
-            return;
-      }
-    }
-    plan.hostKernel = static_cast<int>(*kernel);
-    s_.csPlans[*kernel].planned = true;
-    plan.costOnlyGathers.insert(plan.costOnlyGathers.end(),
-                                plan.gathers.begin(), plan.gathers.end());
-    plan.gathers.clear();
-  }
-
-  // Vertex v, which must be mapped to a tile and have every field set: each
-  // scalar state given a value, each edge and list element connected.
-  const VertexData &checkedVertex(unsigned v) const {
-    const VertexData &vd = s_.data.vertices[v];
-    if (!vd.tile)
-      throw GraphError(vertexName(s_.data, v) +
-                       " is not mapped to a tile; call "
-                       "graph.setTileMapping(vertex, tile)");
-    const auto &fields = vd.vertexClass->info.fields;
-    for (unsigned f = 0; f < fields.size(); ++f) {
-      const codelet::FieldInfo &fi = fields[f];
-      const FieldBinding &b = vd.fields[f];
-      // Built only for an error: this runs for every field of every vertex.
-      auto where = [&] {
-        return vertexName(s_.data, v) + " field \"" + fi.name + "\"";
-      };
-      if (fi.direction == codelet::Direction::State) {
-        if (!b.connected && fi.shape == codelet::Shape::Scalar)
-          throw GraphError(where() +
-                           " has no value; set it with "
-                           "graph.setInitialValue(v[\"" +
-                           fi.name + "\"], value)");
-        continue;
-      }
-      const bool list = isList(fi.shape);
-      if (!b.connected && !(list && b.size && *b.size == 0))
-        throw GraphError(where() +
-                         " is not connected; connect a tensor with "
-                         "graph.connect(v[\"" +
-                         fi.name + "\"], tensor)");
-      if (list && b.size && b.tensors.size() != *b.size)
-        throw GraphError(where() + " has size " + str(*b.size) + " but " +
-                         str(b.tensors.size()) +
-                         " elements are connected; connect every element");
-      for (unsigned i = 0; i < b.tensors.size(); ++i)
-        if (!b.tensors[i].valid())
-          throw GraphError(where() + " element " + str(i) +
-                           " is not connected");
-    }
-    return vd;
-  }
-
-  void planVertex(ComputeSetPlan &plan, unsigned v) {
-    const VertexData &vd = checkedVertex(v);
-    const auto &fields = vd.vertexClass->info.fields;
-    for (unsigned f = 0; f < fields.size(); ++f) {
-      if (fields[f].direction == codelet::Direction::State)
-        continue;
-      const std::vector<Tensor> &ts = vd.fields[f].tensors;
-      remote_.clear();
-      for (unsigned i = 0; i < ts.size(); ++i)
-        if (!usableInPlace(s_, ts[i], *vd.tile))
-          remote_.push_back(i);
-      if (!remote_.empty())
-        addTemporaries(plan, v, f, fields[f]);
-    }
-  }
-
-  // One temporary on v's tile for the field's elements remote_ (a
-  // convolution's rows arrive as dozens of elements): each element gets a
-  // slice starting on a kAlign boundary, so the bytes are those of one
-  // temporary per element, as the layout aligns blocks.
-  void addTemporaries(ComputeSetPlan &plan, unsigned v, unsigned f,
-                      const codelet::FieldInfo &fi) {
-    const VertexData &vd = s_.data.vertices[v];
-    const std::vector<Tensor> &ts = vd.fields[f].tensors;
-    const Type type = ts[remote_.front()].elementType();
-    // Elements an element's slice spans, its alignment gap included.
-    auto span = [&](unsigned i) {
-      return alignUp(ts[i].numElements() * typeSize(type)) / typeSize(type);
-    };
-    std::size_t total = 0, used = 0;
-    for (unsigned i : remote_) {
-      total += span(i);
-      used += ts[i].numElements();
-    }
-    VariableData tmp;
-    tmp.name = vd.vertexClass->info.name + "." + fi.name + "/operand";
-    tmp.type = type;
-    tmp.numElements = total;
-    tmp.shape = {total};
-    tmp.mapping.push_back({0, total, *vd.tile});
-    const auto id = static_cast<std::uint32_t>(s_.vars.size());
-    s_.vars.push_back(std::move(tmp));
-    s_.intervalAddr.emplace_back();
-    s_.temporaryGaps.push_back(total - used);
-    std::size_t offset = 0;
-    for (unsigned i : remote_) {
-      const std::size_t n = ts[i].numElements();
-      Tensor temp(type, {n},
-                  {Run{id, static_cast<std::int64_t>(offset), 1,
-                       static_cast<std::int64_t>(n)}});
-      offset += span(i);
-      addElementCopies(plan, v, f, i, std::move(temp), fi.direction);
-    }
-  }
-
-  // Substitutes temp for field element (v, f, i) and plans its copies.
-  void addElementCopies(ComputeSetPlan &plan, unsigned v, unsigned f,
-                        unsigned i, Tensor temp, codelet::Direction direction) {
-    const Tensor &t = s_.data.vertices[v].fields[f].tensors[i];
-    unsigned srcTile = 0;
-    // The IPU would copy the operand over the exchange; the simulator lets
-    // the vertex read a contiguous source where it lies, since no vertex of
-    // this compute set writes the source and so the result cannot differ.
-    // The temporary keeps its memory and the copy keeps its cost.
-    const Tensor flat = t.flatten();
-    if (direction == codelet::Direction::Input &&
-        contiguousInOneInterval(s_, t, &srcTile) &&
-        !writtenVars_.count(t.runs()[0].var)) {
-      s_.substitute(v, f, i, temp, flat);
-      plan.costOnlyGathers.emplace_back(flat, std::move(temp));
-      return;
-    }
-    s_.substitute(v, f, i, temp, Tensor());
-    if (direction != codelet::Direction::Output)
-      plan.gathers.emplace_back(flat, temp);
-    if (direction != codelet::Direction::Input)
-      plan.scatters.emplace_back(std::move(temp), flat);
-  }
-
   State &s_;
   int program_ = -1;
   int conditional_ = 0;
   std::vector<std::uint32_t> calls_;
-  std::unordered_set<std::uint32_t> writtenVars_; ///< by the planned set
-  std::vector<unsigned> remote_; ///< field elements needing a temporary
 };
 
 } // namespace

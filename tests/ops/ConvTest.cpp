@@ -6,7 +6,7 @@
 // addBias; errors; cycle estimates.
 #include "OpsTestUtil.hpp"
 
-#include "ops/ConvInternal.hpp"
+#include "ops/conv/ConvInternal.hpp"
 
 #include "tessera/ops/Conv.hpp"
 #include "tessera/ops/Reference.hpp"

@@ -4,8 +4,8 @@
 // cycle estimates.
 #include "OpsTestUtil.hpp"
 
-#include "ops/MatMulInternal.hpp"
-#include "ops/MatMulKernel.hpp"
+#include "ops/matmul/MatMulInternal.hpp"
+#include "ops/matmul/MatMulKernel.hpp"
 
 #include "tessera/compiler/Compiler.hpp"
 #include "tessera/ops/MatMul.hpp"

@@ -1,6 +1,6 @@
 #include "tessera/ops/Reference.hpp"
 
-#include "../MapVertex.hpp"
+#include "elementwise/MapVertex.hpp"
 
 #include <cmath>
 

@@ -3,7 +3,7 @@
 // on a batch of that one block, so the tile-parallel vertices (which compute
 // blocks in batches, region by region) are checked against the definition
 // "element g is a function of (seed, modifier, g)".
-#include "../RandomKernels.hpp"
+#include "random/RandomKernels.hpp"
 
 #include "tessera/ops/Reference.hpp"
 

@@ -2,7 +2,7 @@
 // tiles and, when there are fewer planes than tiles, the rows of each plane
 // too; a unit's vertex reads the input rows its windows cover (forward) or
 // the pooled-gradient rows whose windows cover its input rows (gradient).
-#include "ConvInternal.hpp"
+#include "conv/ConvInternal.hpp"
 #include "OpsInternal.hpp"
 
 #include "tessera/support/Error.hpp"

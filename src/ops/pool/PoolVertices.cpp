@@ -7,8 +7,8 @@
 // vector width, at the reduction figures of CostFigures, plus a per-row
 // overhead. The registered estimators guess the window from the field
 // sizes; the ops set each vertex's exact estimate (setPerfEstimate).
-#include "ConvInternal.hpp"
-#include "ConvKernels.hpp"
+#include "conv/ConvInternal.hpp"
+#include "conv/ConvKernels.hpp"
 #include "OpsInternal.hpp"
 
 #include "tessera/Vertex.hpp"

@@ -4,7 +4,7 @@
 // correct counts reach numCorrect through one reduction with update.
 #include "tessera/ops/Loss.hpp"
 
-#include "NnInternal.hpp"
+#include "nonlinearity/NnInternal.hpp"
 #include "OpsInternal.hpp"
 
 #include "tessera/ops/Elementwise.hpp"

@@ -188,14 +188,14 @@ std::uint64_t scalarAddr(const State &s, const Tensor &t) {
          (r.start - v.mapping[idx].begin) * typeSize(v.type);
 }
 
-class Lowerer {
+class StepResolver {
 public:
-  explicit Lowerer(State &s)
+  explicit StepResolver(State &s)
       : s_(s), traffic_(s.target.getNumTiles(), s.target.getNumIPUs()),
         ops_(s, traffic_) {}
 
   void run() {
-    lowerVertices();
+    resolveVertices();
     s_.exe.steps.resize(s_.drafts.size());
     s_.exe.estimates.resize(s_.drafts.size());
     for (std::size_t i = 0; i < s_.drafts.size(); ++i)
@@ -344,7 +344,7 @@ private:
     return src ? *src : s_.fieldTensor(v, f, i);
   }
 
-  void lowerVertices() {
+  void resolveVertices() {
     for (unsigned cs = 0; cs < s_.csPlans.size(); ++cs) {
       ComputeSetPlan &plan = s_.csPlans[cs];
       if (!plan.planned)
@@ -440,6 +440,6 @@ private:
 
 } // namespace
 
-void lowerSteps(State &s) { Lowerer(s).run(); }
+void resolveSteps(State &s) { StepResolver(s).run(); }
 
 } // namespace tessera::compiler
