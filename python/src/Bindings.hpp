@@ -46,5 +46,6 @@ void bindData(py::module_ &m);
 void bindLayers(py::module_ &m);
 void bindModels(py::module_ &m);
 void bindConfig(py::module_ &m);
+void bindTf1(py::module_ &m);
 
 } // namespace tessera::python

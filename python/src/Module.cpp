@@ -86,4 +86,5 @@ PYBIND11_MODULE(_tessera, m) {
   bindConfig(m);
   bindLayers(m);
   bindModels(m);
+  bindTf1(m);
 }
