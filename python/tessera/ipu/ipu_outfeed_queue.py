@@ -62,6 +62,7 @@ class IPUOutfeedQueue:
         # A TF1 graph's enqueue: the names it enqueues (a dict's keys, a
         # list's length, or None for one tensor) and the steps received.
         self._tf1 = None
+        self._tf1_used = False
         self._tf1_steps = []
 
     @property
@@ -105,7 +106,7 @@ class IPUOutfeedQueue:
         ALL mode or the latest step's (batch, ...) in LAST mode. An empty
         dict when nothing was enqueued (the array alone, or None, when the
         queue was fed by a single enqueue(tensor))."""
-        if self._tf1 is not None:
+        if self._tf1_used:
             return self._tf1_dequeue_op()
         values = dict(self._core.dequeue())
         if self._bare:
@@ -114,7 +115,7 @@ class IPUOutfeedQueue:
 
     def __len__(self):
         """Steps queued now."""
-        if self._tf1 is not None:
+        if self._tf1_used:
             return len(self._tf1_steps)
         return self._core.size()
 
@@ -130,10 +131,10 @@ class IPUOutfeedQueue:
             names, values = len(tensors), list(tensors)
         else:
             names, values = None, [tensors]
-        if self._tf1 is not None and self._tf1 != names:
+        if self._tf1_used and self._tf1 != names:
             raise ValueError("IPUOutfeedQueue.enqueue: every enqueue of a "
                              "queue must send the same structure")
-        self._tf1 = names
+        self._tf1, self._tf1_used = names, True
         return Operation("outfeed_enqueue", values,
                          {"queue": self, "names": names})
 

@@ -1,0 +1,307 @@
+"""TensorFlow-1-style graph programs (tessera.tf.compat.v1 and the TF1
+modules of tessera.ipu): the seeds' example programs, run as scripts with
+their outputs checked, and the graph, session and error behaviour they
+rely on."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tessera
+import tessera.tf.compat.v1 as tf
+from tessera import ipu
+
+_EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples",
+                         "python", "tf1")
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+    yield
+    tf.reset_default_graph()
+
+
+def run_example(name, tmp_path):
+    """Runs examples/python/tf1/<name> in its own process (its own IPU
+    system folder, so the IPUs it attaches are known); returns (stdout,
+    stderr)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(tessera.__file__))
+    env["TESSERA_SYSTEM_DIR"] = str(tmp_path / "system")
+    env.pop("TESSERA_SYSTEM", None)
+    p = subprocess.run([sys.executable, os.path.join(_EXAMPLES, name)],
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    return p.stdout, p.stderr
+
+
+# ---- the seeds' programs ---------------------------------------------------
+
+def test_basic_add_example_prints_the_sum(tmp_path):
+    out, _ = run_example("basic_add.py", tmp_path)
+    assert out.strip() == "[3. 8.]"
+
+
+def test_sharded_sum_example_runs_on_a_4_ipu_device(tmp_path):
+    out, err = run_example("sharded_sum.py", tmp_path)
+    assert out.strip() == "[array([ 4., 14.], dtype=float32)]"
+    # The first 4-IPU device of a 16-IPU system is 24 (IPUs 0 to 3), as
+    # the tutorial's log shows a multi-IPU id.
+    assert "Device /device:IPU:0 attached to IPUs: 24 (IPUs 0, 1, 2, 3)" \
+        in err
+
+
+def test_training_loop_example_outfeeds_every_iteration(tmp_path):
+    out, _ = run_example("training_loop.py", tmp_path)
+    assert "'d1': array([[2., 2., 2., ..., 2., 2., 2.]," in out
+    assert "'d2': array([[0., 0., 0., ..., 0., 0., 0.]," in out
+
+
+def test_train_mlp_example_learns(tmp_path):
+    out, _ = run_example("train_mlp.py", tmp_path)
+    lines = out.strip().splitlines()
+    losses = [float(l.split("mean loss ")[1].split()[0])
+              for l in lines if l.startswith("run ")]
+    assert len(losses) == 3 and losses[2] < losses[0] < 0.7
+    assert "global step: 150" in lines
+    assert float(lines[-1].split()[-1]) > 0.95
+
+
+# ---- graphs and sessions ---------------------------------------------------
+
+def test_session_holds_the_ipus_while_open():
+    cfg = ipu.config.IPUConfig()
+    cfg.auto_select_ipus = 2
+    cfg.ipu_model.tiles_per_ipu = 16
+    cfg.configure_ipu_system()
+    a = tf.placeholder(np.float32, [2])
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        r = ipu.ipu_compiler.compile(lambda x: x * 2.0, [a])
+    with tf.Session() as sess:
+        assert sess.run(r, {a: [1., 2.]})[0].tolist() == [2., 4.]
+        held = set(sess._device.ipus)
+        other = tessera._tessera.acquire_ipus(2)
+        assert held and not held & set(other.ipus)
+        other.detach()
+    again = tessera._tessera.acquire_ipus(2)
+    assert set(again.ipus) == held  # freed when the session closed
+    again.detach()
+
+
+def test_host_and_ipu_training_take_the_same_steps():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((8, 4)).astype(np.float32)
+    y = (np.arange(8) % 3).astype(np.int32)
+    px = tf.placeholder(np.float32, [8, 4], name="x")
+    py = tf.placeholder(np.int32, [8], name="y")
+
+    def step(xx, yy, scope):
+        with tf.variable_scope(scope, use_resource=True):
+            logits = tf.layers.dense(
+                xx, 3, name="dense",
+                kernel_initializer=tf.glorot_uniform_initializer(7))
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=yy, logits=logits))
+        return tf.train.MomentumOptimizer(0.5, 0.9).minimize(loss)
+
+    host_step = step(px, py, "host")
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        ipu_step = ipu.ipu_compiler.compile(
+            lambda a, b: step(a, b, "dev"), [px, py])
+    g = tf.get_default_graph()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        w0 = sess.run(g.variables["host/dense/kernel"])
+        np.testing.assert_array_equal(w0, sess.run(g.variables[
+            "dev/dense/kernel"]))
+        for _ in range(4):
+            sess.run([host_step, ipu_step], {px: x, py: y})
+        wh = sess.run(g.variables["host/dense/kernel"])
+        wd = sess.run(g.variables["dev/dense/kernel"])
+    assert np.abs(wh - w0).max() > 0.05
+    np.testing.assert_allclose(wh, wd, atol=1e-4)
+
+
+def test_softmax_cross_entropy_and_adam_on_the_host():
+    labels = np.eye(3, dtype=np.float32)[[0, 1, 2, 1]]
+    x = tf.constant(np.arange(8, dtype=np.float32).reshape(4, 2) / 8)
+    with tf.variable_scope("m", use_resource=True):
+        w = tf.get_variable("w", [2, 3], initializer=tf.zeros_initializer())
+    loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(
+        labels=labels, logits=tf.matmul(x, w)))
+    train = tf.train.AdamOptimizer(0.1).minimize(loss)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        first = sess.run(loss)
+        np.testing.assert_allclose(first, np.log(3), rtol=1e-5)
+        for _ in range(20):
+            sess.run(train)
+        assert sess.run(loss) < first - 0.1
+
+
+def test_repeat_carries_loop_state_and_infeeds_continue():
+    x0 = tf.placeholder(np.float32, [2])
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        r = ipu.ipu_compiler.compile(
+            lambda x: ipu.loops.repeat(5, lambda s: s + 1.0, [x]), [x0])
+    q = ipu.ipu_outfeed_queue.IPUOutfeedQueue(
+        ipu.ipu_outfeed_queue.IPUOutfeedMode.LAST)
+    ds = tf.data.Dataset.from_tensor_slices(
+        np.arange(12, dtype=np.float32).reshape(6, 2)).repeat()
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(ds)
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        loop = ipu.ipu_compiler.compile(
+            lambda: ipu.loops.repeat(3, lambda v: q.enqueue(v * 2.0), [],
+                                     infeed))
+    deq = q.dequeue()
+    with tf.Session() as sess:
+        assert sess.run(r, {x0: [1., 2.]})[0].tolist() == [6., 7.]
+        sess.run(infeed.initializer)
+        sess.run(loop)
+        assert sess.run(deq).tolist() == [8., 10.]   # LAST: step 3 only
+        sess.run(loop)
+        assert sess.run(deq).tolist() == [20., 22.]  # the infeed went on
+
+
+def test_gradient_accumulation_updates_every_nth_step():
+    ds = tf.data.Dataset.from_tensor_slices(
+        np.ones((4, 2), np.float32)).repeat()
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(ds)
+
+    def body(x):
+        with tf.variable_scope("acc", use_resource=True):
+            w = tf.get_variable("w", [2], initializer=tf.ones_initializer())
+        opt = ipu.optimizers.GradientAccumulationOptimizerV2(
+            ipu.optimizers.CrossReplicaOptimizer(
+                tf.train.GradientDescentOptimizer(0.5)), num_mini_batches=3)
+        return opt.minimize(tf.reduce_sum(w * x))
+
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        loop = ipu.ipu_compiler.compile(
+            lambda: ipu.loops.repeat(1, body, [], infeed))
+    w = tf.get_default_graph().variables["acc/w"]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(infeed.initializer)
+        seen = []
+        for _ in range(3):
+            sess.run(loop)
+            seen.append(sess.run(w).tolist())
+    assert seen == [[1., 1.], [1., 1.], [0.5, 0.5]]
+
+
+def test_py_func_runs_on_the_host_between_ipu_parts():
+    a = tf.placeholder(np.float32, [3])
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        doubled = ipu.ipu_compiler.compile(lambda x: x * 2.0, [a])[0]
+    with tf.device("cpu"):
+        sorted_ = tf.py_func(np.sort, [doubled], np.float32)
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        out = ipu.ipu_compiler.compile(lambda x: x + 1.0, [sorted_])
+    with tf.Session() as sess:
+        assert sess.run(out, {a: [3., 1., 2.]})[0].tolist() == [3., 5., 7.]
+
+
+def test_conv2d_and_max_pooling2d_match_numpy():
+    img = np.random.default_rng(0).standard_normal((2, 6, 6, 3)).astype(
+        np.float32)
+    pi = tf.placeholder(np.float32, img.shape)
+    with tf.variable_scope("c", use_resource=True):
+        y = tf.layers.max_pooling2d(tf.layers.conv2d(
+            pi, 4, 3, padding="same", use_bias=False,
+            kernel_initializer=tf.random_normal_initializer(seed=1)), 2, 2)
+    w = tf.get_default_graph().variables["c/conv2d/kernel"]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got, kernel = sess.run([y, w], {pi: img})
+    pad = np.pad(img, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    ref = np.zeros((2, 6, 6, 4), np.float32)
+    for i in range(6):
+        for j in range(6):
+            ref[:, i, j, :] = np.einsum("nhwc,hwco->no",
+                                        pad[:, i:i + 3, j:j + 3, :], kernel)
+    ref = ref.reshape(2, 3, 2, 3, 2, 4).max(axis=(2, 4))
+    np.testing.assert_allclose(got, ref, atol=1e-5)
+
+
+def test_old_utils_configuration_functions():
+    cfg = ipu.utils.create_ipu_config()
+    cfg = ipu.utils.auto_select_ipus(cfg, 2)
+    cfg = ipu.utils.set_ipu_model_options(cfg, compile_ipu_code=False,
+                                          tiles_per_ipu=16)
+    ipu.utils.configure_ipu_system(cfg)
+    core = ipu.config._current_system()
+    assert core.auto_select_ipus == 2
+    assert core.ipu_model.tiles_per_ipu == 16
+    assert core.ipu_model.compile_ipu_code is False
+
+
+# ---- errors ----------------------------------------------------------------
+
+def test_unfed_placeholder_is_named():
+    a = tf.placeholder(np.float32, [2], name="a")
+    c = tf.placeholder(np.float32, [2], name="c")
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="You must feed a value for placeholder "
+                                 "tensor 'c:0' with dtype float32 and "
+                                 r"shape \[2\]"):
+            sess.run(a + c, {a: [1., 2.]})
+
+
+def test_feed_of_the_wrong_shape():
+    a = tf.placeholder(np.float32, [2], name="a")
+    with tf.Session() as sess:
+        with pytest.raises(ValueError,
+                           match=r"Cannot feed value of shape \(3,\) for "
+                                 r"Tensor 'a:0', which has shape \(2,\)"):
+            sess.run(a * 2.0, {a: [1., 2., 3.]})
+
+
+def test_host_only_op_inside_compile_names_it_and_the_supported_ops():
+    a = tf.placeholder(np.float32, [2])
+
+    def fn(x):
+        return tf.py_func(np.sort, [x], np.float32)
+
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        with pytest.raises(NotImplementedError) as e:
+            ipu.ipu_compiler.compile(fn, [a])
+    msg = str(e.value)
+    assert "tf.py_func" in msg and "'py_func'" in msg
+    assert "not supported inside ipu_compiler.compile" in msg
+    for op in ("add", "matmul", "relu", "conv2d", "reduceSum"):
+        assert op in msg.split(
+            "Ops supported inside ipu_compiler.compile:")[1]
+
+
+def test_tf_variable_gives_the_resource_variable_advice():
+    with pytest.raises(TypeError) as e:
+        tf.Variable([2], name="v")
+    msg = str(e.value)
+    assert "tf.get_variable" in msg and "use_resource=True" in msg
+    assert "set_use_resource(True)" in msg and "assign_add" in msg
+
+
+def test_uninitialised_variable_is_named():
+    with tf.variable_scope("vs", use_resource=True):
+        v = tf.get_variable("v", [2], initializer=tf.constant_initializer(.5))
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.FailedPreconditionError,
+                           match="uninitialized value vs/v"):
+            sess.run(v + 1.0)
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(v + 1.0).tolist() == [1.5, 1.5]
+
+
+def test_top_level_tf_has_the_tf1_names():
+    import tessera.tf as tf2
+    a = tf2.placeholder(np.float32, [2])
+    with tf2.Session() as sess:
+        assert sess.run(tf2.add(a, tf2.constant([1., 2.])),
+                        {a: [1., 1.]}).tolist() == [2., 3.]
+    assert tf2.cast(np.array([1.5]), np.int32).tolist() == [1]
