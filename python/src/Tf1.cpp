@@ -182,6 +182,14 @@ void bindTf1(py::module_ &m) {
   m.def("acquire_ipus", [](unsigned n) {
     return DeviceManager::createDeviceManager().acquireAvailableDevice(n);
   });
+  m.def("attach_device", [](unsigned id) {
+    Device d = DeviceManager::createDeviceManager().getDevice(id);
+    d.attach();
+    return d;
+  });
+  m.def("device_ipus", [](unsigned id) {
+    return DeviceManager::createDeviceManager().deviceIpus(id);
+  });
 }
 
 } // namespace tessera::python

@@ -3,6 +3,7 @@ modules of tessera.ipu): the seeds' example programs, run as scripts with
 their outputs checked, and the graph, session and error behaviour they
 rely on."""
 
+import json
 import os
 import subprocess
 import sys
@@ -305,3 +306,95 @@ def test_top_level_tf_has_the_tf1_names():
         assert sess.run(tf2.add(a, tf2.constant([1., 2.])),
                         {a: [1., 1.]}).tolist() == [2., 3.]
     assert tf2.cast(np.array([1.5]), np.int32).tolist() == [1]
+
+
+def test_ipus_beyond_the_shards_replicate_the_graph():
+    cfg = ipu.config.IPUConfig()
+    cfg.auto_select_ipus = 2
+    cfg.ipu_model.tiles_per_ipu = 16
+    cfg.configure_ipu_system()
+    ds = tf.data.Dataset.from_tensor_slices(
+        np.arange(8, dtype=np.float32).reshape(8, 1)).repeat()
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(ds)
+    q = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def body(x):
+        with tf.variable_scope("rep", use_resource=True):
+            w = tf.get_variable("w", [1], initializer=tf.zeros_initializer())
+        opt = ipu.optimizers.CrossReplicaOptimizer(
+            tf.train.GradientDescentOptimizer(1.0))
+        return q.enqueue(x), opt.minimize(tf.reduce_sum(w * x))
+
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        loop = ipu.ipu_compiler.compile(
+            lambda: ipu.loops.repeat(2, body, [], infeed))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(infeed.initializer)
+        sess.run(loop)
+        # 2 steps x 2 replicas, consecutive elements in replica order.
+        assert sess.run(q.dequeue()).reshape(2, 2).tolist() == [[0., 1.],
+                                                                [2., 3.]]
+        # Each step: w -= mean over replicas of x.
+        w = tf.get_default_graph().variables["rep/w"]
+        assert sess.run(w).tolist() == [-(0.5 + 2.5)]
+
+
+def test_select_ipus_attaches_that_device(tmp_path, monkeypatch):
+    monkeypatch.setenv("TESSERA_SYSTEM_DIR", str(tmp_path))
+    cfg = ipu.config.IPUConfig()
+    cfg.select_ipus = [17]          # the second pair: IPUs 2 and 3
+    cfg.ipu_model.tiles_per_ipu = 16
+    cfg.configure_ipu_system()
+    assert ipu.config._current_system().auto_select_ipus == 2
+    a = tf.placeholder(np.float32, [1])
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        r = ipu.ipu_compiler.compile(lambda x: x + 1.0, [a])
+    with tf.Session() as sess:
+        assert sess.run(r, {a: [1.]})[0].tolist() == [2.]
+        assert sess._device.id == 17 and list(sess._device.ipus) == [2, 3]
+
+
+def test_executable_cache_is_used_by_the_next_session(tmp_path):
+    cfg = ipu.config.IPUConfig()
+    cfg.ipu_model.tiles_per_ipu = 16
+    cfg.executable_cache_path = str(tmp_path / "cache")
+    cfg.configure_ipu_system()
+    a = tf.placeholder(np.float32, [2])
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        r = ipu.ipu_compiler.compile(lambda x: x * 3.0, [a])
+    seen = []
+    for _ in range(2):
+        with tf.Session() as sess:
+            assert sess.run(r, {a: [1., 2.]})[0].tolist() == [3., 6.]
+            seen.append(sess.from_cache)
+    assert seen == [False, True]
+    assert os.listdir(tmp_path / "cache")
+
+
+def test_tessera_monitor_shows_the_sessions_ipus(tmp_path, monkeypatch):
+    tool = os.path.join(os.path.dirname(__file__), "..", "..", "build",
+                        "tools", "tessera")
+    if not os.path.exists(tool):
+        pytest.skip("build/tools/tessera is not built")
+    monkeypatch.setenv("TESSERA_SYSTEM_DIR", str(tmp_path))
+    cfg = ipu.config.IPUConfig()
+    cfg.auto_select_ipus = 4
+    cfg.ipu_model.tiles_per_ipu = 16
+    cfg.configure_ipu_system()
+    a = tf.placeholder(np.float32, [1])
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        r = ipu.ipu_compiler.compile(lambda x: x + 1.0, [a])
+
+    def monitor():
+        out = subprocess.run([tool, "monitor", "--json"], capture_output=True,
+                             text=True, check=True).stdout
+        return [p for p in json.loads(out)["processes"]
+                if p["pid"] == os.getpid()]
+
+    with tf.Session() as sess:
+        sess.run(r, {a: [1.]})
+        mine = monitor()
+        assert [(p["deviceId"], p["ipus"]) for p in mine] == [(24, [0, 1, 2,
+                                                                    3])]
+    assert monitor() == []

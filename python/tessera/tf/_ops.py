@@ -60,16 +60,89 @@ def _unary(name, x):
     return Tensor(_UNARY[name], (x,), {}, x.dtype, x.shape, name=name)
 
 
-for _n in _BINARY:
-    globals()[_n] = (lambda n: lambda x, y, name=None: _binary(n, x, y))(_n)
-for _n in _UNARY:
-    globals()[_n] = (lambda n: lambda x, name=None: _unary(n, x))(_n)
+# One function per elementwise op, TF's name over the IR's op.
+
+def add(x, y, name=None):
+    return _binary("add", x, y)
+
+
+def subtract(x, y, name=None):
+    return _binary("subtract", x, y)
+
+
+def multiply(x, y, name=None):
+    return _binary("multiply", x, y)
+
+
+def divide(x, y, name=None):
+    return _binary("divide", x, y)
+
+
+def pow(x, y, name=None):
+    return _binary("pow", x, y)
+
+
+def maximum(x, y, name=None):
+    return _binary("maximum", x, y)
+
+
+def minimum(x, y, name=None):
+    return _binary("minimum", x, y)
+
+
+def negative(x, name=None):
+    return _unary("negative", x)
+
+
+def relu(x, name=None):
+    return _unary("relu", x)
+
+
+def exp(x, name=None):
+    return _unary("exp", x)
+
+
+def log(x, name=None):
+    return _unary("log", x)
+
+
+def sqrt(x, name=None):
+    return _unary("sqrt", x)
+
+
+def rsqrt(x, name=None):
+    return _unary("rsqrt", x)
+
+
+def tanh(x, name=None):
+    return _unary("tanh", x)
+
+
+def sigmoid(x, name=None):
+    return _unary("sigmoid", x)
+
+
+def square(x, name=None):
+    return _unary("square", x)
+
+
+def abs(x, name=None):
+    return _unary("abs", x)
+
+
+def softmax(x, name=None):
+    return _unary("softmax", x)
+
+
+def log_softmax(x, name=None):
+    return _unary("log_softmax", x)
+
 
 
 def add_n(inputs, name=None):
     out = inputs[0]
     for x in inputs[1:]:
-        out = add(out, x)  # noqa: F821 (made above)
+        out = add(out, x)
     return out
 
 
@@ -173,7 +246,7 @@ def softmax_cross_entropy_with_logits_v2(labels=None, logits=None, axis=-1,
     """-sum(labels * log_softmax(logits)) over the last axis, per row."""
     logits = convert(logits)
     labels = convert(labels, logits.dtype)
-    return negative(reduce_sum(multiply(labels, log_softmax(logits)),  # noqa
+    return negative(reduce_sum(multiply(labels, log_softmax(logits)),
                                axis=-1))
 
 
@@ -196,7 +269,7 @@ def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None,
 
 
 def bias_add(x, bias, name=None):
-    return add(x, bias)  # noqa: F821
+    return add(x, bias)
 
 
 def _pads(size, k, s, padding):
@@ -390,7 +463,7 @@ def assign(ref, value, name=None, read_value=True):
 
 
 def assign_add(ref, value, name=None, read_value=True):
-    return assign(ref, add(ref, value))  # noqa: F821
+    return assign(ref, add(ref, value))
 
 
 def Variable(*args, **kwargs):  # noqa: N802 (TF's name)

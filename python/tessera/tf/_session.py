@@ -56,6 +56,7 @@ class _Module:
         self.bindings = {}    # function: IR variable name -> host value fn
         self.infeeds = []     # function: infeed input names, in order
         self.train = None
+        self.shards = 1
         self.n = 0
 
     def ref(self, t):
@@ -70,6 +71,7 @@ class _Module:
             ann = ""
             if self.fn is not None and t.shard is not None:
                 ann = " @ipu(%d)" % t.shard
+                self.shards = max(self.shards, t.shard + 1)
             self.lines.append("%s = %s(%s)%s : %s%s" % (
                 r, t.op, ", ".join(ops), " {%s}" % attrs if attrs else "",
                 _type(t), ann))
@@ -154,6 +156,17 @@ class _Module:
             p.train("loss", opt._core(), bool(opt._cross_replica),
                     int(opt._accumulation))
         return p
+
+
+def _copy_config(c):
+    """A copy of the configured system, to set this program's shards and
+    replicas in."""
+    out = _tessera.Config()
+    for name in ("auto_select_ipus", "replication_factor", "ipu_model",
+                 "floating_point_behaviour", "executable_cache_path",
+                 "device_connection_type", "synthetic_data", "host_threads"):
+        setattr(out, name, getattr(c, name))
+    return out
 
 
 def _is_ir_op(t):
@@ -338,17 +351,25 @@ class Session:
 
     # -- the IPU ------------------------------------------------------------
 
-    def _attach(self, config):
+    def _attach(self, n):
+        """Attaches the system's IPUs the session runs on (select_ipus'
+        device, else the first free device of n IPUs), so they show in
+        `tessera monitor` and no other process takes them; the IPU Model
+        computes."""
+        from ..ipu import config as ipu_config
         if self._device is not None:
             return
+        selected = ipu_config._selected_device()
         try:
-            self._device = _tessera.acquire_ipus(config.auto_select_ipus)
+            self._device = (_tessera.attach_device(selected)
+                            if selected is not None
+                            else _tessera.acquire_ipus(n))
             where = "IPU%s: %d (IPUs %s)" % (
-                "s" if config.auto_select_ipus > 1 else "", self._device.id,
+                "s" if n > 1 else "", self._device.id,
                 ", ".join(str(i) for i in self._device.ipus))
         except Exception as e:  # the system is busy: the IPU Model runs it
             where = "an IPU Model of %d IPUs (%s)" % (
-                config.auto_select_ipus, str(e).splitlines()[0])
+                n, str(e).splitlines()[0])
         self.attached = where
         print("Device /device:IPU:0 attached to %s" % where, file=sys.stderr)
 
@@ -366,12 +387,23 @@ class Session:
         if not m.infeeds:
             m.lines.insert(0, '%"tick" = input : int[]')
         program = m.program()
-        config = ipu_config._current_system()
-        self._attach(config)
+        config = _copy_config(ipu_config._current_system())
+        n = config.auto_select_ipus
+        self._attach(n)
+        # As TensorFlow does: the IPUs beyond the graph's shards replicate
+        # it (each replica taking its own infeed elements).
+        shards = m.shards
+        if n % shards:
+            raise ValueError(
+                "the compiled function uses %d shards but the system has %d "
+                "IPUs: set auto_select_ipus to a multiple of %d"
+                % (shards, n, shards))
+        config.auto_select_ipus = shards
+        config.replication_factor = n // shards
         ipu = _tessera.Tf1IpuProgram(program, config, m.infeeds or ["tick"],
                                      outfeeds, int(fn.steps))
-        ipu.compile()
-        entry = (m, program, ipu, outfeeds)
+        self.from_cache = ipu.compile()
+        entry = (m, program, ipu, outfeeds, n // shards)
         self._programs[id(fn)] = entry
         return entry
 
@@ -379,7 +411,7 @@ class Session:
         key = ("call", id(fn))
         if key in self._memo:
             return self._memo[key]
-        m, program, ipu, outfeeds = self._compiled(fn)
+        m, program, ipu, outfeeds, replicas = self._compiled(fn)
         variables = {}
         for name, dtype, shape, _ in program.variables():
             if name in m.bindings:
@@ -406,13 +438,19 @@ class Session:
         for op in fn.ops:
             self._step_global(op, fn.steps)
         index = {name: k for k, name in enumerate(outfeeds)}
+
+        def component(e, name, t):
+            # One step's value: the replicas' stacked when replicated.
+            v = [r[index[name]].reshape(t.shape) for r in e]
+            return v[0] if replicas == 1 else np.stack(v)
+        steps = [elements[i:i + replicas]
+                 for i in range(0, len(elements), replicas)]
         for op in fn.ops:
             if op.op == "outfeed_enqueue":
-                steps = [[e[index["outfeed/%d/%d" % (id(op), k)]].reshape(
-                    t.shape) for k, t in enumerate(op.inputs)]
-                    for e in elements]
-                op.attrs["queue"]._tf1_put(op.attrs["names"], steps)
-        last = elements[-1] if elements else []
+                op.attrs["queue"]._tf1_put(op.attrs["names"], [
+                    [component(e, "outfeed/%d/%d" % (id(op), k), t)
+                     for k, t in enumerate(op.inputs)] for e in steps])
+        last = steps[-1][0] if steps else []
         results = [last[index["out/%d" % i]].astype(t.dtype).reshape(t.shape)
                    for i, t in enumerate(fn.results)]
         self._memo[key] = results
