@@ -398,3 +398,30 @@ def test_tessera_monitor_shows_the_sessions_ipus(tmp_path, monkeypatch):
         assert [(p["deviceId"], p["ipus"]) for p in mine] == [(24, [0, 1, 2,
                                                                     3])]
     assert monitor() == []
+
+
+def test_a_host_step_fetched_with_its_loss_sees_the_loss_before_it():
+    with tf.variable_scope("h", use_resource=True):
+        w = tf.get_variable("w", [], initializer=tf.constant_initializer(2.))
+    loss = w * w
+    step = tf.train.GradientDescentOptimizer(0.25).minimize(loss)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run([step, loss]) == [None, 4.0]
+        assert sess.run(w) == 1.0   # 2 - 0.25 * 2 * 2
+
+
+def test_loop_without_its_infeed_initialised_says_so():
+    ds = tf.data.Dataset.from_tensor_slices(np.ones((4, 2), np.float32))
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(ds.repeat())
+    q = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        loop = ipu.ipu_compiler.compile(
+            lambda: ipu.loops.repeat(2, lambda x: q.enqueue(x), [], infeed))
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.FailedPreconditionError,
+                           match=r"run sess.run\(infeed_queue.initializer\)"):
+            sess.run(loop)
+        sess.run(infeed.initializer)
+        sess.run(loop)
+        assert sess.run(q.dequeue()).shape == (2, 2)

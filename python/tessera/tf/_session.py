@@ -228,7 +228,21 @@ class Session:
         self._feeds = self._check_feeds(feed_dict or {})
         self._memo = {}
         flat, rebuild = _flatten(fetches)
-        return rebuild([self._fetch(f) for f in flat])
+        # Host training steps run in one module with the host tensors
+        # fetched beside them, so those see the values before the step, as
+        # TensorFlow's do.
+        steps = [f for f in flat if type(f) is Operation and
+                 f.op in ("train", "assign")]
+        if steps:
+            tensors = [f for f in flat if isinstance(f, Tensor) and
+                       _is_ir_op(f)]
+            for t, v in zip(tensors, self._host(tensors, steps)):
+                self._memo[id(t)] = v
+            for op in steps:
+                self._step_global(op, 1)
+        done = {id(op) for op in steps}
+        return rebuild([None if id(f) in done else self._fetch(f)
+                        for f in flat])
 
     # -- feeds and leaves ---------------------------------------------------
 
@@ -316,8 +330,12 @@ class Session:
         if kind == "init_vars":
             self._initialize(op.inputs or list(self.graph.variables.values()))
         elif kind == "infeed_init":
-            op.attrs["queue"]._initialized = True
-            self._programs.pop(("infeed", id(op.attrs["queue"])), None)
+            # Every program reading the queue starts it again.
+            q = op.attrs["queue"]
+            q._initialized = True
+            for key in [k for k in self._programs
+                        if k[:2] == ("infeed", id(q))]:
+                del self._programs[key]
         elif kind == "group":
             for i in op.inputs:
                 self._fetch(i)
@@ -375,7 +393,7 @@ class Session:
 
     def _compiled(self, fn):
         from ..ipu import config as ipu_config
-        entry = self._programs.get(id(fn))
+        entry = self._programs.get(("program", id(fn)))
         if entry is not None:
             return entry
         m = _Module(self, fn)
@@ -404,7 +422,7 @@ class Session:
                                      outfeeds, int(fn.steps))
         self.from_cache = ipu.compile()
         entry = (m, program, ipu, outfeeds, n // shards)
-        self._programs[id(fn)] = entry
+        self._programs[("program", id(fn))] = entry
         return entry
 
     def _run_call(self, fn):
@@ -428,9 +446,9 @@ class Session:
                 raise FailedPreconditionError(
                     "the infeed queue of loops.repeat was not initialised: "
                     "run sess.run(infeed_queue.initializer) first")
-            if ("infeed", id(q)) not in self._programs:
+            if ("infeed", id(q), id(fn)) not in self._programs:
                 dataset = q._dataset._core
-                self._programs[("infeed", id(q))] = True
+                self._programs[("infeed", id(q), id(fn))] = True
         elements, after = ipu.run(variables, dataset)
         for name, value in after.items():
             if name not in m.bindings:
