@@ -425,3 +425,16 @@ def test_loop_without_its_infeed_initialised_says_so():
         sess.run(infeed.initializer)
         sess.run(loop)
         assert sess.run(q.dequeue()).shape == (2, 2)
+
+
+def test_compiled_function_captures_host_tensors():
+    pa = tf.placeholder(np.float32, [2], name="a")
+    pb = tf.placeholder(np.float32, [2], name="b")
+    with tf.device("cpu"):
+        host_sum = pa + pb            # runs on the host's interpreter
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        out = ipu.ipu_compiler.compile(lambda: host_sum * 10.0)
+    with tf.Session() as sess:
+        for a, b in (([1., 2.], [3., 4.]), ([0., 1.], [1., 0.])):
+            got = sess.run(out, {pa: a, pb: b})[0]
+            assert got.tolist() == [10. * (x + y) for x, y in zip(a, b)]

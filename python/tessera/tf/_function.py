@@ -1,5 +1,12 @@
 """What ipu_compiler.compile traces: a function's ops, the host values it
-takes, and the loop (loops.repeat) and infeed it runs."""
+takes, and the loop (loops.repeat) and infeed it runs.
+
+A function becomes one IR module (tessera.tf._session._Module): ops carry
+the shard ipu_shard gave them as @ipu(k). pipelining_ops.pipeline (not
+here yet: it needs the pipelining passes) fits the same mould: trace each
+computational stage as repeat traces its body, tag its ops with their
+stage and device_mapping's IPU (@stage(s) @ipu(k)), and hand the module
+with the optimizer_function's minimize() to those passes."""
 
 from ._graph import Operation, Tensor, convert, get_default_graph
 
