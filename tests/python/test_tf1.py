@@ -280,12 +280,26 @@ def test_host_only_op_inside_compile_names_it_and_the_supported_ops():
             "Ops supported inside ipu_compiler.compile:")[1]
 
 
-def test_tf_variable_gives_the_resource_variable_advice():
-    with pytest.raises(TypeError) as e:
-        tf.Variable([2], name="v")
-    msg = str(e.value)
-    assert "tf.get_variable" in msg and "use_resource=True" in msg
-    assert "set_use_resource(True)" in msg and "assign_add" in msg
+def test_tf_variable_on_the_ipu_gives_the_resource_variable_advice():
+    with tf.device("cpu"):
+        v = tf.Variable(np.float32([1., 2.]), name="v")   # a VariableV2
+    with tf.Session() as sess:                 # the host may use it ...
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(v * 2.0).tolist() == [2., 4.]
+    for make in (lambda: tf.Variable([2.], name="w"),   # ... the IPU not
+                 lambda: ipu.ipu_compiler.compile(lambda: v * 2.0)):
+        with ipu.scopes.ipu_scope("/device:IPU:0"):
+            with pytest.raises(TypeError) as e:
+                out = make()
+                with tf.Session() as sess:
+                    sess.run(tf.global_variables_initializer())
+                    sess.run(out)
+        msg = str(e.value)
+        assert msg.startswith(("tf.Variable 'w' is placed on the IPU",
+                               "the IPU cannot use variable v"))
+        assert "Do not add variables using tf.Variable" in msg
+        assert "use_resource=True" in msg and "assign_add" in msg
+        assert "set_use_resource(True)" in msg
 
 
 def test_uninitialised_variable_is_named():

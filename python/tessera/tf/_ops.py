@@ -448,10 +448,15 @@ def get_variable(name, shape=None, dtype=np.float32, initializer=None,
         init = constant_initializer(value)
     if shape is None:
         raise ValueError("get_variable %r: give its shape" % full)
-    with g.placement():
-        v = Tensor("variable", (), {"init": init.ir(full, tuple(shape)),
-                                    "trainable": bool(trainable)},
-                   dtype, shape, name=full)
+    return _new_variable(full, init, dtype, shape, trainable, resource=True)
+
+
+def _new_variable(full, init, dtype, shape, trainable, resource):
+    g = get_default_graph()
+    v = Tensor("variable", (), {"init": init.ir(full, tuple(shape)),
+                                "trainable": bool(trainable),
+                                "resource": resource}, dtype, shape,
+               name=full)
     v.name = full + ":0"
     v.var_name = full
     g.variables[full] = v
@@ -466,17 +471,30 @@ def assign_add(ref, value, name=None, read_value=True):
     return assign(ref, add(ref, value))
 
 
-def Variable(*args, **kwargs):  # noqa: N802 (TF's name)
-    """Refused, as the tutorial advises: tf.Variable makes a VariableV2,
-    which fails inside ipu_scope."""
-    raise TypeError(
-        "tf.Variable is not supported: it makes a non-resource variable "
-        "(VariableV2), which fails to obey operations such as assign_add "
-        "and has no IPU kernel. Add variables with tf.get_variable inside a "
-        "variable scope marked as a resource: `with tf.variable_scope(\"vs\", "
-        "use_resource=True): var = tf.get_variable(name, shape=[...], "
-        "dtype=tf.float32, initializer=tf.constant_initializer(0.5))`, or "
-        "globally with tf.get_variable_scope().set_use_resource(True).")
+RESOURCE_ADVICE = (
+    "Do not add variables using tf.Variable([shape], initializer): it makes "
+    "a non-resource variable (VariableV2), which fails to obey operations "
+    "such as assign_add and has no IPU kernel. Add variables with "
+    "tf.get_variable in a variable scope marked as a resource: `with "
+    "tf.variable_scope(\"vs\", use_resource=True): var = "
+    "tf.get_variable(name, shape=[...], dtype=tf.float32, "
+    "initializer=tf.constant_initializer(0.5))`, or globally with "
+    "tf.get_variable_scope().set_use_resource(True)")
+
+
+def Variable(initial_value=None, trainable=True, name=None, dtype=None,
+             **unused):  # noqa: N802 (TF's name)
+    """A non-resource variable: the host may use it; the IPU may not (the
+    tutorial's advice is the error)."""
+    g = get_default_graph()
+    if g.device == "ipu" or g.function is not None:
+        raise TypeError("tf.Variable %r is placed on the IPU. %s."
+                        % (name, RESOURCE_ADVICE))
+    value = np.asarray(initial_value)
+    d = dtype_of(dtype if dtype is not None else value.dtype)
+    full = g.unique(name or "Variable")
+    return _new_variable(full, constant_initializer(value), d, value.shape,
+                         trainable, resource=False)
 
 
 def placeholder(dtype, shape=None, name=None):

@@ -96,6 +96,10 @@ class _Module:
 
     def _leaf(self, t):
         if t.op == "variable":
+            if self.fn is not None and not t.attrs["resource"]:
+                from ._ops import RESOURCE_ADVICE
+                raise TypeError("the IPU cannot use variable %s: %s."
+                                % (t.var_name, RESOURCE_ADVICE))
             kind = "variable" if t.attrs["trainable"] else \
                 "variable nontrainable"
             r = self._declare(kind, t.var_name, t, t.attrs["init"])
