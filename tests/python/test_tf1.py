@@ -43,8 +43,10 @@ def run_example(name, tmp_path):
 # ---- the seeds' programs ---------------------------------------------------
 
 def test_basic_add_example_prints_the_sum(tmp_path):
-    out, _ = run_example("basic_add.py", tmp_path)
+    out, err = run_example("basic_add.py", tmp_path)
     assert out.strip() == "[3. 8.]"
+    # ipu_scope placed the sum on the IPU, as the tutorial's log shows.
+    assert "Device /device:IPU:0 attached to IPU: 0 (IPUs 0)" in err
 
 
 def test_sharded_sum_example_runs_on_a_4_ipu_device(tmp_path):
@@ -452,3 +454,20 @@ def test_compiled_function_captures_host_tensors():
         for a, b in (([1., 2.], [3., 4.]), ([0., 1.], [1., 0.])):
             got = sess.run(out, {pa: a, pb: b})[0]
             assert got.tolist() == [10. * (x + y) for x, y in zip(a, b)]
+
+
+def test_ipu_scope_ops_outside_compile_run_on_the_ipu():
+    with tf.variable_scope("s", use_resource=True):
+        w = tf.get_variable("w", [], initializer=tf.constant_initializer(2.))
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        loss = w * w
+        step = tf.train.GradientDescentOptimizer(0.25).minimize(loss)
+    with tf.device("cpu"):
+        host_view = loss + 0.0   # the host reads the IPU's result
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run([step, loss]) == [None, 4.0]
+        assert sess._device is not None   # the IPU ran it
+        assert sess.run([w, host_view]) == [1.0, 1.0]
+        # (loss, step) and loss alone
+        assert len([k for k in sess._programs if k[0] == "cluster"]) == 2

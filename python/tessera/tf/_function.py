@@ -10,7 +10,7 @@ with the optimizer_function's minimize() to those passes."""
 
 from ._graph import Operation, Tensor, convert, get_default_graph
 
-__all__ = ["Function", "compile_function", "repeat"]
+__all__ = ["Function", "Cluster", "compile_function", "repeat"]
 
 
 class Function:
@@ -21,6 +21,10 @@ class Function:
         self.steps = 1
         self.infeed = None
         self.loop_inits = {}  # id(loop_state tensor) -> initial tensor
+
+    def contains(self, t):
+        """Whether the program computes `t` (else the host gives it)."""
+        return t.function is self
 
     def host_value(self, t):
         """How the session gets the value of `t` (an argument, a captured
@@ -37,6 +41,19 @@ class Function:
             raise ValueError("%s belongs to another compiled function"
                              % t.name)
         return lambda s: s._value(t)
+
+
+class Cluster(Function):
+    """Ops ipu_scope placed on the IPU outside ipu_compiler.compile, with
+    the tensors and ops fetched from them: compiled as one program."""
+
+    def __init__(self, results, ops):
+        super().__init__()
+        self.results = list(results)
+        self.ops = list(ops)
+
+    def contains(self, t):
+        return t.device == "ipu" and t.function is None
 
 
 def _flatten(out):

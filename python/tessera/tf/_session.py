@@ -1,10 +1,12 @@
 """tf.Session for the graphs of tessera.tf._graph.
 
 sess.run lowers what the fetches need to IR modules (IR text, parsed by
-the C++ core): ops outside ipu_compiler.compile run on the host through the
-IR interpreter; each compiled function is one IPU program (a session on
-the IPU Model, compiled on first use, kept for the Session's life) whose
-loop, if loops.repeat made one, runs on the device. Variables live in the
+the C++ core): ops placed on the CPU (tf.device("cpu"), or no scope) run
+on the host through the IR interpreter; each compiled function is one IPU
+program (a session on the IPU Model, compiled on first use, kept for the
+Session's life) whose loop, if loops.repeat made one, runs on the device;
+ops ipu_scope placed on the IPU outside ipu_compiler.compile are compiled
+as a program too (a cluster per set of fetches), as TensorFlow does. Variables live in the
 Session, by name, and are written to and read back from the device around
 every IPU run, so host and IPU parts share them.
 """
@@ -83,8 +85,11 @@ class _Module:
         return "%%v%d" % self.n
 
     def _foreign(self, t):
-        """A tensor of another context: the host's, used by a function."""
-        return self.fn is not None and t.function is not self.fn
+        """A tensor computed elsewhere: in a function, the host's; on the
+        host, the IPU's (ipu_scope's ops, a compiled function's)."""
+        if self.fn is not None:
+            return not self.fn.contains(t)
+        return t.device == "ipu" or t.function is not None
 
     def _declare(self, kind, name, t, init=None):
         r = '%%"%s"' % name
@@ -236,15 +241,25 @@ class Session:
         # fetched beside them, so those see the values before the step, as
         # TensorFlow's do.
         steps = [f for f in flat if type(f) is Operation and
-                 f.op in ("train", "assign")]
-        if steps:
+                 f.op in ("train", "assign") and f.function is None]
+        done = set()
+        for where in ("cpu", "ipu"):
+            ops = [op for op in steps if (op.device == "ipu") ==
+                   (where == "ipu")]
+            if not ops:
+                continue
             tensors = [f for f in flat if isinstance(f, Tensor) and
-                       _is_ir_op(f)]
-            for t, v in zip(tensors, self._host(tensors, steps)):
+                       _is_ir_op(f) and f.function is None and
+                       (f.device == "ipu") == (where == "ipu")]
+            if where == "ipu":
+                values = self._run_call(self._cluster(tensors, ops))
+            else:
+                values = self._host(tensors, ops)
+                for op in ops:
+                    self._step_global(op, 1)
+            for t, v in zip(tensors, values):
                 self._memo[id(t)] = v
-            for op in steps:
-                self._step_global(op, 1)
-        done = {id(op) for op in steps}
+            done.update(id(op) for op in ops)
         return rebuild([None if id(f) in done else self._fetch(f)
                         for f in flat])
 
@@ -300,9 +315,12 @@ class Session:
         elif t.op == "py_func":
             v = np.asarray(t.attrs["func"](*[self._value(i)
                                              for i in t.inputs]), t.dtype)
-        elif t.op in ("arg", "infeed", "loop_state"):
+        elif t.op in ("arg", "infeed", "loop_state") or \
+                t.function is not None:
             raise ValueError("%s is a value inside ipu_compiler.compile; "
                              "fetch what compile returns instead" % t.name)
+        elif t.device == "ipu":
+            v = self._run_call(self._cluster([t]))[0]
         else:
             v = self._host([t])[0]
         self._memo[id(t)] = v
@@ -343,6 +361,8 @@ class Session:
         elif kind == "group":
             for i in op.inputs:
                 self._fetch(i)
+        elif kind in ("train", "assign") and op.device == "ipu":
+            self._run_call(self._cluster([], [op]))
         elif kind in ("train", "assign"):
             self._host([], [op])
             self._step_global(op, 1)
@@ -394,6 +414,16 @@ class Session:
                 n, str(e).splitlines()[0])
         self.attached = where
         print("Device /device:IPU:0 attached to %s" % where, file=sys.stderr)
+
+    def _cluster(self, tensors, ops=()):
+        """The IPU program of ops placed by ipu_scope outside
+        ipu_compiler.compile: `tensors` and `ops` with every IPU-placed op
+        they need (TensorFlow compiles such a cluster for the IPU too)."""
+        from ._function import Cluster
+        key = ("cluster",) + tuple(id(x) for x in list(tensors) + list(ops))
+        if key not in self._programs:
+            self._programs[key] = Cluster(tensors, ops)
+        return self._programs[key]
 
     def _compiled(self, fn):
         from ..ipu import config as ipu_config

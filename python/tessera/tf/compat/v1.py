@@ -5,9 +5,10 @@
 
 build a graph (placeholders, variables, ops), compile the IPU's part with
 ipu.ipu_compiler.compile inside ipu.scopes.ipu_scope, and run it with
-tf.Session().run(fetches, feed_dict). Ops outside ipu_compiler.compile run
-on the host through the IR interpreter; compiled functions run on the IPU
-Model the configured IPUConfig describes.
+tf.Session().run(fetches, feed_dict). Ops placed on the CPU run on the
+host through the IR interpreter; compiled functions, and ops ipu_scope
+places on the IPU, run on the IPU Model the configured IPUConfig
+describes.
 """
 
 import sys as _sys
