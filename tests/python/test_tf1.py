@@ -20,7 +20,11 @@ _EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples",
 
 
 @pytest.fixture(autouse=True)
-def fresh_graph():
+def fresh_graph(tmp_path, monkeypatch):
+    """A new default graph, and an IPU system of this test's own (so the
+    IPUs sessions attach do not depend on other processes)."""
+    monkeypatch.setenv("TESSERA_SYSTEM_DIR", str(tmp_path / "ipus"))
+    monkeypatch.delenv("TESSERA_SYSTEM", raising=False)
     tf.reset_default_graph()
     yield
     tf.reset_default_graph()
