@@ -83,8 +83,8 @@ PYBIND11_MODULE(_tessera, m) {
   bindErrors(m);
   bindArrays(m);
   bindData(m);
+  bindTf1(m);
   bindConfig(m);
   bindLayers(m);
   bindModels(m);
-  bindTf1(m);
 }
