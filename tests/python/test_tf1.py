@@ -475,3 +475,27 @@ def test_ipu_scope_ops_outside_compile_run_on_the_ipu():
         assert sess.run([w, host_view]) == [1.0, 1.0]
         # (loss, step) and loss alone
         assert len([k for k in sess._programs if k[0] == "cluster"]) == 2
+
+
+@pytest.mark.parametrize("on_ipu", [False, True])
+def test_accuracy_one_hot_and_slicing(on_ipu):
+    logits = tf.placeholder(np.float32, [4, 3])
+    labels = tf.placeholder(np.int32, [4])
+
+    def metrics(lg, lb):
+        correct = tf.equal(tf.argmax(lg, axis=-1), lb)
+        acc = tf.reduce_mean(tf.cast(correct, tf.float32))
+        hot = tf.one_hot(lb, 3)
+        return acc, hot[1:3, :2], lg[:, -1] > 0.5
+
+    if on_ipu:
+        with ipu.scopes.ipu_scope("/device:IPU:0"):
+            out = ipu.ipu_compiler.compile(metrics, [logits, labels])
+    else:
+        out = metrics(logits, labels)
+    lg = np.float32([[1, 0, 0], [0, 2, 0], [0, 0, 3], [1, 0, 0]])
+    with tf.Session() as sess:
+        acc, hot, big = sess.run(out, {logits: lg, labels: [0, 1, 1, 2]})
+    assert acc == 0.5
+    assert hot.tolist() == [[0., 1.], [0., 1.]]
+    assert big.tolist() == [False, False, True, False]

@@ -194,6 +194,21 @@ class Tensor(Operation):
     def __matmul__(self, o):
         return _ops().matmul(self, o)
 
+    def __getitem__(self, key):
+        return _ops().getitem(self, key)
+
+    def __lt__(self, o):
+        return _ops().less(self, o)
+
+    def __le__(self, o):
+        return _ops().less_equal(self, o)
+
+    def __gt__(self, o):
+        return _ops().greater(self, o)
+
+    def __ge__(self, o):
+        return _ops().greater_equal(self, o)
+
     def __neg__(self):
         return _ops().negative(self)
 

@@ -17,7 +17,9 @@ _UNARY = {"negative": "neg", "relu": "relu", "exp": "exp", "log": "log",
 _BINARY = {"add": "add", "subtract": "sub", "multiply": "mul",
            "divide": "div", "pow": "pow", "maximum": "max",
            "minimum": "min"}
-_OTHER = ["matmul", "reduceSum", "reduceMean", "reduceMax", "reshape",
+_COMPARE = {"equal": "eq", "not_equal": "neq", "less": "lt",
+            "less_equal": "lteq", "greater": "gt", "greater_equal": "gteq"}
+_OTHER = ["slice", "matmul", "reduceSum", "reduceMean", "reduceMax", "reshape",
           "transpose", "cast", "conv2d", "maxPool", "avgPool",
           "sparseSoftmaxCrossEntropy", "argmax", "crossReplicaSum",
           "crossReplicaMean", "concat"]
@@ -26,7 +28,7 @@ _OTHER = ["matmul", "reduceSum", "reduceMean", "reduceMax", "reshape",
 def supported_in_compile():
     """The op names a compiled function may hold."""
     return sorted(set(_UNARY.values()) | set(_BINARY.values()) |
-                  set(_OTHER) | {"variable", "constant", "assign",
+                  set(_COMPARE.values()) | set(_OTHER) | {"variable", "constant", "assign",
                                  "minimize", "outfeed enqueue"})
 
 
@@ -53,6 +55,47 @@ def _binary(name, a, b):
                         "one with tf.cast" % (name, a.dtype, b.dtype))
     return Tensor(_BINARY[name], (a, b), {}, a.dtype,
                   _broadcast(a.shape, b.shape), name=name)
+
+
+def _compare(name, a, b):
+    t = _binary("subtract", a, b)  # the checks and the broadcast shape
+    return Tensor(_COMPARE[name], t.inputs, {}, np.bool_, t.shape,
+                  name=name)
+
+
+def equal(x, y, name=None):
+    return _compare("equal", x, y)
+
+
+def not_equal(x, y, name=None):
+    return _compare("not_equal", x, y)
+
+
+def less(x, y, name=None):
+    return _compare("less", x, y)
+
+
+def less_equal(x, y, name=None):
+    return _compare("less_equal", x, y)
+
+
+def greater(x, y, name=None):
+    return _compare("greater", x, y)
+
+
+def greater_equal(x, y, name=None):
+    return _compare("greater_equal", x, y)
+
+
+def one_hot(indices, depth, on_value=1.0, off_value=0.0, dtype=np.float32,
+            name=None):
+    """indices [n] -> [n, depth]: on_value where the column is the index."""
+    indices = convert(indices)
+    if indices.dtype != np.int32:
+        indices = cast(indices, np.int32)
+    hot = equal(reshape(indices, list(indices.shape) + [1]),
+                np.arange(int(depth), dtype=np.int32))
+    return add(multiply(cast(hot, dtype), on_value - off_value), off_value)
 
 
 def _unary(name, x):
@@ -233,6 +276,36 @@ def concat(values, axis, name=None):
     shape[axis] = sum(v.shape[axis] for v in values)
     return Tensor("concat", values, {"axis": axis}, values[0].dtype, shape,
                   name="concat")
+
+
+def getitem(x, key):
+    """x[key] for integers and slices of step 1 (an integer drops its
+    axis), as the IR's slice and a reshape."""
+    key = key if isinstance(key, tuple) else (key,)
+    if len(key) > len(x.shape):
+        raise IndexError("too many indices for a tensor of shape %s"
+                         % (tuple(x.shape),))
+    begin, end, shape = [], [], []
+    for i, d in enumerate(x.shape):
+        k = key[i] if i < len(key) else slice(None)
+        if isinstance(k, slice):
+            start, stop, step = k.indices(d)
+            if step != 1:
+                raise NotImplementedError("slices with a step are not "
+                                          "supported")
+            begin.append(start)
+            end.append(max(start, stop))
+            shape.append(max(start, stop) - start)
+        else:
+            j = int(k) + (d if int(k) < 0 else 0)
+            if not 0 <= j < d:
+                raise IndexError("index %d is out of bounds for axis %d of "
+                                 "size %d" % (int(k), i, d))
+            begin.append(j)
+            end.append(j + 1)
+    sliced = Tensor("slice", (x,), {"begin": begin, "end": end}, x.dtype,
+                    [e - b for b, e in zip(begin, end)], name="strided_slice")
+    return sliced if list(sliced.shape) == shape else reshape(sliced, shape)
 
 
 def identity(x, name=None):

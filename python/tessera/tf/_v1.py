@@ -15,7 +15,8 @@ _OPS = ["add", "subtract", "multiply", "divide", "negative", "pow",
         "maximum", "minimum", "exp", "log", "sqrt", "rsqrt", "tanh",
         "sigmoid", "square", "abs", "add_n", "matmul", "reduce_sum",
         "reduce_mean", "reduce_max", "reshape", "transpose", "cast",
-        "argmax", "concat", "identity", "placeholder", "get_variable",
+        "argmax", "concat", "identity", "equal", "not_equal", "less",
+        "less_equal", "greater", "greater_equal", "one_hot", "placeholder", "get_variable",
         "variable_scope", "get_variable_scope", "assign", "assign_add",
         "Variable", "group", "no_op", "py_func", "numpy_function",
         "constant_initializer", "zeros_initializer", "ones_initializer",
@@ -112,7 +113,9 @@ initializers = types.SimpleNamespace(
 math = types.SimpleNamespace(**{n: NAMES[n] for n in (
     "add", "subtract", "multiply", "divide", "negative", "pow", "maximum",
     "minimum", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "square",
-    "abs", "add_n", "reduce_sum", "reduce_mean", "reduce_max", "argmax")})
+    "abs", "add_n", "reduce_sum", "reduce_mean", "reduce_max", "argmax",
+    "equal", "not_equal", "less", "less_equal", "greater",
+    "greater_equal")})
 
 NAMES.update(
     constant=constant, device=device,
