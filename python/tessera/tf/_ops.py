@@ -28,8 +28,9 @@ _OTHER = ["slice", "matmul", "reduceSum", "reduceMean", "reduceMax", "reshape",
 def supported_in_compile():
     """The op names a compiled function may hold."""
     return sorted(set(_UNARY.values()) | set(_BINARY.values()) |
-                  set(_COMPARE.values()) | set(_OTHER) | {"variable", "constant", "assign",
-                                 "minimize", "outfeed enqueue"})
+                  set(_COMPARE.values()) | set(_OTHER) |
+                  {"variable", "constant", "assign", "minimize",
+                   "outfeed enqueue"})
 
 
 def _broadcast(a, b):

@@ -6,9 +6,9 @@ on the host through the IR interpreter; each compiled function is one IPU
 program (a session on the IPU Model, compiled on first use, kept for the
 Session's life) whose loop, if loops.repeat made one, runs on the device;
 ops ipu_scope placed on the IPU outside ipu_compiler.compile are compiled
-as a program too (a cluster per set of fetches), as TensorFlow does. Variables live in the
-Session, by name, and are written to and read back from the device around
-every IPU run, so host and IPU parts share them.
+as a program too (a cluster per set of fetches), as TensorFlow does.
+Variables live in the Session, by name, and are written to and read back
+from the device around every IPU run, so host and IPU parts share them.
 """
 
 import sys
