@@ -443,6 +443,7 @@ def test_loop_without_its_infeed_initialised_says_so():
                            match=r"run sess.run\(infeed_queue.initializer\)"):
             sess.run(loop)
         sess.run(infeed.initializer)
+        assert sess.run(q.dequeue()).shape == (0, 2)   # nothing yet
         sess.run(loop)
         assert sess.run(q.dequeue()).shape == (2, 2)
 
@@ -499,3 +500,18 @@ def test_accuracy_one_hot_and_slicing(on_ipu):
     assert acc == 0.5
     assert hot.tolist() == [[0., 1.], [0., 1.]]
     assert big.tolist() == [False, False, True, False]
+
+
+def test_graph_seed_changes_unseeded_initial_values():
+    def initial(seed):
+        tf.reset_default_graph()
+        if seed is not None:
+            tf.set_random_seed(seed)
+        with tf.variable_scope("v", use_resource=True):
+            w = tf.get_variable("w", [3, 3])    # glorot_uniform, no seed
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            return sess.run(w)
+    a, b, c = initial(None), initial(None), initial(5)
+    np.testing.assert_array_equal(a, b)          # deterministic
+    assert np.abs(a).max() <= np.sqrt(6 / 6) and not np.array_equal(a, c)

@@ -135,6 +135,7 @@ class IPUOutfeedQueue:
             raise ValueError("IPUOutfeedQueue.enqueue: every enqueue of a "
                              "queue must send the same structure")
         self._tf1, self._tf1_used = names, True
+        self._tf1_specs = [(tuple(v.shape), v.dtype) for v in values]
         return Operation("outfeed_enqueue", values,
                          {"queue": self, "names": names})
 
@@ -153,12 +154,16 @@ class IPUOutfeedQueue:
 
     def _tf1_dequeue(self):
         """What sess.run(queue.dequeue()) returns: per name, the steps
-        stacked (ALL) or the last step (LAST); removes them."""
+        stacked (ALL; none gives arrays of 0 steps) or the last step
+        (LAST; None before the first); removes them."""
         steps, self._tf1_steps = self._tf1_steps, []
-        if not steps:
+        if not steps and self._mode is IPUOutfeedMode.LAST:
             return None
-        k = len(steps[0])
-        if self._mode is IPUOutfeedMode.LAST:
+        k = len(self._tf1_specs)
+        if not steps:  # ALL with nothing queued: no steps of each
+            cols = [np.zeros((0,) + shape, dtype)
+                    for shape, dtype in self._tf1_specs]
+        elif self._mode is IPUOutfeedMode.LAST:
             cols = [steps[-1][i] for i in range(k)]
         else:
             cols = [np.stack([s[i] for s in steps]) for i in range(k)]

@@ -70,6 +70,12 @@ def trainable_variables():
     return [v for v in global_variables() if v.attrs["trainable"]]
 
 
+def set_random_seed(seed):
+    """The graph-level seed: initializers without their own seed derive
+    theirs from it and the variable's name."""
+    get_default_graph().seed = int(seed)
+
+
 def disable_v2_behavior():
     """Graph mode is the only mode of tessera.tf.compat.v1."""
 
@@ -124,7 +130,7 @@ NAMES.update(
     variables_initializer=variables_initializer,
     global_variables=global_variables,
     trainable_variables=trainable_variables,
-    disable_v2_behavior=disable_v2_behavior,
+    disable_v2_behavior=disable_v2_behavior, set_random_seed=set_random_seed,
     disable_eager_execution=disable_eager_execution,
     nn=nn, train=train, layers=layers, errors=errors,
     initializers=initializers, math=math)
