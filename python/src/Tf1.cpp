@@ -96,12 +96,12 @@ public:
 
   bool compile() { return session_.compile(); }
 
-  // Sets the device's variables, runs, and returns (outfed elements, the
-  // variables after the run). \p dataset feeds the loop; it is kept
-  // between runs (an infeed continues where it stopped) until another
-  // dataset is given.
-  py::tuple run(const py::dict &variables,
-                std::optional<data::Dataset> dataset) {
+  // Sets the device's variables, runs, and returns the variables after
+  // the run; dequeue() takes what the steps outfed. \p dataset feeds the
+  // loop; it is kept between runs (an infeed continues where it stopped)
+  // until another dataset is given.
+  py::dict run(const py::dict &variables,
+               std::optional<data::Dataset> dataset) {
     session::Checkpoint ckpt;
     ckpt.model = "tf1";
     const ir::Module &m = session_.module();
@@ -130,6 +130,16 @@ public:
       session_.writeVariables(ckpt, "the session's variables");
       session_.run();
     }
+    py::dict after;
+    for (auto &[name, t] : session_.readVariables().variables)
+      after[py::str(name)] = toNumpy(std::move(t));
+    return after;
+  }
+
+  // The steps' outfed elements queued so far, oldest first, removed. Safe
+  // from another thread while run() runs (it releases the GIL), so a
+  // loop's results can be read as it goes.
+  py::list dequeue() {
     py::list elements;
     for (data::Element &e : outfeed_.dequeueAll()) {
       py::list components;
@@ -137,10 +147,7 @@ public:
         components.append(toNumpy(std::move(t)));
       elements.append(components);
     }
-    py::dict after;
-    for (auto &[name, t] : session_.readVariables().variables)
-      after[py::str(name)] = toNumpy(std::move(t));
-    return py::make_tuple(elements, after);
+    return elements;
   }
 
 private:
@@ -171,7 +178,8 @@ void bindTf1(py::module_ &m) {
       .def("compile", &IpuProgram::compile,
            py::call_guard<py::gil_scoped_release>())
       .def("run", &IpuProgram::run, py::arg("variables"),
-           py::arg("dataset") = std::nullopt);
+           py::arg("dataset") = std::nullopt)
+      .def("dequeue", &IpuProgram::dequeue);
 
   // The system's IPUs a session holds while it runs, so `tessera monitor`
   // lists them (the IPU Model computes; these are attached for the session).

@@ -515,3 +515,49 @@ def test_graph_seed_changes_unseeded_initial_values():
     a, b, c = initial(None), initial(None), initial(5)
     np.testing.assert_array_equal(a, b)          # deterministic
     assert np.abs(a).max() <= np.sqrt(6 / 6) and not np.array_equal(a, c)
+
+
+def test_outfeed_is_read_while_the_loop_runs():
+    # The seed's "accessing outfeed queue results during execution": a
+    # thread dequeues while sess.run(loop) runs. Element 100 of the infeed
+    # waits (in the dataset's map function) until the thread has read
+    # something, so the loop can only finish if reads happen during it.
+    import threading
+    n = 300
+    seen = threading.Event()
+
+    def hold(x):
+        if x[0] >= 100 and not seen.wait(timeout=20):
+            raise RuntimeError("nothing was read during the loop")
+        return x
+
+    ds = tf.data.Dataset.from_tensor_slices(
+        np.arange(n, dtype=np.float32).reshape(n, 1)).map(hold)
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(ds)
+    q = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        loop = ipu.ipu_compiler.compile(lambda: ipu.loops.repeat(
+            n, lambda x: q.enqueue(x + 0.0), [], infeed))
+    deq = q.dequeue()
+    got = []
+    with tf.Session() as sess:
+        sess.run(infeed.initializer)
+        done = threading.Event()
+
+        def reader():
+            while not done.is_set():
+                r = sess.run(deq)
+                if r.size:
+                    got.append(r)
+                    seen.set()
+
+        t = threading.Thread(target=reader)
+        t.start()
+        try:
+            sess.run(loop)
+        finally:
+            done.set()
+            t.join()
+        got.append(sess.run(deq))
+    assert seen.is_set() and len(got) >= 2
+    np.testing.assert_array_equal(np.concatenate(got).ravel(), np.arange(n))

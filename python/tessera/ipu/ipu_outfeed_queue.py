@@ -17,6 +17,7 @@ predict() do not.
 """
 
 import enum
+import threading
 
 import numpy as np
 
@@ -64,6 +65,10 @@ class IPUOutfeedQueue:
         self._tf1 = None
         self._tf1_used = False
         self._tf1_steps = []
+        self._tf1_lock = threading.Lock()
+        # Programs whose steps enqueue here: drained on dequeue, so a
+        # thread can read the queue while a loop runs.
+        self._tf1_sources = []
 
     @property
     def outfeed_mode(self):
@@ -147,16 +152,20 @@ class IPUOutfeedQueue:
 
     def _tf1_put(self, names, steps):
         """Called by the session with each step's arrays."""
-        if self._mode is IPUOutfeedMode.LAST:
-            self._tf1_steps = steps[-1:]
-        else:
-            self._tf1_steps.extend(steps)
+        with self._tf1_lock:
+            if self._mode is IPUOutfeedMode.LAST:
+                self._tf1_steps = steps[-1:]
+            else:
+                self._tf1_steps.extend(steps)
 
     def _tf1_dequeue(self):
         """What sess.run(queue.dequeue()) returns: per name, the steps
         stacked (ALL; none gives arrays of 0 steps) or the last step
         (LAST; None before the first); removes them."""
-        steps, self._tf1_steps = self._tf1_steps, []
+        for drain in self._tf1_sources:
+            drain()
+        with self._tf1_lock:
+            steps, self._tf1_steps = self._tf1_steps, []
         if not steps and self._mode is IPUOutfeedMode.LAST:
             return None
         k = len(self._tf1_specs)

@@ -12,6 +12,8 @@ from the device around every IPU run, so host and IPU parts share them.
 """
 
 import sys
+import threading
+import weakref
 
 import numpy as np
 
@@ -212,8 +214,25 @@ class Session:
         self._vars = {}
         self._programs = {}
         self._device = None
-        self._memo = {}
-        self._feeds = {}
+        # One run's feeds and values, per thread: a thread may dequeue an
+        # outfeed while another runs the loop filling it.
+        self._local = threading.local()
+
+    @property
+    def _memo(self):
+        return self._local.__dict__.setdefault("memo", {})
+
+    @_memo.setter
+    def _memo(self, value):
+        self._local.memo = value
+
+    @property
+    def _feeds(self):
+        return self._local.__dict__.setdefault("feeds", {})
+
+    @_feeds.setter
+    def _feeds(self, value):
+        self._local.feeds = value
 
     def __enter__(self):
         return self
@@ -455,15 +474,21 @@ class Session:
         ipu = _tessera.Tf1IpuProgram(program, config, m.infeeds or ["tick"],
                                      outfeeds, int(fn.steps))
         self.from_cache = ipu.compile()
-        entry = (m, program, ipu, outfeeds, n // shards)
+        entry = _Program(m, program, ipu, outfeeds, n // shards, fn)
         self._programs[("program", id(fn))] = entry
+        me = weakref.ref(self)
+        for op in fn.ops:
+            if op.op == "outfeed_enqueue":
+                op.attrs["queue"]._tf1_sources.append(
+                    lambda: _drain_if_open(me, id(fn)))
         return entry
 
     def _run_call(self, fn):
         key = ("call", id(fn))
         if key in self._memo:
             return self._memo[key]
-        m, program, ipu, outfeeds, replicas = self._compiled(fn)
+        entry = self._compiled(fn)
+        m, program = entry.module, entry.program
         variables = {}
         for name, dtype, shape, _ in program.variables():
             if name in m.bindings:
@@ -483,27 +508,62 @@ class Session:
             if ("infeed", id(q), id(fn)) not in self._programs:
                 dataset = q._dataset._core
                 self._programs[("infeed", id(q), id(fn))] = True
-        elements, after = ipu.run(variables, dataset)
+        after = entry.ipu.run(variables, dataset)
         for name, value in after.items():
             if name not in m.bindings:
                 self._vars[name] = value
         for op in fn.ops:
             self._step_global(op, fn.steps)
-        index = {name: k for k, name in enumerate(outfeeds)}
-
-        def component(e, name, t):
-            # One step's value: the replicas' stacked when replicated.
-            v = [r[index[name]].reshape(t.shape) for r in e]
-            return v[0] if replicas == 1 else np.stack(v)
-        steps = [elements[i:i + replicas]
-                 for i in range(0, len(elements), replicas)]
-        for op in fn.ops:
-            if op.op == "outfeed_enqueue":
-                op.attrs["queue"]._tf1_put(op.attrs["names"], [
-                    [component(e, "outfeed/%d/%d" % (id(op), k), t)
-                     for k, t in enumerate(op.inputs)] for e in steps])
-        last = steps[-1][0] if steps else []
-        results = [last[index["out/%d" % i]].astype(t.dtype).reshape(t.shape)
-                   for i, t in enumerate(fn.results)]
+        entry.drain()
+        results = [entry.result(i, t) for i, t in enumerate(fn.results)]
         self._memo[key] = results
         return results
+
+
+class _Program:
+    """A compiled function's IPU program and the routing of what its steps
+    outfeed: to the outfeed queues, and the last step's values as the
+    function's results."""
+
+    def __init__(self, module, program, ipu, outfeeds, replicas, fn):
+        self.module, self.program, self.ipu = module, program, ipu
+        self.replicas, self.fn = replicas, fn
+        self.index = {name: k for k, name in enumerate(outfeeds)}
+        self.lock = threading.Lock()
+        self.pending = []   # elements of a step not all replicas sent yet
+        self.last = []
+
+    def _component(self, step, name, t):
+        # One step's value: the replicas' stacked when replicated.
+        v = [r[self.index[name]].reshape(t.shape) for r in step]
+        return v[0] if self.replicas == 1 else np.stack(v)
+
+    def drain(self):
+        """Routes the steps outfed so far (callable from any thread)."""
+        with self.lock:
+            elements = self.pending + list(self.ipu.dequeue())
+            n = len(elements) - len(elements) % self.replicas
+            self.pending = elements[n:]
+            steps = [elements[i:i + self.replicas]
+                     for i in range(0, n, self.replicas)]
+            if not steps:
+                return
+            for op in self.fn.ops:
+                if op.op == "outfeed_enqueue":
+                    op.attrs["queue"]._tf1_put(op.attrs["names"], [
+                        [self._component(s, "outfeed/%d/%d" % (id(op), k), t)
+                         for k, t in enumerate(op.inputs)] for s in steps])
+            self.last = steps[-1][0]
+
+    def result(self, i, t):
+        return self.last[self.index["out/%d" % i]].astype(t.dtype).reshape(
+            t.shape)
+
+
+def _drain_if_open(session_ref, fn_id):
+    """An outfeed queue's source: drains the program while its session is
+    open."""
+    s = session_ref()
+    entry = s._programs.get(("program", fn_id)) if s is not None else None
+    if entry is not None:
+        entry.drain()
