@@ -14,6 +14,11 @@ given: ipu.keras.layers.Outfeed(queue, name=...) (the seed's
 outfeed_layers.Outfeed), or `x = queue.enqueue(x)` while building a
 functional model. Every training step of fit() enqueues; evaluate() and
 predict() do not.
+
+In a TF1 graph, `queue.enqueue({...})` inside ipu_compiler.compile (a
+loops.repeat body) is an op, and `queue.dequeue()` an op that
+sess.run(...) turns into the values enqueued since the last dequeue; a
+thread may run it while the loop still runs.
 """
 
 import enum
