@@ -60,6 +60,7 @@ class _Module:
         self.bindings = {}    # function: IR variable name -> host value fn
         self.infeeds = []     # function: infeed input names, in order
         self.train = None
+        self.records = []
         self.shards = 1
         self.n = 0
 
@@ -151,6 +152,9 @@ class _Module:
                 name = self.ref(target.state)[2:-1] \
                     if hasattr(target, "state") else target.var_name
                 self.output("update/" + name, op.inputs[1])
+                if _text_has_records():
+                    self.records.append('update %%"%s" = %s'
+                                        % (name, self.ref(op.inputs[1])))
             elif op.op == "group":
                 self.add_ops([i for i in op.inputs
                               if not isinstance(i, Tensor)])
@@ -159,14 +163,33 @@ class _Module:
                     self.output("outfeed/%d/%d" % (id(op), k), t)
 
     def program(self):
-        text = 'module "tf1" {\n  %s\n  %s\n}\n' % (
-            "\n  ".join(self.lines), "\n  ".join(self.outputs))
+        text = 'module "tf1" {\n  %s\n}\n' % "\n  ".join(
+            self.lines + self.outputs + self.records)
         p = _tessera.Tf1Program(text)
         if self.train is not None:
             opt = self.train["optimizer"]
             p.train("loss", opt._core(), bool(opt._cross_replica),
                     int(opt._accumulation))
         return p
+
+
+_records = []
+
+
+def _text_has_records():
+    """Whether this build's IR text takes training records (`update %v =
+    %new` after the outputs). Where it does, a session writes back only
+    recorded updates, so assigns are recorded as well as output as
+    "update/<v>" (which the host's write-back and older builds read)."""
+    if not _records:
+        try:
+            _tessera.Tf1Program(
+                'module "probe" {\n  %v = variable : float[] init zeros\n'
+                '  %c = constant : float[] 1.0\n  update %v = %c\n}\n')
+            _records.append(True)
+        except (ValueError, RuntimeError):
+            _records.append(False)
+    return _records[0]
 
 
 def _copy_config(c):
