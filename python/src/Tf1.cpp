@@ -16,6 +16,7 @@
 #include "tessera/session/Session.hpp"
 
 #include <memory>
+#include <set>
 
 namespace tessera::python {
 namespace {
@@ -39,6 +40,16 @@ struct Program {
                              options);
     if (accumulationCount > 1)
       passes::accumulateGradients(module, {.count = accumulationCount});
+    // The host writes each variable's new value back from the output
+    // "update/<variable>": every update the passes made must be one.
+    std::set<std::string> outputs;
+    for (const ir::Output &o : module.outputs())
+      outputs.insert(o.name);
+    for (auto [variable, value] : passes::variableUpdates(module)) {
+      const std::string name = "update/" + module.value(variable).name;
+      if (!outputs.count(name))
+        module.addOutput(name, value);
+    }
   }
 
   // (name, dtype name, shape, trainable) of every variable, the optimizer's
