@@ -42,6 +42,7 @@ std::ostream &pythonStream(const char *name);
 
 void bindErrors(py::module_ &m);
 void bindArrays(py::module_ &m);
+void bindTf1(py::module_ &m);
 void bindData(py::module_ &m);
 void bindLayers(py::module_ &m);
 void bindModels(py::module_ &m);

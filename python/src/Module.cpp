@@ -83,6 +83,7 @@ PYBIND11_MODULE(_tessera, m) {
   bindErrors(m);
   bindArrays(m);
   bindData(m);
+  bindTf1(m);
   bindConfig(m);
   bindLayers(m);
   bindModels(m);

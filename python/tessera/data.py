@@ -50,6 +50,13 @@ class Dataset:
         arrays, is_tuple = _components(tensors)
         return Dataset(_tessera.Dataset.from_tensors(list(arrays)), is_tuple)
 
+    @staticmethod
+    def from_tensors(tensors):
+        """One element: `tensors` (an array or a tuple of arrays) whole."""
+        arrays, is_tuple = _components(tensors)
+        return Dataset(_tessera.Dataset.from_tensors(
+            [np.asarray(a)[None] for a in arrays]), is_tuple)
+
     def _wrap(self, core):
         return Dataset(core, self._is_tuple)
 

@@ -13,12 +13,19 @@ compiled afterwards use. TF_POPLAR_FLAGS' --executable_cache_path,
 --use_synthetic_data and --synthetic_data_initializer are honoured too.
 ipu_outfeed_queue.IPUOutfeedQueue receives what ipu.keras.layers.Outfeed
 layers see during fit().
+
+TF1 graphs (tessera.tf.compat.v1) use scopes.ipu_scope / ipu_shard,
+ipu_compiler.compile, loops.repeat, ipu_infeed_queue.IPUInfeedQueue,
+IPUOutfeedQueue.enqueue/dequeue in a compiled function, and
+optimizers.CrossReplicaOptimizer / GradientAccumulationOptimizerV2.
 """
 
-from . import (config, dataset_benchmark, ipu_outfeed_queue, ipu_strategy,
-               keras, utils)
+from . import (config, dataset_benchmark, ipu_compiler, ipu_infeed_queue,
+               ipu_outfeed_queue, ipu_strategy, keras, loops, optimizers,
+               scopes, utils)
 from .ipu_strategy import IPUStrategy
 
-__all__ = ["config", "dataset_benchmark", "ipu_outfeed_queue", "ipu_strategy",
-           "keras", "utils",
+__all__ = ["config", "dataset_benchmark", "ipu_compiler", "ipu_infeed_queue",
+           "ipu_outfeed_queue", "ipu_strategy", "keras", "loops", "optimizers",
+           "scopes", "utils",
            "IPUStrategy"]

@@ -84,10 +84,12 @@ class IPUConfig(_Options):
                     "IPUConfig.auto_select_ipus: one group of IPUs per "
                     "process; got %r" % (n,))
             n = n[0] if n else 1
-        if self.select_ipus not in ([], (), None):
+        selected = self._selected_device()
+        if selected is not None:
             if n not in (1, None) and self.auto_select_ipus:
                 raise ValueError("IPUConfig: set auto_select_ipus or "
                                  "select_ipus, not both")
+            n = len(_tessera.device_ipus(selected))
         c.auto_select_ipus = int(n)
         m = c.ipu_model
         m.compile_ipu_code = bool(self.ipu_model.compile_ipu_code)
@@ -109,6 +111,19 @@ class IPUConfig(_Options):
         c.synthetic_data = bool(flags.get("use_synthetic_data", False))
         return c
 
+    def _selected_device(self):
+        """The device id select_ipus names (one id; None when unset)."""
+        ids = self.select_ipus
+        if ids in ([], (), None):
+            return None
+        if isinstance(ids, (list, tuple)):
+            if len(ids) > 1:
+                raise NotImplementedError(
+                    "IPUConfig.select_ipus: one device per process; got %r"
+                    % (ids,))
+            ids = ids[0]
+        return int(ids)
+
     @staticmethod
     def _synthetic_initializer():
         """TF_POPLAR_FLAGS' --synthetic_data_initializer: "random",
@@ -123,9 +138,10 @@ class IPUConfig(_Options):
 
     def configure_ipu_system(self, device="cpu"):
         """Makes this the system that models compiled from now on use."""
-        global _system, _synthetic
+        global _system, _synthetic, _selected
         _system = self._to_core()
         _synthetic = self._synthetic_initializer()
+        _selected = self._selected_device()
 
 
 def _poplar_flags():
@@ -149,10 +165,19 @@ def configure_ipu_system(config, device="cpu"):
 
 def reset_ipu_configuration():
     """Back to the default system (one IPU Model of 1472 tiles)."""
-    global _system, _synthetic
+    global _system, _synthetic, _selected
     _system = None
     _synthetic = ""
-_synthetic = ""
+    _selected = None
+
+
+_selected = None
+
+
+def _selected_device():
+    """The device id the configured system selected (select_ipus), or
+    None to take the first free one of its size."""
+    return _selected
 
 
 def _current_system():

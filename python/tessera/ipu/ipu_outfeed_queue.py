@@ -14,11 +14,26 @@ given: ipu.keras.layers.Outfeed(queue, name=...) (the seed's
 outfeed_layers.Outfeed), or `x = queue.enqueue(x)` while building a
 functional model. Every training step of fit() enqueues; evaluate() and
 predict() do not.
+
+In a TF1 graph, `queue.enqueue({...})` inside ipu_compiler.compile (a
+loops.repeat body) is an op, and `queue.dequeue()` an op that
+sess.run(...) turns into the values enqueued since the last dequeue; a
+thread may run it while the loop still runs.
 """
 
 import enum
+import threading
+
+import numpy as np
 
 from .. import _tessera
+
+
+def _is_tf1(tensors):
+    from ..tf._graph import Tensor
+    values = tensors.values() if isinstance(tensors, dict) else \
+        tensors if isinstance(tensors, (list, tuple)) else [tensors]
+    return any(isinstance(v, Tensor) for v in values)
 
 __all__ = ["IPUOutfeedMode", "IPUOutfeedQueue"]
 
@@ -50,6 +65,15 @@ class IPUOutfeedQueue:
         # returns the array itself, as TensorFlow returns what was enqueued.
         self._bare = False
         self._layers = 0
+        # A TF1 graph's enqueue: the names it enqueues (a dict's keys, a
+        # list's length, or None for one tensor) and the steps received.
+        self._tf1 = None
+        self._tf1_used = False
+        self._tf1_steps = []
+        self._tf1_lock = threading.Lock()
+        # Programs whose steps enqueue here: drained on dequeue, so a
+        # thread can read the queue while a loop runs.
+        self._tf1_sources = []
 
     @property
     def outfeed_mode(self):
@@ -62,6 +86,8 @@ class IPUOutfeedQueue:
         the path from the model's input to its output."""
         from ..keras import layers as keras_layers
         from .keras.layers import Outfeed
+        if _is_tf1(tensors):
+            return self._tf1_enqueue(tensors)
         if isinstance(tensors, dict):
             if len(tensors) != 1:
                 raise ValueError(
@@ -90,6 +116,8 @@ class IPUOutfeedQueue:
         ALL mode or the latest step's (batch, ...) in LAST mode. An empty
         dict when nothing was enqueued (the array alone, or None, when the
         queue was fed by a single enqueue(tensor))."""
+        if self._tf1_used:
+            return self._tf1_dequeue_op()
         values = dict(self._core.dequeue())
         if self._bare:
             return next(iter(values.values()), None)
@@ -97,4 +125,64 @@ class IPUOutfeedQueue:
 
     def __len__(self):
         """Steps queued now."""
+        if self._tf1_used:
+            return len(self._tf1_steps)
         return self._core.size()
+
+    # -- TF1 graphs (ipu_compiler.compile, loops.repeat) -------------------
+
+    def _tf1_enqueue(self, tensors):
+        """An op sending `tensors` (a dict, list or one tensor of a
+        compiled function) on every step of its loop."""
+        from ..tf._graph import Operation
+        if isinstance(tensors, dict):
+            names, values = list(tensors), list(tensors.values())
+        elif isinstance(tensors, (list, tuple)):
+            names, values = len(tensors), list(tensors)
+        else:
+            names, values = None, [tensors]
+        if self._tf1_used and self._tf1 != names:
+            raise ValueError("IPUOutfeedQueue.enqueue: every enqueue of a "
+                             "queue must send the same structure")
+        self._tf1, self._tf1_used = names, True
+        self._tf1_specs = [(tuple(v.shape), v.dtype) for v in values]
+        return Operation("outfeed_enqueue", values,
+                         {"queue": self, "names": names})
+
+    def _tf1_dequeue_op(self):
+        from ..tf._graph import Operation, get_default_graph
+        g = get_default_graph()
+        with g.placement(device="cpu"):
+            return Operation("outfeed_dequeue", (), {"queue": self})
+
+    def _tf1_put(self, names, steps):
+        """Called by the session with each step's arrays."""
+        with self._tf1_lock:
+            if self._mode is IPUOutfeedMode.LAST:
+                self._tf1_steps = steps[-1:]
+            else:
+                self._tf1_steps.extend(steps)
+
+    def _tf1_dequeue(self):
+        """What sess.run(queue.dequeue()) returns: per name, the steps
+        stacked (ALL; none gives arrays of 0 steps) or the last step
+        (LAST; None before the first); removes them."""
+        for drain in self._tf1_sources:
+            drain()
+        with self._tf1_lock:
+            steps, self._tf1_steps = self._tf1_steps, []
+        if not steps and self._mode is IPUOutfeedMode.LAST:
+            return None
+        k = len(self._tf1_specs)
+        if not steps:  # ALL with nothing queued: no steps of each
+            cols = [np.zeros((0,) + shape, dtype)
+                    for shape, dtype in self._tf1_specs]
+        elif self._mode is IPUOutfeedMode.LAST:
+            cols = [steps[-1][i] for i in range(k)]
+        else:
+            cols = [np.stack([s[i] for s in steps]) for i in range(k)]
+        if isinstance(self._tf1, list):
+            return dict(zip(self._tf1, cols))
+        if self._tf1 is None:
+            return cols[0]
+        return cols
