@@ -90,6 +90,9 @@ def test_ctrl_c_during_fit_raises_keyboard_interrupt(cluster_data, tmp_path):
     m.fit(x, y, batch_size=16, epochs=1, verbose=0)  # compile first
     path = str(tmp_path / "ckpt")
     epochs = []
+    # A shell that starts the tests in the background ignores SIGINT for
+    # them; Ctrl-C is what this test is about, so take Python's handler.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
     try:
@@ -100,6 +103,7 @@ def test_ctrl_c_during_fit_raises_keyboard_interrupt(cluster_data, tmp_path):
                     on_epoch_end=lambda e, logs: epochs.append(e))])
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert 0 < len(epochs) < 100000
     # The checkpoint written before the interrupt is whole, and the model
     # trains on afterwards.
