@@ -19,17 +19,8 @@
 #include <string>
 
 namespace tessera::ops {
-namespace {
 
-using conv::ConvShape;
-using conv::Pass;
-using conv::pieceOf;
-using conv::Plan;
-using conv::Range;
-
-std::string str(std::size_t v) { return std::to_string(v); }
-
-bool floating(Type t) { return t == Type::FLOAT || t == Type::HALF; }
+namespace conv {
 
 DebugContext nameOr(const DebugContext &dc, const char *name) {
   return dc.name.empty() ? DebugContext(name) : dc;
@@ -42,7 +33,7 @@ void checkTensor(const char *op, const char *what, const Tensor &t,
   if (t.shape() != shape) {
     std::string want = "[";
     for (std::size_t i = 0; i < shape.size(); ++i)
-      want += (i ? ", " : "") + str(shape[i]);
+      want += (i ? ", " : "") + std::to_string(shape[i]);
     throw ShapeError(std::string(op) + ": " + what + " has shape " +
                      t.shapeToString() + " but the parameters need " + want +
                      "]");
@@ -53,6 +44,22 @@ void checkTensor(const char *op, const char *what, const Tensor &t,
                     " but the parameters say " + std::string(typeName(type)) +
                     "; cast it or change the parameters");
 }
+
+} // namespace conv
+
+namespace {
+
+using conv::checkTensor;
+using conv::ConvShape;
+using conv::nameOr;
+using conv::Pass;
+using conv::pieceOf;
+using conv::Plan;
+using conv::Range;
+
+std::string str(std::size_t v) { return std::to_string(v); }
+
+bool floating(Type t) { return t == Type::FLOAT || t == Type::HALF; }
 
 /// The geometry vector of a vertex reading input rows \p in for output
 /// rows \p rows.

@@ -236,4 +236,13 @@ void mapInput(Graph &graph, const Tensor &t, const ConvShape &s,
 void mapWeights(Graph &graph, const Tensor &t, const ConvShape &s,
                 const Plan &plan);
 
+/// \p dc, or \p name when \p dc has no name.
+DebugContext nameOr(const DebugContext &dc, const char *name);
+
+/// Throws ShapeError when \p t (called \p what in messages of \p op) is
+/// empty or not of \p shape, TypeError when its element type is not
+/// \p type; the messages name both and say what to change.
+void checkTensor(const char *op, const char *what, const Tensor &t,
+                 const std::vector<std::size_t> &shape, Type type);
+
 } // namespace tessera::ops::conv

@@ -2,8 +2,8 @@
 // tiles and, when there are fewer planes than tiles, the rows of each plane
 // too; a unit's vertex reads the input rows its windows cover (forward) or
 // the pooled-gradient rows whose windows cover its input rows (gradient).
-#include "conv/ConvInternal.hpp"
 #include "OpsInternal.hpp"
+#include "conv/ConvInternal.hpp"
 
 #include "tessera/support/Error.hpp"
 
@@ -12,32 +12,12 @@
 namespace tessera::ops {
 namespace {
 
+using conv::checkTensor;
+using conv::nameOr;
 using conv::pieceOf;
 using conv::Range;
 
 std::string str(std::size_t v) { return std::to_string(v); }
-
-DebugContext nameOr(const DebugContext &dc, const char *name) {
-  return dc.name.empty() ? DebugContext(name) : dc;
-}
-
-void checkTensor(const char *op, const char *what, const Tensor &t,
-                 const std::vector<std::size_t> &shape, Type type) {
-  if (!t.valid())
-    throw ShapeError(std::string(op) + ": " + what + " is an empty tensor");
-  if (t.shape() != shape) {
-    std::string want = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i)
-      want += (i ? ", " : "") + str(shape[i]);
-    throw ShapeError(std::string(op) + ": " + what + " has shape " +
-                     t.shapeToString() + " but the parameters need " + want +
-                     "]");
-  }
-  if (t.elementType() != type)
-    throw TypeError(std::string(op) + ": " + what + " has type " +
-                    std::string(typeName(t.elementType())) +
-                    " but the parameters say " + std::string(typeName(type)));
-}
 
 /// Splits planes x rows over the tiles: all planes when there are enough,
 /// else each plane's rows too.
