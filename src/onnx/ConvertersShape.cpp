@@ -139,6 +139,32 @@ void slice(Context &ctx) {
                        {{"begin", toInts(begin)}, {"end", toInts(end)}}));
 }
 
+// Gather of known values (shape arithmetic, of any type) on the host.
+Slot gatherKnown(Context &ctx, const ir::HostValue &data, std::size_t axis,
+                 const ir::HostValue &indices) {
+  const ir::Shape &ds = data.shape;
+  const std::size_t outer =
+      ir::numElements(ir::Shape(ds.begin(), ds.begin() + std::ptrdiff_t(axis)));
+  const std::size_t inner = ir::numElements(
+      ir::Shape(ds.begin() + std::ptrdiff_t(axis) + 1, ds.end()));
+  const std::size_t rows = ds[axis];
+  ir::Shape shape(ds.begin(), ds.begin() + std::ptrdiff_t(axis));
+  shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
+  shape.insert(shape.end(), ds.begin() + std::ptrdiff_t(axis) + 1, ds.end());
+  std::vector<double> out;
+  out.reserve(ir::numElements(shape));
+  for (std::size_t o = 0; o < outer; ++o)
+    for (double v : indices.values) {
+      if (v < 0 || v >= double(rows))
+        ctx.shapeError("index " + std::to_string(v) + " is outside [0, " +
+                       std::to_string(rows) + ")");
+      const std::size_t base = (o * rows + std::size_t(v)) * inner;
+      out.insert(out.end(), data.values.begin() + std::ptrdiff_t(base),
+                 data.values.begin() + std::ptrdiff_t(base + inner));
+    }
+  return Context::knownSlot(data.dtype, std::move(shape), std::move(out));
+}
+
 // Gather along any axis: the IR gathers rows (axis 0), so other axes are
 // moved to the front and the result's dimensions put back in ONNX's order.
 void gather(Context &ctx) {
@@ -150,6 +176,10 @@ void gather(Context &ctx) {
       if (v < 0)
         v += static_cast<double>(data[axis]);
     indices.value = {};
+  }
+  if (indices.known && ctx.in(0).known) {
+    ctx.out(0, gatherKnown(ctx, *ctx.in(0).known, axis, *indices.known));
+    return;
   }
   std::vector<std::int64_t> front{static_cast<std::int64_t>(axis)};
   for (std::size_t d = 0; d < data.size(); ++d)
