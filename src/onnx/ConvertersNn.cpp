@@ -142,6 +142,11 @@ void batchNormalization(Context &ctx) {
                                     ctx.attrFloat("epsilon", 1e-5)));
 }
 
+// ir::reshape, or \p v itself when it has the shape already.
+Value reshaped(Value v, const ir::Shape &shape) {
+  return v.shape() == shape ? v : ir::reshape(v, shape);
+}
+
 // [.., m, k] x [k, n] and batched products with equal batch dimensions, by
 // reshaping to the IR's [m, k] x [k, n] and [g, m, k] x [g, k, n].
 void matMul(Context &ctx) {
@@ -164,7 +169,7 @@ void matMul(Context &ctx) {
   Value y;
   if (bBatch.empty()) {
     const std::size_t rows = ir::numElements(batch) * m;
-    y = ir::matmul(ir::reshape(a, {rows, k}), ir::reshape(b, {k, n}));
+    y = ir::matmul(reshaped(a, {rows, k}), reshaped(b, {k, n}));
   } else {
     if (batch.empty())
       batch = bBatch;
@@ -172,17 +177,16 @@ void matMul(Context &ctx) {
       ctx.unsupported("batched MatMul needs equal batch dimensions: " +
                       a.type().toString() + " x " + b.type().toString());
     const std::size_t g = ir::numElements(batch);
-    Value a3 = as.size() == 2
-                   ? ir::broadcast(ir::reshape(a, {1, m, k}), {g, m, k})
-                   : ir::reshape(a, {g, m, k});
-    y = ir::matmul(a3, ir::reshape(b, {g, k, n}));
+    Value a3 = as.size() == 2 ? ir::broadcast(reshaped(a, {1, m, k}), {g, m, k})
+                              : reshaped(a, {g, m, k});
+    y = ir::matmul(a3, reshaped(b, {g, k, n}));
   }
   ir::Shape out = batch;
   if (!aVec)
     out.push_back(m);
   if (!bVec)
     out.push_back(n);
-  ctx.out(0, ir::reshape(y, out));
+  ctx.out(0, reshaped(y, out));
 }
 
 void gemm(Context &ctx) {

@@ -200,6 +200,14 @@ Slot &Context::tensor(const std::string &name) {
   return it->second;
 }
 
+std::map<std::string, ir::ValueId, std::less<>> Context::valueTensors() const {
+  std::map<std::string, ir::ValueId, std::less<>> r;
+  for (const auto &[name, slot] : tensors_)
+    if (slot.value.valid())
+      r[name] = slot.value.id();
+  return r;
+}
+
 ir::Value Context::materialise(Slot &slot, std::optional<Type> dtype) {
   if (slot.known &&
       (!slot.value.valid() || (dtype && slot.value.dtype() != *dtype))) {
@@ -473,6 +481,13 @@ void convertNodes(const ::onnx::GraphProto &g, Context &ctx) {
         ctx.tensor(node.input(i)); // undefined inputs fail here, named
     ir::NameScope scope(ctx.builder(),
                         node.name().empty() ? node.op_type() : node.name());
+    // PopART's placement attributes become IR annotations.
+    std::optional<ir::ShardScope> shard;
+    std::optional<ir::StageScope> stage;
+    if (const std::int64_t ipu = ctx.attrInt("__ipu_number", -1); ipu >= 0)
+      shard.emplace(ctx.builder(), static_cast<unsigned>(ipu));
+    if (const std::int64_t s = ctx.attrInt("__pipeline_stage", -1); s >= 0)
+      stage.emplace(ctx.builder(), static_cast<unsigned>(s));
     it->second(ctx);
   }
 }
@@ -492,7 +507,8 @@ ImportedModel importGraph(const ::onnx::ModelProto &model,
       ir::Module(options.moduleName.empty() ? g.name() : options.moduleName),
       {},
       {},
-      opset};
+      opset,
+      {}};
   Context ctx(result.module, opset, options.maxElements);
   defineLeaves(g, ctx, options, result);
   convertNodes(g, ctx);
@@ -502,6 +518,7 @@ ImportedModel importGraph(const ::onnx::ModelProto &model,
     result.module.addOutput(o.name(), ctx.materialise(s).id());
     result.outputs.push_back(o.name());
   }
+  result.tensors = ctx.valueTensors();
   return result;
 }
 

@@ -49,6 +49,8 @@ public:
     return tensors_.count(name) != 0;
   }
   Slot &tensor(const std::string &name);
+  /// The tensors that have module values, by name.
+  std::map<std::string, ir::ValueId, std::less<>> valueTensors() const;
   ir::Value materialise(Slot &slot, std::optional<Type> dtype = {});
 
   // ---- The node being converted -------------------------------------------

@@ -52,6 +52,9 @@ struct ImportedModel {
   std::vector<std::string> outputs;
   /// The default domain's opset the model was written for.
   std::int64_t opset = 0;
+  /// The module value of every ONNX tensor computed on the device (those
+  /// folded at import have none), by ONNX name.
+  std::map<std::string, ir::ValueId, std::less<>> tensors;
 };
 
 /// Imports a serialised ModelProto held in \p bytes; \p source names it in
