@@ -113,27 +113,52 @@ std::string ModelBuilder::addInput(Type dtype, const ir::Shape &shape,
   return id;
 }
 
+namespace {
+
+void fillTensor(::onnx::TensorProto &t, Type dtype, const ir::Shape &shape,
+                const std::vector<double> &values) {
+  if (values.size() != ir::numElements(shape))
+    throw ShapeError("ModelBuilder: tensor " + ir::shapeToString(shape) +
+                     " needs " + std::to_string(ir::numElements(shape)) +
+                     " values, not " + std::to_string(values.size()));
+  t.set_data_type(onnxType(dtype));
+  for (std::size_t d : shape)
+    t.add_dims(static_cast<std::int64_t>(d));
+  for (double v : values) {
+    if (dtype == FLOAT)
+      t.add_float_data(static_cast<float>(v));
+    else if (dtype == INT)
+      t.add_int64_data(static_cast<std::int64_t>(v));
+    else
+      throw UnsupportedError("ModelBuilder: tensors of values are FLOAT or "
+                             "INT");
+  }
+}
+
+} // namespace
+
+std::string ModelBuilder::addConstant(Type dtype, const ir::Shape &shape,
+                                      const std::vector<double> &values,
+                                      const std::string &name) {
+  ::onnx::TensorProto t;
+  fillTensor(t, dtype, shape, values);
+  const std::string id = addNode("Constant", {}, {}, 1, name)[0];
+  auto &node = *impl_->graph().mutable_node(impl_->producer.at(id));
+  auto *a = node.add_attribute();
+  a->set_name("value");
+  a->set_type(::onnx::AttributeProto::TENSOR);
+  *a->mutable_t() = std::move(t);
+  return id;
+}
+
 std::string ModelBuilder::addInitializer(Type dtype, const ir::Shape &shape,
                                          const std::vector<double> &values,
                                          const std::string &name) {
-  if (values.size() != ir::numElements(shape))
-    throw ShapeError("ModelBuilder: initializer " + ir::shapeToString(shape) +
-                     " needs " + std::to_string(ir::numElements(shape)) +
-                     " values, not " + std::to_string(values.size()));
+  ::onnx::TensorProto t; // filled (and checked) before the graph has it
+  fillTensor(t, dtype, shape, values);
   const std::string id = name.empty() ? impl_->fresh("init") : name;
-  auto *t = impl_->graph().add_initializer();
-  t->set_name(id);
-  t->set_data_type(onnxType(dtype));
-  for (std::size_t d : shape)
-    t->add_dims(static_cast<std::int64_t>(d));
-  for (double v : values) {
-    if (dtype == FLOAT)
-      t->add_float_data(static_cast<float>(v));
-    else if (dtype == INT)
-      t->add_int64_data(static_cast<std::int64_t>(v));
-    else
-      throw UnsupportedError("ModelBuilder: initializers are FLOAT or INT");
-  }
+  t.set_name(id);
+  *impl_->graph().add_initializer() = std::move(t);
   return id;
 }
 

@@ -51,6 +51,11 @@ public:
   std::string addInitializer(Type dtype, const ir::Shape &shape,
                              const std::vector<double> &values,
                              const std::string &name = "");
+  /// A Constant node holding \p values (FLOAT or INT): a tensor that is no
+  /// weight, so training leaves it alone.
+  std::string addConstant(Type dtype, const ir::Shape &shape,
+                          const std::vector<double> &values,
+                          const std::string &name = "");
   /// A node of \p opType with \p numOutputs outputs; returns their names.
   std::vector<std::string> addNode(const std::string &opType,
                                    const std::vector<std::string> &inputs,
