@@ -274,8 +274,6 @@ Value negativeLogLikelihood(Context &ctx, Value logProbs, Value labels) {
                     labels.type().toString());
   if (ctx.has(2))
     ctx.unsupported("class weights are not supported");
-  if (ctx.attr("ignore_index"))
-    ctx.unsupported("ignore_index is not supported");
   const std::size_t n = logProbs.shape()[0], c = logProbs.shape()[1];
   std::vector<double> classes(c);
   for (std::size_t i = 0; i < c; ++i)
@@ -285,6 +283,15 @@ Value negativeLogLikelihood(Context &ctx, Value logProbs, Value labels) {
       ir::cast(ir::eq(ir::reshape(labels, {n, 1}), iota), logProbs.dtype());
   Value perRow = -ir::reduceSum(logProbs * mask, {1});
   const std::string reduction = ctx.attrString("reduction", "mean");
+  if (ctx.attr("ignore_index")) {
+    // Rows whose label is ignore_index count neither in the sum nor in the
+    // mean's denominator (PyTorch sets -100 by default).
+    const double ignored = double(ctx.attrInt("ignore_index", 0));
+    Value valid = ir::cast(ir::neq(labels, ignored), logProbs.dtype());
+    perRow = perRow * valid;
+    if (reduction == "mean")
+      return ir::reduceSum(perRow) / ir::reduceSum(valid);
+  }
   if (reduction == "mean")
     return ir::reduceMean(perRow);
   if (reduction == "sum")

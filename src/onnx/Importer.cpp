@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <set>
 #include <sstream>
 
 namespace tessera::onnx {
@@ -430,15 +431,28 @@ ir::Shape inputShape(const ::onnx::ValueInfoProto &vi,
   return shape;
 }
 
+// Initializers that are statistics, not weights: batch normalisation's
+// running mean and variance (PyTorch's buffers), which training leaves
+// alone.
+std::set<std::string> statistics(const ::onnx::GraphProto &g) {
+  std::set<std::string> names;
+  for (const auto &node : g.node())
+    if (node.op_type() == "BatchNormalization")
+      for (int i = 3; i < std::min(node.input_size(), 5); ++i)
+        names.insert(node.input(i));
+  return names;
+}
+
 void defineLeaves(const ::onnx::GraphProto &g, Context &ctx,
                   const ImportOptions &options, ImportedModel &result) {
+  const std::set<std::string> fixed = statistics(g);
   for (const auto &t : g.initializer()) {
     const std::string what = "initializer '" + t.name() + "'";
     ir::HostValue v = detail::tensorValue(t, options.maxElements, what);
     if (v.dtype == FLOAT || v.dtype == HALF) {
       ir::Value var = ctx.builder().variable(
           t.name(), v.shape, ir::init::values(std::move(v.values)), v.dtype,
-          options.trainableInitializers);
+          options.trainableInitializers && !fixed.count(t.name()));
       ctx.define(t.name(), Slot{var, {}});
     } else {
       ctx.define(t.name(), Slot{{}, std::move(v)});

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 using namespace tessera;
 using ::testing::HasSubstr;
@@ -380,4 +381,42 @@ TEST(OnnxImporter, UndefinedTensorIsNamed) {
   } catch (const SerializationError &e) {
     EXPECT_THAT(e.what(), HasSubstr("'ghost'"));
   }
+}
+
+TEST(OnnxImporter, BatchNormStatisticsAreNotTrainable) {
+  ModelMaker mm;
+  mm.input("x", {1, 2, 1, 1});
+  mm.initializer("scale", {2}, {1, 2});
+  mm.initializer("bias", {2}, {0, 1});
+  mm.initializer("mean", {2}, {1, 1});
+  mm.initializer("var", {2}, {4, 1});
+  mm.node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"y"});
+  mm.output("y");
+  const auto im = mm.import();
+  std::map<std::string, bool> trainable;
+  for (const ir::Variable &v : im.module.variables())
+    trainable[im.module.value(v.value).name] = v.trainable;
+  EXPECT_EQ(
+      trainable,
+      (std::map<std::string, bool>{
+          {"bias", true}, {"mean", false}, {"scale", true}, {"var", false}}));
+  const auto y = run(im, {{"x", {FLOAT, {1, 2, 1, 1}, {3, 3}}}});
+  ASSERT_EQ(y.size(), 2u);
+  EXPECT_NEAR(y[0], (3 - 1) / std::sqrt(4 + 1e-5), 1e-6);
+  EXPECT_NEAR(y[1], (3 - 1) / std::sqrt(1 + 1e-5) * 2 + 1, 1e-6);
+}
+
+TEST(OnnxImporter, IgnoredLabelsCountNeitherInTheLossNorItsMean) {
+  ModelMaker mm;
+  mm.input("logits", {3, 2});
+  mm.input("labels", {3}, TP::INT64);
+  auto &n = mm.node("SoftmaxCrossEntropyLoss", {"logits", "labels"}, {"y"});
+  setInt(n, "ignore_index", -100);
+  mm.output("y");
+  const auto y =
+      run(mm.import(), {{"logits", {FLOAT, {3, 2}, {0, 0, 5, -5, 0, 1}}},
+                        {"labels", {INT, {3}, {0, -100, 1}}}});
+  const double row2 = std::log(1 + std::exp(1.0)) - 1;
+  ASSERT_EQ(y.size(), 1u);
+  EXPECT_NEAR(y[0], (std::log(2.0) + row2) / 2, 1e-9);
 }

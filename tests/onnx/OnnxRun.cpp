@@ -3,13 +3,17 @@
 // from PyTorch at test time (torchvision_equivalence.py).
 //
 //   tessera_onnx_run MODEL OUTDIR [--interpret] [--tiles N] NAME=FILE...
+//   tessera_onnx_run MODEL OUTDIR --train LOSS --steps N (--sgd LR | --adam LR)
+//                    NAME=FILE...
 //
 // Each input is read from FILE as raw float32 (int32 for integer inputs);
 // output i is written to OUTDIR/<i>.bin as raw float32, and its name and
-// shape printed.
+// shape printed. Training runs N steps (FILE holds N batches) through
+// ModelSession and writes the N losses to OUTDIR/0.bin.
 #include "tessera/data/Dataset.hpp"
 #include "tessera/ir/Interpreter.hpp"
 #include "tessera/onnx/Importer.hpp"
+#include "tessera/onnx/ModelSession.hpp"
 #include "tessera/session/Session.hpp"
 
 #include <cstring>
@@ -17,6 +21,7 @@
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <optional>
 
 using namespace tessera;
 
@@ -100,6 +105,36 @@ runInterpreter(const onnx::ImportedModel &im,
   return results;
 }
 
+struct TrainArgs {
+  std::string loss;
+  unsigned steps = 1;
+  passes::Optimizer optimizer = passes::SGD{};
+};
+
+std::vector<float> train(const std::string &modelPath, const TrainArgs &t,
+                         const std::map<std::string, std::string> &files,
+                         unsigned tiles) {
+  const std::vector<char> bytes = readFile(modelPath);
+  onnx::ModelSessionOptions o;
+  o.config.ipuModel.tilesPerIpu = tiles;
+  o.training = onnx::TrainingSpec{t.loss, t.optimizer};
+  onnx::ModelSession s(std::string(bytes.begin(), bytes.end()),
+                       {.batchesPerStep = t.steps, .anchors = {{t.loss, {}}}},
+                       o);
+  s.prepareDevice();
+  std::map<std::string, data::HostTensor> inputs;
+  for (const std::string &name : s.inputs()) {
+    const std::vector<char> data = readFile(files.at(name));
+    const Type type = s.inputType(name).dtype == FLOAT ? FLOAT : INT;
+    data::HostTensor x(type, {data.size() / 4});
+    std::memcpy(x.data(), data.data(), x.numBytes());
+    inputs.emplace(name, std::move(x));
+  }
+  const auto r = s.run(inputs);
+  const auto *p = static_cast<const float *>(r.at(t.loss).data());
+  return {p, p + t.steps};
+}
+
 } // namespace
 
 int main(int argc, char **argv) try {
@@ -111,16 +146,35 @@ int main(int argc, char **argv) try {
   bool interpret = false;
   unsigned tiles = 1472;
   std::map<std::string, std::string> files;
+  std::optional<TrainArgs> training;
+  auto tr = [&]() -> TrainArgs & {
+    return training ? *training : training.emplace();
+  };
   for (int i = 3; i < argc; ++i) {
     const std::string a = argv[i];
+    const bool value = i + 1 < argc;
     if (a == "--interpret")
       interpret = true;
+    else if (a == "--train" && value)
+      tr().loss = argv[++i];
+    else if (a == "--steps" && value)
+      tr().steps = static_cast<unsigned>(std::stoul(argv[++i]));
+    else if (a == "--sgd" && value)
+      tr().optimizer = passes::SGD{.learningRate = std::stod(argv[++i])};
+    else if (a == "--adam" && value)
+      tr().optimizer = passes::Adam{.learningRate = std::stod(argv[++i])};
     else if (a == "--tiles" && i + 1 < argc)
       tiles = static_cast<unsigned>(std::stoul(argv[++i]));
     else if (auto eq = a.find('='); eq != std::string::npos)
       files[a.substr(0, eq)] = a.substr(eq + 1);
     else
       throw Error("unexpected argument '" + a + "'");
+  }
+  if (training) {
+    const std::vector<float> losses = train(argv[1], *training, files, tiles);
+    writeFloats(std::string(argv[2]) + "/0.bin", losses);
+    std::cout << training->loss << " [" << losses.size() << "]\n";
+    return 0;
   }
   onnx::ImportedModel im = onnx::importModelFile(argv[1]);
   for (const std::string &name : im.inputs)

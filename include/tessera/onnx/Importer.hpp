@@ -8,10 +8,11 @@
 ///                        {.feeds = im.inputs, .outfeeds = im.outputs});
 ///
 /// Graph inputs that are not initializers become module inputs (fed by the
-/// host: streams); float initializers become trainable variables holding
-/// their values; other initializers, Constant nodes and whatever is
-/// computed from them and from static shapes (Shape, Gather, Concat, ...)
-/// are folded at import, so shape arithmetic never reaches the device.
+/// host: streams); float initializers become variables holding their
+/// values, trainable except batch normalisation's running statistics; other
+/// initializers, Constant nodes and whatever is computed from them and from
+/// static shapes (Shape, Gather, Concat, ...) are folded at import, so shape
+/// arithmetic never reaches the device.
 ///
 /// The file is not trusted: protobuf parses it (SerializationError when it
 /// is not ONNX or is truncated), and every tensor's dimensions and data
