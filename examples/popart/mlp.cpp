@@ -12,6 +12,7 @@
 #include <popart/session.hpp>
 #include <popart/stepio.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -54,19 +55,20 @@ std::vector<float> weights(Lcg &g, int rows, int cols) {
   return w;
 }
 
-} // namespace
+// The classifier's tensors and its serialised ONNX model.
+struct Model {
+  popart::TensorId x, labels, probs, loss;
+  std::string proto;
+};
 
-int main(int argc, char **argv) {
-  const std::string outPath = argc > 1 ? argv[1] : "popart_mlp.onnx";
-  Lcg g;
-
-  // ---- The model ----------------------------------------------------------
+Model buildModel(Lcg &g) {
   auto builder = popart::Builder::create();
   auto aiOnnx = builder->aiOnnxOpset11();
   auto aiGraphcore = builder->aiGraphcoreOpset1();
-  auto x = builder->addInputTensor(
+  Model m;
+  m.x = builder->addInputTensor(
       popart::TensorInfo{"FLOAT", {kBatch, kFeatures}}, "x");
-  auto labels =
+  m.labels =
       builder->addInputTensor(popart::TensorInfo{"INT32", {kBatch}}, "labels");
   std::vector<float> w1 = weights(g, kFeatures, kHidden), b1(kHidden, 0.0f);
   std::vector<float> w2 = weights(g, kHidden, kClasses), b2(kClasses, 0.0f);
@@ -78,26 +80,28 @@ int main(int argc, char **argv) {
       {w2.data(), {"FLOAT", {kHidden, kClasses}}}, "w2");
   auto B2 = builder->addInitializedInputTensor(
       {b2.data(), {"FLOAT", {kClasses}}}, "b2");
-  auto h = aiOnnx.relu({aiOnnx.add({aiOnnx.matmul({x, W1}), B1})});
+  auto h = aiOnnx.relu({aiOnnx.add({aiOnnx.matmul({m.x, W1}), B1})});
   auto logits = aiOnnx.add({aiOnnx.matmul({h, W2}), B2});
-  auto probs = aiOnnx.softmax({logits}, 1, "probs");
-  auto loss =
-      aiGraphcore.nllloss({probs, labels}, popart::ReductionType::Mean, "loss");
-  builder->addOutputTensor(probs);
-  builder->addOutputTensor(loss);
-  const std::string proto = builder->getModelProto();
+  m.probs = aiOnnx.softmax({logits}, 1, "probs");
+  m.loss = aiGraphcore.nllloss({m.probs, m.labels}, popart::ReductionType::Mean,
+                               "loss");
+  builder->addOutputTensor(m.probs);
+  builder->addOutputTensor(m.loss);
+  m.proto = builder->getModelProto();
+  return m;
+}
 
-  // ---- Training -----------------------------------------------------------
-  auto device =
-      popart::DeviceManager::createDeviceManager().createIpuModelDevice(
-          {{"numIPUs", "1"}, {"tilesPerIPU", "16"}});
-  popart::DataFlow trainFlow(kBatchesPerStep,
-                             {{loss, popart::AnchorReturnType("All")}});
-  auto training = popart::TrainingSession::createFromOnnxModel(
-      proto, trainFlow, loss, popart::ConstSGD(0.1f), device);
-  training->prepareDevice();
-  training->weightsFromHost();
-
+// Eight runs of kBatchesPerStep batches with SGD, printing each run's mean
+// loss; writes the trained model to outPath.
+void train(const Model &m, Lcg &g,
+           const std::shared_ptr<popart::DeviceInfo> &device,
+           const std::string &outPath) {
+  popart::DataFlow flow(kBatchesPerStep,
+                        {{m.loss, popart::AnchorReturnType("All")}});
+  auto session = popart::TrainingSession::createFromOnnxModel(
+      m.proto, flow, m.loss, popart::ConstSGD(0.1f), device);
+  session->prepareDevice();
+  session->weightsFromHost();
   std::vector<float> xs(kBatchesPerStep * kBatch * kFeatures);
   std::vector<std::int32_t> ys(kBatchesPerStep * kBatch);
   std::vector<float> losses(kBatchesPerStep);
@@ -106,42 +110,62 @@ int main(int argc, char **argv) {
   popart::NDArrayWrapper<std::int32_t> yArray(ys.data(),
                                               {kBatchesPerStep, kBatch});
   popart::NDArrayWrapper<float> lossArray(losses.data(), {kBatchesPerStep});
-  popart::StepIO trainIo({{x, xArray}, {labels, yArray}}, {{loss, lossArray}});
+  popart::StepIO io({{m.x, xArray}, {m.labels, yArray}}, {{m.loss, lossArray}});
   for (int run = 0; run < 8; ++run) {
     for (int b = 0; b < kBatchesPerStep; ++b)
       makeBatch(g, &xs[std::size_t(b) * kBatch * kFeatures],
                 &ys[std::size_t(b) * kBatch]);
-    training->run(trainIo);
+    session->run(io);
     float mean = 0;
     for (float l : losses)
       mean += l / kBatchesPerStep;
     std::printf("run %d: mean loss %.3f\n", run + 1, mean);
   }
-  training->modelToHost(outPath);
+  session->modelToHost(outPath);
+}
 
-  // ---- Inference on the trained ONNX file ---------------------------------
-  popart::DataFlow inferFlow(1, {{probs, popart::AnchorReturnType("All")}});
-  auto inference =
-      popart::InferenceSession::createFromOnnxModel(outPath, inferFlow, device);
-  inference->prepareDevice();
-  inference->weightsFromHost();
-  std::vector<float> tx(kBatch * kFeatures), p(kBatch * kClasses);
-  std::vector<std::int32_t> ty(kBatch);
-  popart::NDArrayWrapper<float> txArray(tx.data(), {kBatch, kFeatures});
-  popart::NDArrayWrapper<std::int32_t> tyArray(ty.data(), {kBatch});
+// The accuracy of the model in the ONNX file at path on 20 new batches.
+double evaluate(const Model &m, Lcg &g,
+                const std::shared_ptr<popart::DeviceInfo> &device,
+                const std::string &path, int &total) {
+  popart::DataFlow flow(1, {{m.probs, popart::AnchorReturnType("All")}});
+  auto session =
+      popart::InferenceSession::createFromOnnxModel(path, flow, device);
+  session->prepareDevice();
+  session->weightsFromHost();
+  std::vector<float> xs(kBatch * kFeatures), p(kBatch * kClasses);
+  std::vector<std::int32_t> ys(kBatch);
+  popart::NDArrayWrapper<float> xArray(xs.data(), {kBatch, kFeatures});
+  popart::NDArrayWrapper<std::int32_t> yArray(ys.data(), {kBatch});
   popart::NDArrayWrapper<float> pArray(p.data(), {kBatch, kClasses});
-  popart::StepIO inferIo({{x, txArray}, {labels, tyArray}}, {{probs, pArray}});
-  int correct = 0, total = 0;
+  popart::StepIO io({{m.x, xArray}, {m.labels, yArray}}, {{m.probs, pArray}});
+  int correct = 0;
+  total = 0;
   for (int batch = 0; batch < 20; ++batch) {
-    makeBatch(g, tx.data(), ty.data());
-    inference->run(inferIo);
+    makeBatch(g, xs.data(), ys.data());
+    session->run(io);
     for (int i = 0; i < kBatch; ++i, ++total) {
       const float *row = &p[std::size_t(i) * kClasses];
       const int best = int(std::max_element(row, row + kClasses) - row);
-      correct += best == ty[std::size_t(i)];
+      correct += best == ys[std::size_t(i)];
     }
   }
+  return double(correct) / total;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const std::string outPath = argc > 1 ? argv[1] : "popart_mlp.onnx";
+  Lcg g;
+  const Model m = buildModel(g);
+  auto device =
+      popart::DeviceManager::createDeviceManager().createIpuModelDevice(
+          {{"numIPUs", "1"}, {"tilesPerIPU", "16"}});
+  train(m, g, device, outPath);
+  int total = 0;
+  const double accuracy = evaluate(m, g, device, outPath, total);
   std::printf("accuracy of %s on %d new examples: %.3f\n", outPath.c_str(),
-              total, double(correct) / total);
+              total, accuracy);
   return 0;
 }

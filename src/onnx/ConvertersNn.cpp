@@ -102,6 +102,47 @@ void conv(Context &ctx) {
   ctx.out(0, y);
 }
 
+// A transposed convolution is the input gradient of the convolution whose
+// weights it has: ONNX's [C, M / group, kH, kW] are that convolution's
+// [Cout, Cin / group, kH, kW].
+void convTranspose(Context &ctx) {
+  Value x = ctx.value(0), w = ctx.value(1);
+  if (x.rank() != 4 || w.rank() != 4)
+    ctx.unsupported("only 2-D transposed convolutions on [N, C, H, W] "
+                    "inputs import, not " +
+                    x.type().toString() + " with weights " +
+                    w.type().toString());
+  if (ctx.attr("output_shape") ||
+      ctx.attrString("auto_pad", "NOTSET") != "NOTSET")
+    ctx.unsupported("output_shape and auto_pad are not supported; give pads");
+  ir::Conv2dOptions o;
+  o.strides = pairAttr(ctx, "strides", 1);
+  o.dilations = pairAttr(ctx, "dilations", 1);
+  o.groups = static_cast<unsigned>(ctx.attrInt("group", 1));
+  if (auto pads = ctx.attrInts("pads")) {
+    if (pads->size() != 4 ||
+        std::any_of(pads->begin(), pads->end(), [](auto p) { return p < 0; }))
+      ctx.unsupported("pads must hold 4 non-negative numbers");
+    o.padLower = {unsigned((*pads)[0]), unsigned((*pads)[1])};
+    o.padUpper = {unsigned((*pads)[2]), unsigned((*pads)[3])};
+  }
+  const Pair extra = pairAttr(ctx, "output_padding", 0);
+  ir::Shape out{x.shape()[0], w.shape()[1] * o.groups, 0, 0};
+  for (int d = 0; d < 2; ++d) {
+    const auto size = static_cast<std::int64_t>(
+        (x.shape()[2 + d] - 1) * o.strides[d] +
+        (w.shape()[2 + d] - 1) * o.dilations[d] + 1 + extra[d]);
+    const std::int64_t padded = size - o.padLower[d] - o.padUpper[d];
+    if (padded <= 0 || extra[d] >= std::max(o.strides[d], o.dilations[d]))
+      ctx.shapeError("the pads or output_padding leave no valid output");
+    out[2 + d] = static_cast<std::size_t>(padded);
+  }
+  Value y = ir::conv2dBackpropInput(x, w, o, out);
+  if (ctx.has(2))
+    y = ir::biasAdd(y, ctx.value(2), 1);
+  ctx.out(0, y);
+}
+
 void pool(Context &ctx, bool max) {
   Value x = ctx.value(0);
   auto k = ctx.attrInts("kernel_shape");
@@ -319,6 +360,7 @@ template <OpKind K> void unary(Context &ctx) {
 
 void addNnConverters(std::map<std::string, Converter, std::less<>> &t) {
   t["Conv"] = conv;
+  t["ConvTranspose"] = convTranspose;
   t["MaxPool"] = [](Context &c) { pool(c, true); };
   t["AveragePool"] = [](Context &c) { pool(c, false); };
   t["GlobalAveragePool"] = [](Context &c) { globalPool(c, false); };

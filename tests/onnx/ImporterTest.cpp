@@ -420,3 +420,23 @@ TEST(OnnxImporter, IgnoredLabelsCountNeitherInTheLossNorItsMean) {
   ASSERT_EQ(y.size(), 1u);
   EXPECT_NEAR(y[0], (std::log(2.0) + row2) / 2, 1e-9);
 }
+
+TEST(OnnxImporter, ConvTransposeSpreadsEachInputOverItsWindow) {
+  ModelMaker mm;
+  mm.input("x", {1, 1, 2, 2});
+  mm.initializer("w", {1, 2, 2, 2}, {1, 1, 1, 1, 1, 2, 3, 4}); // 2 channels
+  auto &c = mm.node("ConvTranspose", {"x", "w"}, {"y"});
+  setInts(c, "strides", {2, 2});
+  mm.output("y");
+  const auto im = mm.import();
+  EXPECT_EQ(im.module.typeOf(im.module.output("y")).shape,
+            (ir::Shape{1, 2, 4, 4}));
+  const auto y = run(im, {{"x", {FLOAT, {1, 1, 2, 2}, {1, 2, 3, 4}}}});
+  // Channel 0: each x value fills its 2x2 block; channel 1: x times w.
+  EXPECT_EQ(std::vector<double>(y.begin(), y.begin() + 8),
+            (std::vector<double>{1, 1, 2, 2, 1, 1, 2, 2}));
+  EXPECT_EQ(std::vector<double>(y.begin() + 16, y.begin() + 20),
+            (std::vector<double>{1, 2, 2, 4}));
+  EXPECT_EQ(std::vector<double>(y.begin() + 20, y.begin() + 24),
+            (std::vector<double>{3, 4, 6, 8}));
+}
