@@ -17,8 +17,9 @@ Pair pairAttr(Context &ctx, const std::string &name, unsigned dflt) {
   auto v = ctx.attrInts(name);
   if (!v)
     return {dflt, dflt};
-  if (v->size() != 2 || (*v)[0] < 0 || (*v)[1] < 0)
-    ctx.unsupported(name + " must hold 2 non-negative numbers (only 2-D "
+  if (v->size() != 2 || (*v)[0] < 0 || (*v)[1] < 0 ||
+      (*v)[0] > kMaxAttributeSize || (*v)[1] > kMaxAttributeSize)
+    ctx.unsupported(name + " must hold 2 numbers in [0, 2^24] (only 2-D "
                            "convolution and pooling on NCHW inputs import)");
   return {static_cast<unsigned>((*v)[0]), static_cast<unsigned>((*v)[1])};
 }
@@ -41,8 +42,9 @@ Window window(Context &ctx, const ir::Shape &x, Pair kernel) {
            {0, 0}};
   if (auto pads = ctx.attrInts("pads")) {
     if (pads->size() != 4 ||
-        std::any_of(pads->begin(), pads->end(), [](auto p) { return p < 0; }))
-      ctx.unsupported("pads must hold 4 non-negative numbers");
+        std::any_of(pads->begin(), pads->end(),
+                    [](auto p) { return p < 0 || p > kMaxAttributeSize; }))
+      ctx.unsupported("pads must hold 4 numbers in [0, 2^24]");
     w.padLower = {unsigned((*pads)[0]), unsigned((*pads)[1])};
     w.padUpper = {unsigned((*pads)[2]), unsigned((*pads)[3])};
   }
@@ -121,8 +123,9 @@ void convTranspose(Context &ctx) {
   o.groups = static_cast<unsigned>(ctx.attrInt("group", 1));
   if (auto pads = ctx.attrInts("pads")) {
     if (pads->size() != 4 ||
-        std::any_of(pads->begin(), pads->end(), [](auto p) { return p < 0; }))
-      ctx.unsupported("pads must hold 4 non-negative numbers");
+        std::any_of(pads->begin(), pads->end(),
+                    [](auto p) { return p < 0 || p > kMaxAttributeSize; }))
+      ctx.unsupported("pads must hold 4 numbers in [0, 2^24]");
     o.padLower = {unsigned((*pads)[0]), unsigned((*pads)[1])};
     o.padUpper = {unsigned((*pads)[2]), unsigned((*pads)[3])};
   }

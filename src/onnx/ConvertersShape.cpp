@@ -331,9 +331,10 @@ void pad(Context &ctx) {
     ctx.unsupported("padding with " + std::to_string(value) +
                     " is not supported (only zeros)");
   if (pads.size() != 2 * rank ||
-      std::any_of(pads.begin(), pads.end(), [](auto p) { return p < 0; }))
+      std::any_of(pads.begin(), pads.end(),
+                  [](auto p) { return p < 0 || p > kMaxAttributeSize; }))
     ctx.unsupported("pads must hold 2 x rank (" + std::to_string(2 * rank) +
-                    ") non-negative numbers");
+                    ") numbers in [0, 2^24]");
   std::vector<std::int64_t> lower(pads.begin(), pads.begin() + long(rank));
   std::vector<std::int64_t> upper(pads.begin() + long(rank), pads.end());
   ctx.out(0, ctx.apply(OpKind::PAD, {ctx.in(0)},

@@ -177,6 +177,16 @@ ir::HostValue tensorValue(const ::onnx::TensorProto &t, std::size_t maxElements,
   return v;
 }
 
+bool fits(const ir::Shape &shape, std::size_t maxElements) {
+  std::size_t n = 1;
+  for (std::size_t d : shape) {
+    if (d != 0 && n > maxElements / d)
+      return false;
+    n *= d;
+  }
+  return n <= maxElements;
+}
+
 std::vector<std::int64_t> toInts(const ir::Shape &shape) {
   return {shape.begin(), shape.end()};
 }
@@ -337,7 +347,7 @@ Slot Context::apply(ir::OpKind kind, std::vector<Slot> operands,
       values.push_back(&*s.known);
     }
     const auto resultTypes = ir::inferResultTypes(kind, types, attrs);
-    if (resultTypes[0].numElements() > maxElements_)
+    if (!fits(resultTypes[0].shape, maxElements_))
       shapeError("folding makes " + resultTypes[0].toString() +
                  ", more elements than ImportOptions::maxElements allows");
     auto r = ir::interpretOp(kind, attrs, values, resultTypes);
@@ -477,7 +487,8 @@ std::string supportedList() {
   return s;
 }
 
-void convertNodes(const ::onnx::GraphProto &g, Context &ctx) {
+void convertNodes(const ::onnx::GraphProto &g, Context &ctx,
+                  const ImportOptions &options) {
   const auto &table = detail::converters();
   for (const auto &node : g.node()) {
     ctx.setNode(node);
@@ -503,6 +514,14 @@ void convertNodes(const ::onnx::GraphProto &g, Context &ctx) {
     if (const std::int64_t s = ctx.attrInt("__pipeline_stage", -1); s >= 0)
       stage.emplace(ctx.builder(), static_cast<unsigned>(s));
     it->second(ctx);
+    // Attributes size the results; none may exceed what a file may hold.
+    for (const std::string &o : node.output())
+      if (!o.empty() && ctx.defined(o) &&
+          !detail::fits(ctx.tensor(o).type().shape, options.maxElements))
+        ctx.shapeError("its output '" + o + "' would be " +
+                       ctx.tensor(o).type().toString() +
+                       ", more elements than ImportOptions::maxElements (" +
+                       std::to_string(options.maxElements) + ") allows");
   }
 }
 
@@ -525,7 +544,7 @@ ImportedModel importGraph(const ::onnx::ModelProto &model,
       {}};
   Context ctx(result.module, opset, options.maxElements);
   defineLeaves(g, ctx, options, result);
-  convertNodes(g, ctx);
+  convertNodes(g, ctx, options);
   ctx.clearNode();
   for (const auto &o : g.output()) {
     Slot &s = ctx.tensor(o.name());

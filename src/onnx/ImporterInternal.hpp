@@ -115,5 +115,9 @@ void addShapeConverters(std::map<std::string, Converter, std::less<>> &table);
 const std::map<std::string, Converter, std::less<>> &converters();
 
 std::vector<std::int64_t> toInts(const ir::Shape &shape);
+/// Whether \p shape has at most \p maxElements elements (no overflow).
+bool fits(const ir::Shape &shape, std::size_t maxElements);
+/// Attribute sizes (pads, strides, kernels) above this are rejected.
+inline constexpr std::int64_t kMaxAttributeSize = std::int64_t{1} << 24;
 
 } // namespace tessera::onnx::detail

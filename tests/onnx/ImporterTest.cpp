@@ -440,3 +440,18 @@ TEST(OnnxImporter, ConvTransposeSpreadsEachInputOverItsWindow) {
   EXPECT_EQ(std::vector<double>(y.begin() + 20, y.begin() + 24),
             (std::vector<double>{3, 4, 6, 8}));
 }
+
+TEST(OnnxImporter, ResultsLargerThanMaxElementsAreRejected) {
+  ModelMaker mm;
+  mm.input("x", {1, 1, 4, 4});
+  mm.node("Pad", {"x", "pads"}, {"y"});
+  mm.ints("pads", {0, 0, 1 << 20, 1 << 20, 0, 0, 1 << 20, 1 << 20});
+  mm.output("y");
+  try {
+    mm.import();
+    FAIL() << "imported a 2^42-element pad";
+  } catch (const ShapeError &e) {
+    EXPECT_THAT(e.what(), HasSubstr("output 'y'"));
+    EXPECT_THAT(e.what(), HasSubstr("maxElements"));
+  }
+}
