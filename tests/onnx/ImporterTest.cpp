@@ -455,3 +455,49 @@ TEST(OnnxImporter, ResultsLargerThanMaxElementsAreRejected) {
     EXPECT_THAT(e.what(), HasSubstr("maxElements"));
   }
 }
+
+TEST(OnnxImporter, ExpandCastReduceSumAndConcatOnDeviceValues) {
+  ModelMaker mm;
+  mm.input("x", {2, 1});
+  mm.ints("shape", {2, 3});
+  mm.node("Expand", {"x", "shape"}, {"e"}); // [2, 3]
+  auto &c = mm.node("Cast", {"e"}, {"i"});
+  setInt(c, "to", TP::INT32);
+  auto &back = mm.node("Cast", {"i"}, {"f"}); // truncated toward zero
+  setInt(back, "to", TP::FLOAT);
+  mm.ints("axes", {1});
+  auto &r = mm.node("ReduceSum", {"f", "axes"}, {"s"}); // [2, 1]
+  setInt(r, "keepdims", 1);
+  auto &cat = mm.node("Concat", {"s", "x"}, {"y"}); // [2, 2]
+  setInt(cat, "axis", -1);
+  mm.output("y");
+  EXPECT_EQ(run(mm.import(), {{"x", {FLOAT, {2, 1}, {1.5, -2.5}}}}),
+            (std::vector<double>{3, 1.5, -6, -2.5}));
+}
+
+TEST(OnnxImporter, AveragePoolCountsPaddingOnlyWhenAsked) {
+  for (int countPad : {0, 1}) {
+    ModelMaker mm;
+    mm.input("x", {1, 1, 2, 2});
+    auto &p = mm.node("AveragePool", {"x"}, {"y"});
+    setInts(p, "kernel_shape", {2, 2});
+    setInts(p, "pads", {1, 1, 0, 0});
+    setInt(p, "count_include_pad", countPad);
+    mm.output("y");
+    const auto y = run(mm.import(), {{"x", {FLOAT, {1, 1, 2, 2}, iota(4, 1)}}});
+    ASSERT_EQ(y.size(), 4u);
+    // The top-left window holds x0 and three padding zeros.
+    EXPECT_DOUBLE_EQ(y[0], countPad ? 0.25 : 1.0) << countPad;
+    EXPECT_DOUBLE_EQ(y[3], 2.5);
+  }
+}
+
+TEST(OnnxImporter, LogSoftmaxBeforeOpset13FlattensFromTheAxis) {
+  ModelMaker mm(11);
+  mm.input("x", {1, 2, 2});
+  mm.node("LogSoftmax", {"x"}, {"y"}); // axis 1: over all 4 elements
+  mm.output("y");
+  const auto y = run(mm.import(), {{"x", {FLOAT, {1, 2, 2}, {0, 0, 0, 0}}}});
+  for (double v : y)
+    EXPECT_NEAR(v, -std::log(4.0), 1e-12);
+}

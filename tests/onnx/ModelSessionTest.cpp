@@ -183,3 +183,21 @@ TEST(ModelSession, RunChecksTheDeviceAndTheInputs) {
   }
   EXPECT_THROW(s.run({}), StreamError);
 }
+
+TEST(ModelSession, NodesPlacedOnTwoIpusRunSharded) {
+  tx::ModelBuilder b;
+  const std::string x = b.addInput(FLOAT, {2}, "x");
+  const std::string two = b.addInitializer(FLOAT, {}, {2}, "two");
+  b.setIpu(0);
+  const std::string y = b.addNode("Mul", {x, two})[0];
+  b.setIpu(1);
+  const std::string z = b.addNode("Add", {y, two})[0];
+  b.addOutput(z);
+  tx::ModelSessionOptions o = smallIpu();
+  o.config.autoSelectIpus = 2;
+  tx::ModelSession s(b.modelProto(), {.anchors = {{z, {}}}}, o);
+  EXPECT_EQ(s.module().ops().back().annotations.ipu, 1u);
+  s.prepareDevice();
+  auto r = s.run({{"x", tensor({2}, {1, 2})}});
+  EXPECT_EQ(floats(r.at(z)), (std::vector<float>{4, 6}));
+}
