@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdio>
 
 using namespace tessera;
@@ -200,4 +201,56 @@ TEST(ModelSession, NodesPlacedOnTwoIpusRunSharded) {
   s.prepareDevice();
   auto r = s.run({{"x", tensor({2}, {1, 2})}});
   EXPECT_EQ(floats(r.at(z)), (std::vector<float>{4, 6}));
+}
+
+namespace {
+
+// loss = mean((x . w - t)^2) over 2 rows, w [2, 1] starting at (0.5, -0.5).
+std::string regressionModel() {
+  tx::ModelBuilder b(13);
+  const std::string x = b.addInput(FLOAT, {2, 2}, "x");
+  const std::string t = b.addInput(FLOAT, {2, 1}, "t");
+  const std::string w = b.addInitializer(FLOAT, {2, 1}, {0.5, -0.5}, "w");
+  const std::string d =
+      b.addNode("Sub", {b.addNode("MatMul", {x, w})[0], t})[0];
+  b.addOutput(b.addNode("ReduceMean", {b.addNode("Mul", {d, d})[0]},
+                        {{"keepdims", std::int64_t{0}}}, 1, "loss")[0]);
+  return b.modelProto();
+}
+
+// dloss/dw at w for one batch.
+std::array<double, 2> gradient(const std::vector<float> &x,
+                               const std::vector<float> &t, double w0,
+                               double w1) {
+  std::array<double, 2> g{0, 0};
+  for (int r = 0; r < 2; ++r) {
+    const double e = x[2 * r] * w0 + x[2 * r + 1] * w1 - t[r];
+    g[0] += e * x[2 * r];
+    g[1] += e * x[2 * r + 1];
+  }
+  return g;
+}
+
+} // namespace
+
+TEST(ModelSession, AccumulationAndReplicationAverageTwoBatchesPerStep) {
+  const std::vector<float> xs{1, 2, 3, 4, 0, 1, 2, 0}, ts{1, 0, 2, -1};
+  const auto g1 = gradient({1, 2, 3, 4}, {1, 0}, 0.5, -0.5);
+  const auto g2 = gradient({0, 1, 2, 0}, {2, -1}, 0.5, -0.5);
+  const double lr = 0.1;
+  for (bool replicate : {false, true}) {
+    tx::ModelSessionOptions o = smallIpu();
+    o.training = tx::TrainingSpec{"loss:0", passes::SGD{.learningRate = lr}};
+    if (replicate)
+      o.config.replicationFactor = 2;
+    else
+      o.training->accumulationFactor = 2;
+    tx::ModelSession s(regressionModel(), {.anchors = {{"loss:0", {}}}}, o);
+    EXPECT_EQ(s.anchorShape("loss:0"), (ir::Shape{2})) << replicate;
+    s.prepareDevice();
+    s.run({{"x", tensor({2, 2, 2}, xs)}, {"t", tensor({2, 2, 1}, ts)}});
+    const auto w = floats(s.readWeights().at("w"));
+    EXPECT_NEAR(w[0], 0.5 - lr * (g1[0] + g2[0]) / 2, 1e-5) << replicate;
+    EXPECT_NEAR(w[1], -0.5 - lr * (g1[1] + g2[1]) / 2, 1e-5) << replicate;
+  }
 }
