@@ -355,6 +355,22 @@ void softmaxCrossEntropyLoss(Context &ctx) {
   ctx.out(1, logProbs);
 }
 
+// erf from elementwise operations (Abramowitz and Stegun 7.1.26, absolute
+// error below 1.5e-7, under float's resolution near 1): PyTorch exports
+// GELU as x * (1 + erf(x / sqrt(2))) / 2, and the IR has no erf.
+void erf(Context &ctx) {
+  Value x = ctx.value(0);
+  if (x.dtype() != FLOAT && x.dtype() != HALF)
+    ctx.unsupported("Erf of " + x.type().toString() + " is not supported");
+  const Value a = ir::abs(x);
+  const Value t = ir::inv(a * 0.3275911 + 1.0);
+  Value poly = t * 1.061405429 - 1.453152027;
+  for (double c : {1.421413741, -0.284496736, 0.254829592})
+    poly = poly * t + c;
+  poly = poly * t;
+  ctx.out(0, ir::sign(x) * (1.0 - poly * ir::exp(-(a * a))));
+}
+
 template <OpKind K> void unary(Context &ctx) {
   ctx.out(0, ctx.apply(K, {ctx.in(0)}));
 }
@@ -392,6 +408,7 @@ void addNnConverters(std::map<std::string, Converter, std::less<>> &t) {
   t["Cos"] = unary<OpKind::COS>;
   t["Sign"] = unary<OpKind::SIGNUM>;
   t["Not"] = unary<OpKind::LOGICAL_NOT>;
+  t["Erf"] = erf;
 }
 
 } // namespace tessera::onnx::detail

@@ -501,3 +501,14 @@ TEST(OnnxImporter, LogSoftmaxBeforeOpset13FlattensFromTheAxis) {
   for (double v : y)
     EXPECT_NEAR(v, -std::log(4.0), 1e-12);
 }
+
+TEST(OnnxImporter, ErfIsWithinFloatResolutionOfStdErf) {
+  ModelMaker mm;
+  mm.input("x", {9});
+  mm.node("Erf", {"x"}, {"y"});
+  mm.output("y");
+  const std::vector<double> xs{-4, -1.5, -0.7, -0.1, 0, 0.05, 0.5, 1.2, 3};
+  const auto y = run(mm.import(), {{"x", {FLOAT, {9}, xs}}});
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    EXPECT_NEAR(y[i], std::erf(xs[i]), 2e-7) << xs[i];
+}
