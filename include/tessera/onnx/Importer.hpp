@@ -17,7 +17,10 @@
 /// The file is not trusted: protobuf parses it (SerializationError when it
 /// is not ONNX or is truncated), and every tensor's dimensions and data
 /// size are checked against each other and against
-/// ImportOptions::maxElements before anything is allocated. An operator
+/// ImportOptions::maxElements before anything is allocated, as is every
+/// node's result (attributes such as pads size them). Nodes with PopART's
+/// "__ipu_number" / "__pipeline_stage" attributes get IR shard and stage
+/// annotations. An operator
 /// without a converter is an UnsupportedError naming the node, its op
 /// type and the opset, with the list supportedOperators() gives.
 #pragma once
