@@ -1,0 +1,5 @@
+/// \file
+/// PopART's TensorInfo (see names.hpp).
+#pragma once
+
+#include <popart/names.hpp>

@@ -1,0 +1,80 @@
+/// \file
+/// ONNX import: an ONNX model (a serialised ModelProto, as PyTorch's
+/// torch.onnx.export or PopART's Builder write it) becomes an IR module, as
+/// PopART's importer does:
+///
+///     onnx::ImportedModel im = onnx::importModelFile("resnet18.onnx");
+///     session::Session s(std::move(im.module), config,
+///                        {.feeds = im.inputs, .outfeeds = im.outputs});
+///
+/// Graph inputs that are not initializers become module inputs (fed by the
+/// host: streams); float initializers become variables holding their
+/// values, trainable except batch normalisation's running statistics; other
+/// initializers, Constant nodes and whatever is computed from them and from
+/// static shapes (Shape, Gather, Concat, ...) are folded at import, so shape
+/// arithmetic never reaches the device.
+///
+/// The file is not trusted: protobuf parses it (SerializationError when it
+/// is not ONNX or is truncated), and every tensor's dimensions and data
+/// size are checked against each other and against
+/// ImportOptions::maxElements before anything is allocated, as is every
+/// node's result (attributes such as pads size them). Nodes with PopART's
+/// "__ipu_number" / "__pipeline_stage" attributes get IR shard and stage
+/// annotations. An operator
+/// without a converter is an UnsupportedError naming the node, its op
+/// type and the opset, with the list supportedOperators() gives.
+#pragma once
+
+#include "tessera/ir/Module.hpp"
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tessera::onnx {
+
+struct ImportOptions {
+  /// Sizes for symbolic dimensions (an exported dynamic batch axis, say)
+  /// by their dim_param name; a symbolic dimension not named here is a
+  /// ShapeError.
+  std::map<std::string, std::size_t, std::less<>> dimensions;
+  /// The largest element count one tensor of the file may have.
+  std::size_t maxElements = std::size_t{1} << 28;
+  /// Whether float initializers become trainable variables.
+  bool trainableInitializers = true;
+  /// The module's name (empty: the ONNX graph's name).
+  std::string moduleName;
+};
+
+/// An imported model: the module, and its inputs and outputs by name in
+/// the graph's order (the ONNX names, which the module keeps).
+struct ImportedModel {
+  ir::Module module;
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+  /// The default domain's opset the model was written for.
+  std::int64_t opset = 0;
+  /// The module value of every ONNX tensor computed on the device (those
+  /// folded at import have none), by ONNX name.
+  std::map<std::string, ir::ValueId, std::less<>> tensors;
+};
+
+/// Imports a serialised ModelProto held in \p bytes; \p source names it in
+/// messages.
+ImportedModel importModel(std::string_view bytes,
+                          const ImportOptions &options = {},
+                          const std::string &source = "the ONNX model");
+/// Reads and imports the ONNX file at \p path (SerializationError when it
+/// cannot be read).
+ImportedModel importModelFile(const std::string &path,
+                              const ImportOptions &options = {});
+
+/// The ONNX operator types (default domain) the importer converts, sorted.
+std::vector<std::string> supportedOperators();
+/// The default-domain opsets the importer accepts: [first, last].
+inline constexpr std::int64_t minOpset = 9;
+inline constexpr std::int64_t maxOpset = 18;
+
+} // namespace tessera::onnx

@@ -1,0 +1,115 @@
+/// \file
+/// Running an ONNX model on the IPU Model in inference or training, with
+/// PopART's data flow: each run() takes batchesPerStep batches (times the
+/// gradient accumulation factor and the replication factor) of every input
+/// and returns the anchored tensors as their AnchorMode asks.
+///
+///     onnx::ModelSession s(bytes, {.batchesPerStep = 10,
+///                                  .anchors = {{"loss", {AnchorMode::ALL}}}},
+///                          {.training = onnx::TrainingSpec{"loss",
+///                                                          passes::SGD{}}});
+///     s.prepareDevice();
+///     auto anchors = s.run({{"x", xs}, {"labels", ys}});
+///     s.modelToHost("trained.onnx");
+///
+/// Inputs and anchors are laid out as PopART lays them out: [batchesPerStep,
+/// accumulationFactor, replicationFactor, ...tensor shape], leaving out the
+/// first three dimensions where they are 1. Training differentiates the
+/// named loss (a scalar) with respect to every float initializer and
+/// applies the optimizer each step (passes/Optimizer.hpp), accumulating
+/// gradients over accumulationFactor batches first when it is above 1.
+/// Dropout is the identity and batch normalisation uses the model's
+/// running statistics, in training too.
+#pragma once
+
+#include "tessera/data/HostTensor.hpp"
+#include "tessera/onnx/Importer.hpp"
+#include "tessera/passes/Optimizer.hpp"
+#include "tessera/session/Session.hpp"
+
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace tessera::onnx {
+
+/// What run() returns of an anchored tensor (PopART's AnchorReturnType).
+enum class AnchorMode {
+  ALL,     ///< every batch's value: [batchesPerStep, ...]
+  FINAL,   ///< the last batch's value
+  EVERY_N, ///< the value of every period-th batch: [batchesPerStep / N, ...]
+  SUM      ///< the sum over the batches
+};
+
+struct Anchor {
+  AnchorMode mode = AnchorMode::ALL;
+  /// N of EVERY_N; must divide batchesPerStep.
+  unsigned period = 1;
+};
+
+struct DataFlow {
+  unsigned batchesPerStep = 1;
+  /// The tensors run() returns, by ONNX name.
+  std::map<std::string, Anchor> anchors;
+};
+
+struct TrainingSpec {
+  /// The scalar tensor to minimise.
+  std::string loss;
+  passes::Optimizer optimizer = passes::SGD{};
+  /// Batches whose gradients are averaged before each optimizer step.
+  unsigned accumulationFactor = 1;
+};
+
+struct ModelSessionOptions {
+  /// The IPU Model, replication factor, executable cache and so on.
+  session::Config config;
+  /// Set: a training session.
+  std::optional<TrainingSpec> training;
+  ImportOptions import;
+};
+
+class ModelSession {
+public:
+  /// Imports \p modelProto (a serialised ModelProto) and checks the data
+  /// flow: OptionError for an anchor that names no tensor, an EVERY_N
+  /// period that does not divide batchesPerStep, a SUM of a non-float
+  /// tensor, or a loss that is not a scalar float.
+  ModelSession(const std::string &modelProto, DataFlow dataFlow,
+               ModelSessionOptions options = {});
+  ~ModelSession();
+
+  /// Compiles (or takes from the executable cache) and loads the model.
+  void prepareDevice(std::ostream *progress = nullptr);
+  /// Copies the host's weights (the model's initializers, or what
+  /// writeWeights set) to the device.
+  void weightsFromHost();
+  /// One step: the inputs by name, each [batchesPerStep, accumulation,
+  /// replicas, ...] as the file comment says; returns the anchors by name.
+  /// StreamError for a missing input or one of the wrong type or size.
+  std::map<std::string, data::HostTensor>
+  run(const std::map<std::string, data::HostTensor> &inputs);
+  /// Sets host weights by initializer name (weightsFromHost copies them).
+  void writeWeights(const std::map<std::string, data::HostTensor> &weights);
+  /// The device's weights by initializer name.
+  std::map<std::string, data::HostTensor> readWeights();
+  /// Writes the model with the device's current weights as an ONNX file.
+  void modelToHost(const std::string &path);
+  /// The serialised model with the device's current weights.
+  std::string modelWithWeights();
+
+  /// The graph's inputs, in order, with their per-batch types.
+  const std::vector<std::string> &inputs() const;
+  ir::ValueType inputType(const std::string &name) const;
+  /// The shape run() gives anchor \p name.
+  ir::Shape anchorShape(const std::string &name) const;
+  const ir::Module &module() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace tessera::onnx

@@ -1,0 +1,428 @@
+"""PopART's Python API on Tessera's IPU Model.
+
+Build an ONNX model with ``Builder`` (or load one from a file), then run it
+with ``InferenceSession`` or train it with ``TrainingSession``::
+
+    import numpy as np
+    import popart
+
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [4, 2]))
+    w = builder.addInitializedInputTensor(np.ones([2, 3], np.float32))
+    y = builder.aiOnnx.relu([builder.aiOnnx.matmul([x, w])])
+    builder.addOutputTensor(y)
+
+    session = popart.InferenceSession(
+        fnModel=builder.getModelProto(),
+        dataFlow=popart.DataFlow(1, {y: popart.AnchorReturnType("ALL")}),
+        deviceInfo=popart.DeviceManager().createIpuModelDevice({}))
+    session.prepareDevice()
+    anchors = session.initAnchorArrays()
+    session.weightsFromHost()
+    session.run(popart.PyStepIO({x: np.ones([4, 2], np.float32)}, anchors))
+
+Models are written at ONNX opset 12 (PopART's opset-11 operators plus the
+opset-12 losses) and imported by Tessera's ONNX importer; the C++ side is
+tessera::onnx (ModelBuilder, ModelSession). Inputs and anchors are laid
+out as PopART lays them out: [batchesPerStep, accumulationFactor,
+replicatedGraphCount, ...] without the dimensions that are 1.
+"""
+
+import os
+
+import numpy as np
+
+from ._popart import popart_exception  # noqa: F401
+from . import _popart
+
+__all__ = [
+    "AnchorReturnType", "Builder", "ConstSGD", "DataFlow", "DeviceManager",
+    "InferenceSession", "PyStepIO", "SessionOptions", "SGD", "Adam",
+    "TensorInfo", "TrainingSession", "ReductionType", "popart_exception",
+]
+
+
+class TensorInfo:
+    """An element type ("FLOAT", "INT32", ...) and a shape."""
+
+    def __init__(self, dtype, shape):
+        self.dtype = str(dtype).upper()
+        self.shape = [int(d) for d in shape]
+
+    def data_type_lcase(self):
+        return self.dtype.lower()
+
+
+class ReductionType:
+    Sum = "sum"
+    Mean = "mean"
+    NoReduction = "none"
+
+
+_NUMPY_TYPES = {"FLOAT": "float32", "FLOAT32": "float32", "INT32": "int32",
+                "INT64": "int32", "FLOAT16": "float16", "BOOL": "bool"}
+_ONNX_TYPES = {"FLOAT": 1, "FLOAT16": 10, "INT32": 6, "INT64": 7, "BOOL": 9}
+
+
+class _AiOnnx:
+    """The ONNX operators as PopART's aiOnnx opset has them: a list of
+    input tensor ids, then attributes, then an optional debugPrefix."""
+
+    def __init__(self, b):
+        self._b = b
+
+    def _op(self, op, args, attrs=None, num_outputs=1, name=""):
+        outs = self._b.addNode(op, list(args), attrs or {}, num_outputs, name)
+        return outs[0] if num_outputs == 1 else outs
+
+    def __getattr__(self, name):
+        simple = {
+            "add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div",
+            "pow": "Pow", "relu": "Relu", "sigmoid": "Sigmoid",
+            "tanh": "Tanh", "exp": "Exp", "log": "Log", "sqrt": "Sqrt",
+            "neg": "Neg", "abs": "Abs", "identity": "Identity",
+            "matmul": "MatMul", "globalaveragepool": "GlobalAveragePool",
+            "globalmaxpool": "GlobalMaxPool", "reshape": "Reshape",
+            "shape": "Shape", "clip": "Clip", "slice": "Slice", "sum": "Sum",
+            "max": "Max", "min": "Min"}
+        if name in simple:
+            return lambda args, debugPrefix="": self._op(
+                simple[name], args, name=debugPrefix)
+        raise AttributeError(f"aiOnnx has no operator {name!r}")
+
+    def gemm(self, args, alpha=1.0, beta=1.0, transA=0, transB=0,
+             debugPrefix=""):
+        return self._op("Gemm", args, {"alpha": float(alpha),
+                                       "beta": float(beta),
+                                       "transA": transA, "transB": transB},
+                        name=debugPrefix)
+
+    def conv(self, args, dilations=(), group=1, kernel_shape=(), pads=(),
+             strides=(), debugPrefix=""):
+        attrs = {"group": group}
+        for k, v in (("dilations", dilations), ("kernel_shape", kernel_shape),
+                     ("pads", pads), ("strides", strides)):
+            if len(v):
+                attrs[k] = list(v)
+        return self._op("Conv", args, attrs, name=debugPrefix)
+
+    def maxpool(self, args, num_outputs=1, kernel_shape=(), ceil_mode=0,
+                dilations=(), pads=(), storage_order=0, strides=(),
+                debugPrefix=""):
+        attrs = {"kernel_shape": list(kernel_shape), "ceil_mode": ceil_mode,
+                 "storage_order": storage_order}
+        for k, v in (("dilations", dilations), ("pads", pads),
+                     ("strides", strides)):
+            if len(v):
+                attrs[k] = list(v)
+        outs = self._b.addNode("MaxPool", list(args), attrs, num_outputs,
+                               debugPrefix)
+        return outs
+
+    def averagepool(self, args, kernel_shape=(), ceil_mode=0,
+                    count_include_pad=0, pads=(), strides=(), debugPrefix=""):
+        attrs = {"kernel_shape": list(kernel_shape), "ceil_mode": ceil_mode,
+                 "count_include_pad": count_include_pad}
+        for k, v in (("pads", pads), ("strides", strides)):
+            if len(v):
+                attrs[k] = list(v)
+        return self._op("AveragePool", args, attrs, name=debugPrefix)
+
+    def batchnormalization(self, args, num_outputs=1, epsilon=1e-5,
+                           momentum=0.9, debugPrefix=""):
+        return self._b.addNode("BatchNormalization", list(args),
+                               {"epsilon": float(epsilon),
+                                "momentum": float(momentum)},
+                               num_outputs, debugPrefix)
+
+    def flatten(self, args, axis=1, debugPrefix=""):
+        return self._op("Flatten", args, {"axis": axis}, name=debugPrefix)
+
+    def transpose(self, args, perm=(), debugPrefix=""):
+        attrs = {"perm": list(perm)} if len(perm) else {}
+        return self._op("Transpose", args, attrs, name=debugPrefix)
+
+    def concat(self, args, axis=0, debugPrefix=""):
+        return self._op("Concat", args, {"axis": axis}, name=debugPrefix)
+
+    def gather(self, args, axis=0, debugPrefix=""):
+        return self._op("Gather", args, {"axis": axis}, name=debugPrefix)
+
+    def squeeze(self, args, axes=(), debugPrefix=""):
+        attrs = {"axes": list(axes)} if len(axes) else {}
+        return self._op("Squeeze", args, attrs, name=debugPrefix)
+
+    def unsqueeze(self, args, axes, debugPrefix=""):
+        return self._op("Unsqueeze", args, {"axes": list(axes)},
+                        name=debugPrefix)
+
+    def _reduce(self, op, args, axes, keepdims, name):
+        attrs = {"keepdims": keepdims}
+        if axes is not None:
+            attrs["axes"] = list(axes)
+        return self._op(op, args, attrs, name=name)
+
+    def reducemean(self, args, axes=None, keepdims=1, debugPrefix=""):
+        return self._reduce("ReduceMean", args, axes, keepdims, debugPrefix)
+
+    def reducesum(self, args, axes=None, keepdims=1, debugPrefix=""):
+        return self._reduce("ReduceSum", args, axes, keepdims, debugPrefix)
+
+    def softmax(self, args, axis=1, debugPrefix=""):
+        return self._op("Softmax", args, {"axis": axis}, name=debugPrefix)
+
+    def logsoftmax(self, args, axis=1, debugPrefix=""):
+        return self._op("LogSoftmax", args, {"axis": axis}, name=debugPrefix)
+
+    def dropout(self, args, num_outputs=1, ratio=0.5, debugPrefix=""):
+        return self._b.addNode("Dropout", list(args), {"ratio": float(ratio)},
+                               num_outputs, debugPrefix)
+
+    def cast(self, args, to, debugPrefix=""):
+        return self._op("Cast", args, {"to": _ONNX_TYPES[str(to).upper()]},
+                        name=debugPrefix)
+
+    def pad(self, args, mode="constant", debugPrefix=""):
+        return self._op("Pad", args, {"mode": mode}, name=debugPrefix)
+
+    def constant(self, value, is_value_const=True, debugPrefix=""):
+        value = np.asarray(value)
+        return self._b.addConstant(value, value.dtype.kind in "iu",
+                                   debugPrefix)
+
+    def negativeloglikelihoodloss(self, args, reduction="mean",
+                                  debugPrefix=""):
+        return self._op("NegativeLogLikelihoodLoss", args,
+                        {"reduction": reduction}, name=debugPrefix)
+
+    def softmaxcrossentropyloss(self, args, reduction="mean",
+                                debugPrefix=""):
+        return self._op("SoftmaxCrossEntropyLoss", args,
+                        {"reduction": reduction}, name=debugPrefix)
+
+
+class _AiGraphcore:
+    """PopART's own losses, written as ONNX operators."""
+
+    def __init__(self, b):
+        self._b = b
+
+    def _reduce(self, x, reduction):
+        if reduction == ReductionType.NoReduction:
+            return x
+        op = "ReduceSum" if reduction == ReductionType.Sum else "ReduceMean"
+        return self._b.addNode(op, [x], {"keepdims": 0}, 1, "")[0]
+
+    def l1loss(self, args, lambd, reduction=ReductionType.Mean,
+               debugPrefix=""):
+        a = self._b.addNode("Abs", [args[0]], {}, 1, "")[0]
+        scale = self._b.addConstant(np.array(lambd, np.float32), False, "")
+        return self._b.addNode("Mul", [self._reduce(a, reduction), scale],
+                               {}, 1, debugPrefix)[0]
+
+    def nllloss(self, args, reduction=ReductionType.Mean, debugPrefix=""):
+        logp = self._b.addNode("Log", [args[0]], {}, 1, "")[0]
+        return self._b.addNode("NegativeLogLikelihoodLoss", [logp, args[1]],
+                               {"reduction": reduction}, 1, debugPrefix)[0]
+
+    def identityloss(self, args, reduction=ReductionType.Mean,
+                     debugPrefix=""):
+        return self._reduce(args[0], reduction)
+
+
+class Builder:
+    """Writes an ONNX model a node at a time (PopART's Builder)."""
+
+    def __init__(self):
+        self._b = _popart.ModelBuilder(12)
+        self.aiOnnx = _AiOnnx(self._b)
+        self.aiGraphcore = _AiGraphcore(self._b)
+
+    def addInputTensor(self, info, debugPrefix=""):
+        return self._b.addInput(_NUMPY_TYPES[info.dtype], info.shape,
+                                debugPrefix)
+
+    def addInitializedInputTensor(self, array, debugPrefix=""):
+        """A weight holding ``array`` (float32): trained by a
+        TrainingSession."""
+        return self._b.addInitializer(np.asarray(array, np.float32),
+                                      debugPrefix)
+
+    def addOutputTensor(self, tensor):
+        self._b.addOutput(tensor)
+
+    def getModelProto(self):
+        """The serialised ONNX ModelProto (bytes)."""
+        return self._b.modelProto()
+
+    def getTensorShape(self, tensor):
+        return list(self._b.tensorShape(tensor))
+
+    def virtualGraph(self, tensor, ipu):
+        self._b.setTensorIpu(tensor, ipu)
+
+    def pipelineStage(self, tensor, stage):
+        self._b.setTensorPipelineStage(tensor, stage)
+
+
+class AnchorReturnType:
+    """ALL, FINAL, EVERYN (with a period) or SUM."""
+
+    def __init__(self, kind="ALL", period=1):
+        self.kind = str(kind).upper()
+        self.period = int(period)
+        if self.kind not in ("ALL", "FINAL", "EVERYN", "SUM"):
+            raise ValueError(f"AnchorReturnType {kind!r}: use ALL, FINAL, "
+                             "EVERYN or SUM")
+
+
+class DataFlow:
+    """Batches per run and the anchored tensors."""
+
+    def __init__(self, batchesPerStep, anchors):
+        self.batchesPerStep = int(batchesPerStep)
+        self.anchors = {
+            k: (v if isinstance(v, AnchorReturnType) else AnchorReturnType(v))
+            for k, v in anchors.items()}
+
+
+class SessionOptions:
+    """The options Tessera acts on (others are accepted and ignored)."""
+
+    def __init__(self):
+        self.enableGradientAccumulation = False
+        self.accumulationFactor = 1
+        self.enableReplicatedGraphs = False
+        self.replicatedGraphCount = 1
+        self.enableEngineCaching = False
+        self.cachePath = "session_cache"
+
+
+class _Device:
+    def __init__(self, ipus, tiles):
+        self.numIpus = ipus
+        self.tilesPerIpu = tiles
+
+    def attach(self):
+        return True
+
+    def detach(self):
+        pass
+
+
+class DeviceManager:
+    """IPU Model devices (Tessera has no hardware to acquire)."""
+
+    def createIpuModelDevice(self, options):
+        return _Device(int(options.get("numIPUs", 1)),
+                       int(options.get("tilesPerIPU", 1216)))
+
+    def createCpuDevice(self):
+        return _Device(1, 1216)
+
+    def acquireAvailableDevice(self, numIpus=1):
+        return _Device(int(numIpus), 1472)
+
+
+class ConstSGD:
+    def __init__(self, learning_rate, weight_decay=0.0, loss_scaling=1.0):
+        self.params = {"optimizer": "sgd", "lr": float(learning_rate),
+                       "weightDecay": float(weight_decay)}
+
+
+class SGD:
+    """Takes PopART's {"defaultLearningRate": (value, const), ...}."""
+
+    _KEYS = {"defaultLearningRate": "lr", "defaultMomentum": "momentum",
+             "defaultDampening": "dampening",
+             "defaultWeightDecay": "weightDecay"}
+
+    def __init__(self, params):
+        self.params = {"optimizer": "sgd"}
+        for k, v in params.items():
+            if k == "lossScaling":
+                continue
+            if k not in self._KEYS:
+                raise ValueError(f"SGD: unknown parameter {k!r}")
+            self.params[self._KEYS[k]] = float(v[0] if isinstance(v, tuple)
+                                               else v)
+
+
+class Adam(SGD):
+    _KEYS = {"defaultLearningRate": "lr", "defaultBeta1": "beta1",
+             "defaultBeta2": "beta2", "defaultEps": "eps",
+             "defaultWeightDecay": "weightDecay"}
+
+    def __init__(self, params):
+        super().__init__(params)
+        self.params["optimizer"] = "adam"
+
+
+class PyStepIO:
+    """Input arrays and anchor arrays (from initAnchorArrays) by tensor."""
+
+    def __init__(self, inputs, anchors):
+        self.inputs = inputs
+        self.anchors = anchors
+
+
+class _Session:
+    def __init__(self, fnModel, dataFlow, deviceInfo, userOptions, training):
+        model = fnModel
+        if isinstance(fnModel, str) and os.path.exists(fnModel):
+            with open(fnModel, "rb") as f:
+                model = f.read()
+        opts = userOptions or SessionOptions()
+        replicas = (opts.replicatedGraphCount
+                    if opts.enableReplicatedGraphs else 1)
+        options = {"ipus": max(1, deviceInfo.numIpus // replicas),
+                   "tiles": deviceInfo.tilesPerIpu, "replicas": replicas}
+        if opts.enableEngineCaching:
+            options["cachePath"] = opts.cachePath
+        if training:
+            options.update(training)
+            if opts.enableGradientAccumulation:
+                options["accumulation"] = opts.accumulationFactor
+        anchors = {k: (v.kind, v.period) for k, v in dataFlow.anchors.items()}
+        self._s = _popart.ModelSession(model, dataFlow.batchesPerStep,
+                                       anchors, options)
+        self._anchors = list(anchors)
+
+    def prepareDevice(self):
+        self._s.prepareDevice()
+
+    def weightsFromHost(self):
+        self._s.weightsFromHost()
+
+    def initAnchorArrays(self):
+        return {a: np.zeros(self._s.anchorShape(a), np.float32)
+                for a in self._anchors}
+
+    def run(self, stepio):
+        out = self._s.run(stepio.inputs)
+        for name, value in out.items():
+            if name in stepio.anchors:
+                stepio.anchors[name][...] = value
+
+    def modelToHost(self, path):
+        self._s.modelToHost(path)
+
+    def readWeights(self):
+        return self._s.readWeights()
+
+    def writeWeights(self, weights):
+        self._s.writeWeights(weights)
+
+
+class InferenceSession(_Session):
+    def __init__(self, fnModel, dataFlow, deviceInfo, inputShapeInfo=None,
+                 userOptions=None, patterns=None):
+        super().__init__(fnModel, dataFlow, deviceInfo, userOptions, None)
+
+
+class TrainingSession(_Session):
+    def __init__(self, fnModel, dataFlow, loss, optimizer, deviceInfo,
+                 inputShapeInfo=None, userOptions=None, patterns=None):
+        training = dict(optimizer.params)
+        training["loss"] = loss
+        super().__init__(fnModel, dataFlow, deviceInfo, userOptions, training)

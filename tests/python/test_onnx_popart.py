@@ -1,0 +1,116 @@
+"""The popart package: PopART's Python API over Tessera's ONNX importer."""
+
+import numpy as np
+import pytest
+
+import popart
+
+
+def _device():
+    return popart.DeviceManager().createIpuModelDevice(
+        {"numIPUs": 1, "tilesPerIPU": 16})
+
+
+def _mlp(builder, w_value, b_value):
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [4, 2]), "x")
+    w = builder.addInitializedInputTensor(w_value, "w")
+    b = builder.addInitializedInputTensor(b_value, "b")
+    y = builder.aiOnnx.relu([builder.aiOnnx.add(
+        [builder.aiOnnx.matmul([x, w]), b])])
+    return x, y
+
+
+def test_inference_matches_numpy_for_every_batch():
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((2, 3)).astype(np.float32)
+    b = rng.standard_normal(3).astype(np.float32)
+    builder = popart.Builder()
+    x, y = _mlp(builder, w, b)
+    builder.addOutputTensor(y)
+    session = popart.InferenceSession(
+        fnModel=builder.getModelProto(),
+        dataFlow=popart.DataFlow(3, {y: popart.AnchorReturnType("ALL")}),
+        deviceInfo=_device())
+    session.prepareDevice()
+    anchors = session.initAnchorArrays()
+    assert anchors[y].shape == (3, 4, 3)
+    xs = rng.standard_normal((3, 4, 2)).astype(np.float32)
+    session.weightsFromHost()
+    session.run(popart.PyStepIO({x: xs}, anchors))
+    np.testing.assert_allclose(anchors[y], np.maximum(xs @ w + b, 0),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_anchor_return_types_final_everyn_and_sum():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]), "x")
+    two = builder.aiOnnx.constant(np.array(2.0, np.float32))
+    y = builder.aiOnnx.mul([x, two], "double")
+    z = builder.aiOnnx.identity([y], "copy")
+    s = builder.aiOnnx.identity([y], "total")
+    builder.addOutputTensor(y)
+    flow = popart.DataFlow(4, {y: popart.AnchorReturnType("FINAL"),
+                               z: popart.AnchorReturnType("EVERYN", 2),
+                               s: popart.AnchorReturnType("SUM")})
+    session = popart.InferenceSession(builder.getModelProto(), flow,
+                                      _device())
+    session.prepareDevice()
+    anchors = session.initAnchorArrays()
+    xs = np.arange(8, dtype=np.float32).reshape(4, 2)
+    session.run(popart.PyStepIO({x: xs}, anchors))
+    np.testing.assert_array_equal(anchors[y], [12, 14])
+    np.testing.assert_array_equal(anchors[z], [[4, 6], [12, 14]])
+    np.testing.assert_array_equal(anchors[s], [24, 32])
+
+
+def test_training_takes_sgd_steps_and_writes_the_trained_model(tmp_path):
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 2]), "x")
+    w0 = np.array([[0.5], [-0.5]], np.float32)
+    w = builder.addInitializedInputTensor(w0, "w")
+    p = builder.aiOnnx.matmul([x, w])
+    loss = builder.aiGraphcore.l1loss([p], 1.0, popart.ReductionType.Sum)
+    builder.addOutputTensor(loss)
+    session = popart.TrainingSession(
+        fnModel=builder.getModelProto(),
+        dataFlow=popart.DataFlow(1, {loss: popart.AnchorReturnType("ALL")}),
+        loss=loss, optimizer=popart.ConstSGD(0.1), deviceInfo=_device())
+    session.prepareDevice()
+    session.weightsFromHost()
+    anchors = session.initAnchorArrays()
+    xs = np.array([[1, 2], [3, 1]], np.float32)
+    session.run(popart.PyStepIO({x: xs}, anchors))
+    # loss = sum |x w|: rows -0.5 and 1.0; gradient sign(xw) . x.
+    assert anchors[loss] == pytest.approx(1.5)
+    grad = np.array([[-1 * 1 + 1 * 3], [-1 * 2 + 1 * 1]], np.float32)
+    expected = w0 - 0.1 * grad
+    np.testing.assert_allclose(session.readWeights()["w"], expected,
+                               rtol=1e-6)
+    path = str(tmp_path / "trained.onnx")
+    session.modelToHost(path)
+    infer = popart.InferenceSession(
+        path, popart.DataFlow(1, {p: popart.AnchorReturnType("ALL")}),
+        _device())
+    infer.prepareDevice()
+    out = infer.initAnchorArrays()
+    infer.run(popart.PyStepIO({x: xs}, out))
+    np.testing.assert_allclose(out[p], xs @ expected, rtol=1e-6)
+
+
+def test_unsupported_operator_names_the_node_and_op_type():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]), "x")
+    y = builder._b.addNode("Einsum", [x], {}, 1, "contract")[0]
+    builder.addOutputTensor(y)
+    with pytest.raises(popart.popart_exception,
+                       match=r"node 'contract' \(Einsum, opset 12\)"):
+        popart.InferenceSession(
+            builder.getModelProto(),
+            popart.DataFlow(1, {y: popart.AnchorReturnType("ALL")}),
+            _device())
+
+
+def test_bytes_that_are_not_onnx_are_an_error():
+    with pytest.raises(popart.popart_exception, match="not a valid ONNX"):
+        popart.InferenceSession(b"\x0a\x05hello\xff",
+                                popart.DataFlow(1, {}), _device())
