@@ -10,6 +10,7 @@
 #include "tessera/engine/Profile.hpp"
 #include "tessera/ir/Lowering.hpp"
 #include "tessera/ir/Text.hpp"
+#include "tessera/onnx/ModelBuilder.hpp"
 #include "tessera/session/Checkpoint.hpp"
 #include "tessera/support/File.hpp"
 
@@ -203,6 +204,46 @@ void hostileSeeds() {
           std::string(kDepth, '[') + std::string(kDepth, ']') + "}");
 }
 
+// ONNX models as PyTorch exports them: a small CNN and an MLP with shape
+// arithmetic that the importer folds.
+void onnxSeeds() {
+  {
+    onnx::ModelBuilder b(13);
+    const std::string x = b.addInput(FLOAT, {1, 1, 6, 6}, "x");
+    const std::string w =
+        b.addInitializer(FLOAT, {2, 1, 3, 3}, std::vector<double>(18, 0.1));
+    std::string y = b.addNode(
+        "Conv", {x, w}, {{"pads", std::vector<std::int64_t>{1, 1, 1, 1}}})[0];
+    y = b.addNode("Relu", {y})[0];
+    y = b.addNode("MaxPool", {y},
+                  {{"kernel_shape", std::vector<std::int64_t>{2, 2}},
+                   {"strides", std::vector<std::int64_t>{2, 2}}})[0];
+    y = b.addNode("GlobalAveragePool", {y})[0];
+    y = b.addNode("Flatten", {y})[0];
+    b.addOutput(b.addNode("Softmax", {y}, {{"axis", std::int64_t{1}}})[0]);
+    put("onnx", "cnn.onnx", b.modelProto());
+  }
+  {
+    onnx::ModelBuilder b(17);
+    const std::string x = b.addInput(FLOAT, {2, 3, 4}, "x");
+    const std::string shape = b.addNode("Shape", {x})[0];
+    const std::string zero = b.addConstant(INT, {1}, {0});
+    const std::string batch =
+        b.addNode("Gather", {shape, zero}, {{"axis", std::int64_t{0}}})[0];
+    const std::string rest = b.addConstant(INT, {1}, {-1});
+    const std::string target =
+        b.addNode("Concat", {batch, rest}, {{"axis", std::int64_t{0}}})[0];
+    std::string y = b.addNode("Reshape", {x, target})[0];
+    const std::string w =
+        b.addInitializer(FLOAT, {12, 5}, std::vector<double>(60, 0.05));
+    const std::string bias =
+        b.addInitializer(FLOAT, {5}, std::vector<double>(5, 0.0));
+    y = b.addNode("Gemm", {y, w, bias})[0];
+    b.addOutput(b.addNode("LogSoftmax", {y}, {{"axis", std::int64_t{1}}})[0]);
+    put("onnx", "mlp.onnx", b.modelProto());
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -221,6 +262,7 @@ int main(int argc, char **argv) {
     compiledSeeds("mlp-2ipu", true);
     codeletSeeds(argv[2]);
     hostileSeeds();
+    onnxSeeds();
   } catch (const std::exception &e) {
     std::cerr << "tessera_fuzz_corpus: " << e.what() << "\n";
     return 1;

@@ -40,7 +40,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
 cmake --build "$build" -j "${JOBS:-$(nproc)}" --target tessera-fuzz
 
 all=(idx csv csv_gzip checkpoint checkpoint_checked executable engine_load
-  ir_text codelet report)
+  ir_text codelet report onnx)
 read -r -a harnesses <<<"${FUZZ_HARNESSES:-${all[*]}}"
 mkdir -p "$build/artifacts" "$build/fuzz-logs"
 rm -rf "$build/fuzz-logs"/*
