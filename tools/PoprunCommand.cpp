@@ -148,11 +148,15 @@ std::string lostInstance(const std::string &log, unsigned instances) {
   static const std::regex exited(
       R"(Process name: \[\[\d+,\d+\],(\d+)\]\s+Exit code:\s+(\d+))");
   std::smatch m;
-  if (std::regex_search(log, m, signalled))
-    return fmt::format("instance {} of {} (pid {} on {}) was lost: killed by "
-                       "signal {} ({})",
-                       m[1].str(), instances, m[2].str(), m[3].str(),
-                       m[4].str(), m[5].str());
+  if (std::regex_search(log, m, signalled)) {
+    // mpirun may not know the pid of a process it started through `env`.
+    const std::string where = m[2].str() == "0"
+                                  ? "on " + m[3].str()
+                                  : "pid " + m[2].str() + " on " + m[3].str();
+    return fmt::format(
+        "instance {} of {} ({}) was lost: killed by signal {} ({})", m[1].str(),
+        instances, where, m[4].str(), m[5].str());
+  }
   if (std::regex_search(log, m, exited))
     return fmt::format("instance {} of {} failed first, with exit status {}",
                        m[1].str(), instances, m[2].str());

@@ -163,6 +163,9 @@ void Engine::load(Device &device) {
     throw DeviceError("engine.load: device " + str(device.getId()) +
                       " is not attached; call device.attach() first");
   impl_->runtime.load();
+  impl_->runtime.setGatewayFigures(t.getGwLinkBandwidth() /
+                                       t.getTileClockFrequency(),
+                                   t.costs().gwLinkFixedCycles);
   if (impl_->options.profileGraph())
     impl_->autoReport();
 }
@@ -357,6 +360,8 @@ std::vector<std::uint64_t> Engine::getCycleCounts() const {
     for (std::size_t ipu = 0; ipu < c.size() && ipu < total.size(); ++ipu)
       total[ipu] += counts[i] * c[ipu];
   }
+  for (std::uint64_t &ipu : total)
+    ipu += impl_->runtime.counts().gatewayCycles;
   return total;
 }
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -655,6 +656,19 @@ void Runtime::crossInstance(const Step &st, std::size_t bytes) {
     }
   transfer_.resize(offsets[instances]);
   hostExchange_->allGather(mine.data(), sizes, transfer_.data());
+  // On IPU-Machines only the pairs between instances leave the machine,
+  // over its GW-Links, in both directions at once.
+  std::size_t out = 0, in = 0;
+  for (std::uint64_t p = 0; p < st.count; ++p) {
+    const bool from = pairs[p].first / local == me;
+    const bool to = pairs[p].second / local == me;
+    out += from && !to ? bytes : 0;
+    in += to && !from ? bytes : 0;
+  }
+  if (out + in > 0)
+    counts_.gatewayCycles +=
+        gwFixedCycles_ +
+        std::uint64_t(std::ceil(double(std::max(out, in)) / gwBytesPerCycle_));
   for (std::uint64_t p = 0; p < st.count; ++p) {
     std::size_t &at = offsets[pairs[p].first / local];
     if (pairs[p].second / local == me)

@@ -69,6 +69,11 @@ public:
   unsigned localEnd() const {
     return localCount_ ? localFirst_ + localCount_ : replicas();
   }
+  /// The GW-Link figures crossInstance charges its traffic at.
+  void setGatewayFigures(double bytesPerCycle, unsigned fixedCycles) {
+    gwBytesPerCycle_ = bytesPerCycle;
+    gwFixedCycles_ = fixedCycles;
+  }
   void setLocalReplicas(unsigned first, unsigned count,
                         std::shared_ptr<ReplicaExchange> exchange) {
     localFirst_ = first;
@@ -143,6 +148,8 @@ private:
   ExecutionCounts counts_;
   unsigned localFirst_ = 0, localCount_ = 0; ///< count 0: every replica
   std::shared_ptr<ReplicaExchange> hostExchange_;
+  double gwBytesPerCycle_ = 1;
+  unsigned gwFixedCycles_ = 0;
   std::ostream *print_;
   std::unique_ptr<FloatChecker> floatChecker_; ///< when a flag is set
 };
