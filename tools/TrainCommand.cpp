@@ -249,6 +249,12 @@ dist::InstanceInfo instanceInfo(TrainOptions &o) {
         "leave --replicas out under poprun (--num-replicas says it)",
         *o.replicas, me.totalReplicas));
   o.replicas = me.totalReplicas;
+  if (o.ipus != 1 && o.ipus != me.ipusPerReplica)
+    throw OptionError(fmt::format(
+        "--ipus {} disagrees with the {} IPUs per replica of the poprun "
+        "launch; leave --ipus out under poprun (--ipus-per-replica says it)",
+        o.ipus, me.ipusPerReplica));
+  o.ipus = me.ipusPerReplica;
   return me;
 }
 

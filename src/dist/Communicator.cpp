@@ -7,7 +7,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdlib>
-#include <mutex>
+#include <thread>
 
 namespace tessera::dist {
 namespace {
@@ -92,17 +92,38 @@ void Communicator::allGatherV(const std::byte *send,
   }
   Timer t{stats_};
   stats_.bytes += at;
-  check(MPI_Allgatherv(send, counts[rank_], MPI_BYTE, recv, counts.data(),
-                       displs.data(), MPI_BYTE, MPI_COMM_WORLD),
-        "MPI_Allgatherv");
+  MPI_Request request;
+  check(MPI_Iallgatherv(send, counts[rank_], MPI_BYTE, recv, counts.data(),
+                        displs.data(), MPI_BYTE, MPI_COMM_WORLD, &request),
+        "MPI_Iallgatherv");
+  wait(request);
+}
+
+void Communicator::wait(MPI_Request &request) {
+  // A blocking collective spins on shared memory. With more instances
+  // than free cores (this host's tests, a busy node) the spinning waiter
+  // takes the core the instance it waits for needs, so poll, and after a
+  // short spin sleep between polls.
+  for (unsigned polls = 0;; ++polls) {
+    int done = 0;
+    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done)
+      return;
+    if (polls < 64)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
 }
 
 void Communicator::broadcast(void *data, std::size_t bytes, unsigned root) {
   Timer t{stats_};
   stats_.bytes += bytes;
-  check(MPI_Bcast(data, toInt(bytes, "broadcast"), MPI_BYTE, int(root),
-                  MPI_COMM_WORLD),
-        "MPI_Bcast");
+  MPI_Request request;
+  check(MPI_Ibcast(data, toInt(bytes, "broadcast"), MPI_BYTE, int(root),
+                   MPI_COMM_WORLD, &request),
+        "MPI_Ibcast");
+  wait(request);
 }
 
 std::vector<std::string> Communicator::allGatherStrings(const std::string &s) {

@@ -5,6 +5,8 @@
 
 #include "tessera/dist/Instances.hpp"
 
+#include <mpi.h>
+
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -35,6 +37,8 @@ public:
 private:
   Communicator();
   void check(int code, const char *what) const;
+  /// Completes \p request without holding a core while it waits.
+  void wait(MPI_Request &request);
 
   unsigned rank_ = 0, size_ = 1;
   bool failed_ = false;
