@@ -38,6 +38,7 @@ struct TrainOptions {
   unsigned ipus = 1;
   std::optional<unsigned> replicas; // unset: 1, or poprun's total
   std::string saveWeights;
+  std::string loadWeights;
   std::optional<double> learningRate; // unset: the model's default
   std::uint64_t seed = 1;
   std::string profileDir;
@@ -283,13 +284,18 @@ void printMpiTime(std::ostream &out, const dist::MpiStats &mpi,
   if (stats.steps == 0)
     return;
   const double perStep = mpi.seconds / double(stats.steps);
-  out << fmt::format(
-      "MPI time per step: {} ({:.1f}% of the host time per step), {} calls "
-      "and {} bytes received per step\n",
-      seconds(perStep),
-      stats.hostSecondsPerStep > 0 ? 100.0 * perStep / stats.hostSecondsPerStep
-                                   : 0.0,
-      mpi.calls / stats.steps, mpi.bytes / stats.steps);
+  const double share = stats.hostSecondsPerStep > 0
+                           ? 100.0 * perStep / stats.hostSecondsPerStep
+                           : 0.0;
+  const std::string waiting =
+      mpi.waitSeconds > 0
+          ? fmt::format("; {} of it waiting for the other instances",
+                        seconds(mpi.waitSeconds / double(stats.steps)))
+          : std::string();
+  out << fmt::format("MPI time per step: {} ({:.1f}% of the host time per "
+                     "step{}), {} calls and {} bytes received per step\n",
+                     seconds(perStep), share, waiting, mpi.calls / stats.steps,
+                     mpi.bytes / stats.steps);
 }
 
 void runTrain(TrainOptions o, const CommandStreams &streams) {
@@ -342,8 +348,11 @@ void runTrain(TrainOptions o, const CommandStreams &streams) {
         {{"autoReport.all", "true"}, {"autoReport.directory", o.profileDir}});
   model.compile(c);
   model.prepareTraining(batchSpec);
-  // Every instance starts from instance 0's weights.
-  session::Checkpoint initial = model.getWeights();
+  // Every instance starts from instance 0's weights (its initialisers' or
+  // the checkpoint's, which every instance reads).
+  session::Checkpoint initial = o.loadWeights.empty()
+                                    ? model.getWeights()
+                                    : session::loadCheckpoint(o.loadWeights);
   instances.broadcastFromFirst(initial);
   model.setWeights(initial);
   const auto [trainSet, testSet] = loading.get();
@@ -392,6 +401,7 @@ void runTrain(TrainOptions o, const CommandStreams &streams) {
   mpi.calls -= before.calls;
   mpi.bytes -= before.bytes;
   mpi.seconds -= before.seconds;
+  mpi.waitSeconds -= before.waitSeconds;
   if (!o.saveWeights.empty() && instances.writesFiles()) {
     session::saveCheckpoint(o.saveWeights, model.getWeights());
     out << "Weights saved to " << o.saveWeights << '\n';
@@ -441,6 +451,9 @@ void addTrainCommand(CLI::App &app, const CommandStreams &streams) {
   sub->add_option("--save-weights", o->saveWeights,
                   "Write the trained weights as a checkpoint to PATH (once, "
                   "by instance 0 under poprun)");
+  sub->add_option("--load-weights", o->loadWeights,
+                  "Start from the checkpoint at PATH (as --save-weights "
+                  "writes it)");
   sub->add_option("--learning-rate", o->learningRate,
                   "Adam's learning rate, positive and finite (default: 0.0005 "
                   "for mlp, 0.001 for cnn)");

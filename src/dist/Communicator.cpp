@@ -7,6 +7,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdlib>
+#include <string>
 #include <thread>
 
 namespace tessera::dist {
@@ -59,6 +60,22 @@ Communicator::Communicator() {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   rank_ = unsigned(rank);
   size_ = unsigned(size);
+  const char *split = std::getenv("TESSERA_MPI_SPLIT_WAIT");
+  splitWait_ = split && std::string(split) == "1";
+}
+
+void Communicator::waitForAll() {
+  if (!splitWait_)
+    return;
+  const double start = now();
+  {
+    Timer t{stats_};
+    MPI_Request request;
+    check(MPI_Ibarrier(MPI_COMM_WORLD, &request), "MPI_Ibarrier");
+    wait(request);
+  }
+  stats_.waitSeconds += now() - start;
+  --stats_.calls; // part of the collective it precedes
 }
 
 Communicator::~Communicator() {
@@ -90,6 +107,7 @@ void Communicator::allGatherV(const std::byte *send,
     displs[i] = toInt(at, "allGather");
     at += bytes[i];
   }
+  waitForAll();
   Timer t{stats_};
   stats_.bytes += at;
   MPI_Request request;
@@ -102,14 +120,19 @@ void Communicator::allGatherV(const std::byte *send,
 void Communicator::wait(MPI_Request &request) {
   // A blocking collective spins on shared memory. With more instances
   // than free cores (this host's tests, a busy node) the spinning waiter
-  // takes the core the instance it waits for needs, so poll, and after a
-  // short spin sleep between polls.
-  for (unsigned polls = 0;; ++polls) {
+  // takes the core the instance it waits for needs. So: poll without
+  // pause for a moment (a transfer in progress needs the polls to move
+  // its fragments), then yield the core between polls, then sleep.
+  const double start = now();
+  for (;;) {
     int done = 0;
     check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
     if (done)
       return;
-    if (polls < 64)
+    const double waited = now() - start;
+    if (waited < 100e-6)
+      continue;
+    if (waited < 2e-3)
       std::this_thread::yield();
     else
       std::this_thread::sleep_for(std::chrono::microseconds(20));

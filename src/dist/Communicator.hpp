@@ -39,9 +39,12 @@ private:
   void check(int code, const char *what) const;
   /// Completes \p request without holding a core while it waits.
   void wait(MPI_Request &request);
+  /// With splitWait_, waits for every instance, counting waitSeconds.
+  void waitForAll();
 
   unsigned rank_ = 0, size_ = 1;
   bool failed_ = false;
+  bool splitWait_ = false;
   MpiStats stats_;
 };
 

@@ -74,6 +74,10 @@ struct MpiStats {
   std::uint64_t calls = 0;
   std::uint64_t bytes = 0; ///< received by this instance
   double seconds = 0;
+  /// The part of seconds spent waiting for the slowest instance to reach
+  /// the collective, measured (with a barrier before each collective)
+  /// only when TESSERA_MPI_SPLIT_WAIT=1; the rest is the transfer itself.
+  double waitSeconds = 0;
 };
 
 class Communicator;
