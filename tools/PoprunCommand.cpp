@@ -82,16 +82,16 @@ std::vector<std::string> mpirunArgs(const PoprunOptions &o) {
 
 void checkOptions(const PoprunOptions &o) {
   if (o.numInstances == 0 || o.numReplicas == 0 || o.ipusPerReplica == 0)
-    throw OptionError("poprun: --num-instances, --num-replicas and "
+    throw OptionError("--num-instances, --num-replicas and "
                       "--ipus-per-replica must be at least 1");
   if (o.numReplicas % o.numInstances != 0)
-    throw OptionError(fmt::format(
-        "poprun: {} replicas do not split evenly over {} instances; give "
-        "--num-replicas a multiple of --num-instances (such as {})",
-        o.numReplicas, o.numInstances,
-        (o.numReplicas / o.numInstances + 1) * o.numInstances));
+    throw OptionError(
+        fmt::format("{} replicas do not split evenly over {} instances; give "
+                    "--num-replicas a multiple of --num-instances (such as {})",
+                    o.numReplicas, o.numInstances,
+                    (o.numReplicas / o.numInstances + 1) * o.numInstances));
   if (o.command.empty())
-    throw OptionError("poprun: no command to run; put it after `--`, as in "
+    throw OptionError("no command to run; put it after `--`, as in "
                       "`tessera poprun --num-instances 2 --num-replicas 2 -- "
                       "tessera train`");
 }
@@ -102,10 +102,10 @@ int runForwardingStderr(const std::vector<std::string> &argv, std::ostream &err,
                         std::string &kept) {
   int pipeFd[2];
   if (::pipe(pipeFd) != 0)
-    throw Error(std::string("poprun: pipe failed: ") + std::strerror(errno));
+    throw Error(std::string("pipe failed: ") + std::strerror(errno));
   const pid_t pid = ::fork();
   if (pid < 0)
-    throw Error(std::string("poprun: fork failed: ") + std::strerror(errno));
+    throw Error(std::string("fork failed: ") + std::strerror(errno));
   if (pid == 0) {
     ::dup2(pipeFd[1], 2);
     ::close(pipeFd[0]);

@@ -128,9 +128,10 @@ void checkOptions(const TrainOptions &o) {
   if (o.trainExamples < perRun)
     throw OptionError(fmt::format(
         "--train-examples {} is less than one device run of {} steps of {} "
-        "examples on each of {} replica(s) ({}); give more examples or fewer "
-        "steps per execution",
-        o.trainExamples, o.stepsPerExecution, o.batchSize, *o.replicas,
+        "examples{} ({}); give more examples or fewer steps per execution",
+        o.trainExamples, o.stepsPerExecution, o.batchSize,
+        *o.replicas > 1 ? fmt::format(" on each of {} replicas", *o.replicas)
+                        : std::string(),
         perRun));
   if (o.testExamples == 0)
     throw OptionError("--test-examples must be at least 1");
@@ -241,7 +242,8 @@ void printResults(std::ostream &out, const TrainOptions &o,
 dist::InstanceInfo instanceInfo(TrainOptions &o) {
   dist::InstanceInfo me = dist::instanceFromEnvironment();
   if (!dist::isPopdistEnvSet()) {
-    me.totalReplicas = me.localReplicas = o.replicas.value_or(1);
+    o.replicas = o.replicas.value_or(1);
+    me.totalReplicas = me.localReplicas = *o.replicas;
     return me;
   }
   if (o.replicas && *o.replicas != me.totalReplicas)

@@ -120,6 +120,13 @@ TEST(Poprun, InstancesWithDifferentOptionsStopNamingTheOption) {
                                "instance 1"));
 }
 
+TEST(Poprun, ReplicasThatDoNotSplitOverTheInstancesAreAnError) {
+  const ProcessResult r = runProcess(poprun(2, 3, {kCli, "train"}), {}, 60);
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_THAT(r.err, HasSubstr("3 replicas do not split evenly over 2 "
+                               "instances"));
+}
+
 TEST(Poprun, AKilledInstanceStopsTheRunWithin10SecondsNamingIt) {
   const std::string dir = tempDir("kill");
   // Each instance leaves its pid (the shell execs the trainer in place)
