@@ -300,6 +300,63 @@ void printMpiTime(std::ostream &out, const dist::MpiStats &mpi,
                      mpi.bytes / stats.steps);
 }
 
+nn::FitOptions fitOptions(const TrainOptions &o, std::ostream &out,
+                          std::ostream &err, const nn::FitStats &stats,
+                          double launched) {
+  nn::FitOptions fit;
+  fit.epochs = *o.epochs;
+  fit.out = &out;
+  fit.verbose = ::isatty(STDOUT_FILENO) ? nn::Verbosity::ProgressBar
+                                        : nn::Verbosity::LinePerEpoch;
+  auto firstRun = std::make_shared<StartReport>();
+  firstRun->stats = &stats;
+  firstRun->err = &err;
+  firstRun->launched = launched;
+  fit.callbacks.push_back(firstRun);
+  return fit;
+}
+
+// Every instance starts from instance 0's weights (its initialisers' or
+// the checkpoint's, which every instance reads).
+void startFromFirstInstance(nn::Sequential &model, const TrainOptions &o,
+                            const dist::Instances &instances) {
+  session::Checkpoint initial = o.loadWeights.empty()
+                                    ? model.getWeights()
+                                    : session::loadCheckpoint(o.loadWeights);
+  instances.broadcastFromFirst(initial);
+  model.setWeights(initial);
+}
+
+// This instance's batches of an epoch, and the steps they make: whole
+// device runs, each step taking a batch per replica (the batches left over
+// are skipped), in the single-process order, of which each instance takes
+// the blocks its replicas take.
+std::pair<data::Dataset, std::size_t>
+trainingBatches(const data::Dataset &trainSet, const TrainOptions &o,
+                const dist::InstanceInfo &me) {
+  const std::size_t nTrain = trainSet.cardinality().count();
+  const std::size_t steps = nTrain / o.batchSize / *o.replicas /
+                            o.stepsPerExecution * o.stepsPerExecution;
+  if (steps == 0)
+    throw OptionError(fmt::format(
+        "{} training examples make no device run of {} steps of {} on {} "
+        "replica(s)",
+        nTrain, o.stepsPerExecution, o.batchSize, *o.replicas));
+  return {trainSet.shuffle(nTrain, o.seed)
+              .batch(o.batchSize, true)
+              .take(steps * *o.replicas)
+              .shard(me.numInstances, me.instanceIndex, me.localReplicas),
+          steps};
+}
+
+dist::MpiStats since(const dist::MpiStats &before, dist::MpiStats now) {
+  now.calls -= before.calls;
+  now.bytes -= before.bytes;
+  now.seconds -= before.seconds;
+  now.waitSeconds -= before.waitSeconds;
+  return now;
+}
+
 void runTrain(TrainOptions o, const CommandStreams &streams) {
   const double launched = session::nowSeconds();
   // Defaults measured to reach the accuracy targets (README): the MLP
@@ -350,32 +407,10 @@ void runTrain(TrainOptions o, const CommandStreams &streams) {
         {{"autoReport.all", "true"}, {"autoReport.directory", o.profileDir}});
   model.compile(c);
   model.prepareTraining(batchSpec);
-  // Every instance starts from instance 0's weights (its initialisers' or
-  // the checkpoint's, which every instance reads).
-  session::Checkpoint initial = o.loadWeights.empty()
-                                    ? model.getWeights()
-                                    : session::loadCheckpoint(o.loadWeights);
-  instances.broadcastFromFirst(initial);
-  model.setWeights(initial);
+  startFromFirstInstance(model, o, instances);
   const auto [trainSet, testSet] = loading.get();
-  const std::size_t nTrain = trainSet.cardinality().count();
   const std::size_t nTest = testSet.cardinality().count();
-  // Whole device runs per epoch, each step taking a batch per replica; the
-  // batches left over are skipped.
-  const std::size_t steps = nTrain / o.batchSize / *o.replicas /
-                            o.stepsPerExecution * o.stepsPerExecution;
-  if (steps == 0)
-    throw OptionError(fmt::format(
-        "{} training examples make no device run of {} steps of {} on {} "
-        "replica(s)",
-        nTrain, o.stepsPerExecution, o.batchSize, *o.replicas));
-  // The single-process order, of which each instance takes the blocks of
-  // batches its replicas take.
-  const data::Dataset train =
-      trainSet.shuffle(nTrain, o.seed)
-          .batch(o.batchSize, true)
-          .take(steps * *o.replicas)
-          .shard(me.numInstances, me.instanceIndex, me.localReplicas);
+  const auto [train, steps] = trainingBatches(trainSet, o, me);
   const std::size_t testBatch = evalBatch(nTest, 100);
   const data::Dataset test = testSet.batch(testBatch, true);
 
@@ -387,23 +422,11 @@ void runTrain(TrainOptions o, const CommandStreams &streams) {
       me.numInstances, o.batchSize, steps, o.stepsPerExecution,
       *o.learningRate);
   out << std::flush;
-  nn::FitOptions fit;
-  fit.epochs = *o.epochs;
-  fit.out = &out;
-  fit.verbose = ::isatty(STDOUT_FILENO) ? nn::Verbosity::ProgressBar
-                                        : nn::Verbosity::LinePerEpoch;
-  auto firstRun = std::make_shared<StartReport>();
-  firstRun->stats = &model.lastFitStats();
-  firstRun->err = &streams.err;
-  firstRun->launched = launched;
-  fit.callbacks.push_back(firstRun);
+  const nn::FitOptions fit =
+      fitOptions(o, out, streams.err, model.lastFitStats(), launched);
   const dist::MpiStats before = instances.mpiStats();
   model.fit(train, fit);
-  dist::MpiStats mpi = instances.mpiStats();
-  mpi.calls -= before.calls;
-  mpi.bytes -= before.bytes;
-  mpi.seconds -= before.seconds;
-  mpi.waitSeconds -= before.waitSeconds;
+  const dist::MpiStats mpi = since(before, instances.mpiStats());
   if (!o.saveWeights.empty() && instances.writesFiles()) {
     session::saveCheckpoint(o.saveWeights, model.getWeights());
     out << "Weights saved to " << o.saveWeights << '\n';
