@@ -35,6 +35,9 @@ void addReportCommand(CLI::App &app, const CommandStreams &streams);
 /// `tessera train`: a Keras-style MLP or CNN trained on Fashion-MNIST on
 /// the IPU Model (nn::Sequential).
 void addTrainCommand(CLI::App &app, const CommandStreams &streams);
+/// `tessera poprun`: a command run as several instances over MPI (as
+/// PopRun), each told its replicas through the POPDIST_ variables.
+void addPoprunCommand(CLI::App &app, const CommandStreams &streams);
 /// `tessera bench dataset`: how fast an input pipeline produces elements.
 void addBenchCommand(CLI::App &app, const CommandStreams &streams);
 

@@ -73,6 +73,7 @@ int main(int argc, char **argv) {
   addReportCommand(app, streams);
   addTrainCommand(app, streams);
   addBenchCommand(app, streams);
+  addPoprunCommand(app, streams);
   // The subcommand is the first argument naming one (options come after).
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];

@@ -7,6 +7,7 @@
 
 #include "tessera/data/Dataset.hpp"
 #include "tessera/device/Target.hpp"
+#include "tessera/dist/Instances.hpp"
 #include "tessera/nn/Model.hpp"
 #include "tessera/session/Progress.hpp"
 #include "tessera/support/Error.hpp"
@@ -36,6 +37,9 @@ struct TrainOptions {
   std::size_t batchSize = 32;
   unsigned stepsPerExecution = 125;
   unsigned ipus = 1;
+  std::optional<unsigned> replicas; // unset: 1, or poprun's total
+  std::string saveWeights;
+  std::string loadWeights;
   std::optional<double> learningRate; // unset: the model's default
   std::uint64_t seed = 1;
   std::string profileDir;
@@ -104,6 +108,13 @@ void checkOptions(const TrainOptions &o) {
   requireRange("--steps-per-execution", o.stepsPerExecution, 1,
                kMaxStepsPerExecution);
   requireRange("--ipus", o.ipus, 1, Target::kMaxIPUs);
+  requireRange("--replicas", *o.replicas, 1, Target::kMaxIPUs);
+  if (std::uint64_t(*o.replicas) * o.ipus > Target::kMaxIPUs)
+    throw OptionError(fmt::format(
+        "--replicas {} of --ipus {} is {} IPUs, more than the {} a run may "
+        "use; use fewer replicas or IPUs",
+        *o.replicas, o.ipus, std::uint64_t(*o.replicas) * o.ipus,
+        Target::kMaxIPUs));
   requireRange("--tiles", o.tiles, 1, Target::kMaxTilesPerIPU,
                " tiles per IPU (an ipu2 has 1472)");
   const std::uint64_t tiles = std::uint64_t(o.ipus) * o.tiles;
@@ -113,12 +124,16 @@ void checkOptions(const TrainOptions &o) {
         "use; use fewer IPUs or tiles",
         o.ipus, o.tiles, tiles, Target::kMaxTiles));
   // Both at most their ceilings, so the product cannot wrap around.
-  const std::uint64_t perRun = std::uint64_t(o.batchSize) * o.stepsPerExecution;
+  const std::uint64_t perRun =
+      std::uint64_t(o.batchSize) * o.stepsPerExecution * *o.replicas;
   if (o.trainExamples < perRun)
     throw OptionError(fmt::format(
         "--train-examples {} is less than one device run of {} steps of {} "
-        "examples ({}); give more examples or fewer steps per execution",
-        o.trainExamples, o.stepsPerExecution, o.batchSize, perRun));
+        "examples{} ({}); give more examples or fewer steps per execution",
+        o.trainExamples, o.stepsPerExecution, o.batchSize,
+        *o.replicas > 1 ? fmt::format(" on each of {} replicas", *o.replicas)
+                        : std::string(),
+        perRun));
   if (o.testExamples == 0)
     throw OptionError("--test-examples must be at least 1");
 }
@@ -246,6 +261,126 @@ void printResults(std::ostream &out, const TrainOptions &o,
         << "; render it with `tessera report " << o.profileDir << "`\n";
 }
 
+// Under `tessera poprun` the replicas are the launch's; alone, --replicas
+// (default 1).
+dist::InstanceInfo instanceInfo(TrainOptions &o) {
+  dist::InstanceInfo me = dist::instanceFromEnvironment();
+  if (!dist::isPopdistEnvSet()) {
+    o.replicas = o.replicas.value_or(1);
+    me.totalReplicas = me.localReplicas = *o.replicas;
+    return me;
+  }
+  if (o.replicas && *o.replicas != me.totalReplicas)
+    throw OptionError(fmt::format(
+        "--replicas {} disagrees with the {} replicas of the poprun launch; "
+        "leave --replicas out under poprun (--num-replicas says it)",
+        *o.replicas, me.totalReplicas));
+  o.replicas = me.totalReplicas;
+  if (o.ipus != 1 && o.ipus != me.ipusPerReplica)
+    throw OptionError(fmt::format(
+        "--ipus {} disagrees with the {} IPUs per replica of the poprun "
+        "launch; leave --ipus out under poprun (--ipus-per-replica says it)",
+        o.ipus, me.ipusPerReplica));
+  o.ipus = me.ipusPerReplica;
+  return me;
+}
+
+// What every instance must agree on: anything that changes the model, the
+// data or the steps.
+std::vector<std::pair<std::string, std::string>>
+sharedOptions(const TrainOptions &o) {
+  return {{"--model", o.model},
+          {"--epochs", std::to_string(*o.epochs)},
+          {"--batch-size", std::to_string(o.batchSize)},
+          {"--steps-per-execution", std::to_string(o.stepsPerExecution)},
+          {"--replicas", std::to_string(*o.replicas)},
+          {"--ipus", std::to_string(o.ipus)},
+          {"--tiles", std::to_string(o.tiles)},
+          {"--learning-rate", fmt::format("{}", *o.learningRate)},
+          {"--seed", std::to_string(o.seed)},
+          {"--train-examples", std::to_string(o.trainExamples)}};
+}
+
+struct NullBuffer : std::streambuf {
+  int overflow(int c) override { return c; }
+};
+
+void printMpiTime(std::ostream &out, const dist::MpiStats &mpi,
+                  const nn::FitStats &stats) {
+  if (stats.steps == 0)
+    return;
+  const double perStep = mpi.seconds / double(stats.steps);
+  const double share = stats.hostSecondsPerStep > 0
+                           ? 100.0 * perStep / stats.hostSecondsPerStep
+                           : 0.0;
+  const std::string waiting =
+      mpi.waitSeconds > 0
+          ? fmt::format("; {} of it waiting for the other instances",
+                        seconds(mpi.waitSeconds / double(stats.steps)))
+          : std::string();
+  out << fmt::format("MPI time per step: {} ({:.1f}% of the host time per "
+                     "step{}), {} calls and {} bytes received per step\n",
+                     seconds(perStep), share, waiting, mpi.calls / stats.steps,
+                     mpi.bytes / stats.steps);
+}
+
+nn::FitOptions fitOptions(const TrainOptions &o, std::ostream &out,
+                          std::ostream &err, const nn::FitStats &stats,
+                          double launched) {
+  nn::FitOptions fit;
+  fit.epochs = *o.epochs;
+  fit.out = &out;
+  fit.verbose = ::isatty(STDOUT_FILENO) ? nn::Verbosity::ProgressBar
+                                        : nn::Verbosity::LinePerEpoch;
+  auto firstRun = std::make_shared<StartReport>();
+  firstRun->stats = &stats;
+  firstRun->err = &err;
+  firstRun->launched = launched;
+  fit.callbacks.push_back(firstRun);
+  return fit;
+}
+
+// Every instance starts from instance 0's weights (its initialisers' or
+// the checkpoint's, which every instance reads).
+void startFromFirstInstance(nn::Sequential &model, const TrainOptions &o,
+                            const dist::Instances &instances) {
+  session::Checkpoint initial = o.loadWeights.empty()
+                                    ? model.getWeights()
+                                    : session::loadCheckpoint(o.loadWeights);
+  instances.broadcastFromFirst(initial);
+  model.setWeights(initial);
+}
+
+// This instance's batches of an epoch, and the steps they make: whole
+// device runs, each step taking a batch per replica (the batches left over
+// are skipped), in the single-process order, of which each instance takes
+// the blocks its replicas take.
+std::pair<data::Dataset, std::size_t>
+trainingBatches(const data::Dataset &trainSet, const TrainOptions &o,
+                const dist::InstanceInfo &me) {
+  const std::size_t nTrain = trainSet.cardinality().count();
+  const std::size_t steps = nTrain / o.batchSize / *o.replicas /
+                            o.stepsPerExecution * o.stepsPerExecution;
+  if (steps == 0)
+    throw OptionError(fmt::format(
+        "{} training examples make no device run of {} steps of {} on {} "
+        "replica(s)",
+        nTrain, o.stepsPerExecution, o.batchSize, *o.replicas));
+  return {trainSet.shuffle(nTrain, o.seed)
+              .batch(o.batchSize, true)
+              .take(steps * *o.replicas)
+              .shard(me.numInstances, me.instanceIndex, me.localReplicas),
+          steps};
+}
+
+dist::MpiStats since(const dist::MpiStats &before, dist::MpiStats now) {
+  now.calls -= before.calls;
+  now.bytes -= before.bytes;
+  now.seconds -= before.seconds;
+  now.waitSeconds -= before.waitSeconds;
+  return now;
+}
+
 void runTrain(TrainOptions o, const CommandStreams &streams) {
   const double launched = session::nowSeconds();
   // Defaults measured to reach the accuracy targets (README): the MLP
@@ -254,11 +389,17 @@ void runTrain(TrainOptions o, const CommandStreams &streams) {
     o.epochs = o.model == "cnn" ? 3 : 10;
   if (!o.learningRate)
     o.learningRate = o.model == "cnn" ? 0.001 : 0.0005;
+  const dist::InstanceInfo me = instanceInfo(o);
   checkOptions(o);
+  dist::Instances instances(me);
+  instances.checkSameOptions(sharedOptions(o));
   if (!o.profileDir.empty())
     checkProfileDir(o.profileDir);
   nn::Sequential model = buildModel(o);
-  std::ostream &out = streams.out;
+  // One report per run: the other instances train silently.
+  NullBuffer discard;
+  std::ostream quiet(&discard);
+  std::ostream &out = instances.writesFiles() ? streams.out : quiet;
   model.summary(out);
 
   data::FashionMnistOptions images;
@@ -279,51 +420,48 @@ void runTrain(TrainOptions o, const CommandStreams &streams) {
   const data::ElementSpec batchSpec{{"image", FLOAT, xShape},
                                     {"label", INT, {o.batchSize}}};
 
-  const nn::CompileOptions evalOptions = compileOptions(o, streams);
+  nn::CompileOptions evalOptions = compileOptions(o, streams);
+  evalOptions.config.replicationFactor = *o.replicas;
+  evalOptions.config.instances = instances.sessionInstances();
+  if (!instances.writesFiles())
+    evalOptions.compileProgress = nullptr;
   nn::CompileOptions c = evalOptions;
   if (!o.profileDir.empty())
     c.config.engineOptions.set(
         {{"autoReport.all", "true"}, {"autoReport.directory", o.profileDir}});
   model.compile(c);
   model.prepareTraining(batchSpec);
+  startFromFirstInstance(model, o, instances);
   const auto [trainSet, testSet] = loading.get();
-  const std::size_t nTrain = trainSet.cardinality().count();
   const std::size_t nTest = testSet.cardinality().count();
-  // Whole device runs per epoch; the batches left over are skipped.
-  const std::size_t steps =
-      nTrain / o.batchSize / o.stepsPerExecution * o.stepsPerExecution;
-  if (steps == 0)
-    throw OptionError(
-        fmt::format("{} training examples make no device run of {} steps of {}",
-                    nTrain, o.stepsPerExecution, o.batchSize));
-  const data::Dataset train =
-      trainSet.shuffle(nTrain, o.seed).batch(o.batchSize, true).take(steps);
+  const auto [train, steps] = trainingBatches(trainSet, o, me);
   const std::size_t testBatch = evalBatch(nTest, 100);
   const data::Dataset test = testSet.batch(testBatch, true);
 
   out << fmt::format(
       "Training on {} Fashion-MNIST examples: {} IPU(s) of {} tiles (ipu2 "
-      "IPU Model), batch {}, {} steps per epoch, {} steps per execution, "
-      "Adam lr {}\n",
-      steps * o.batchSize, o.ipus, o.tiles, o.batchSize, steps,
-      o.stepsPerExecution, *o.learningRate);
+      "IPU Model), {} replica(s) in {} instance(s), batch {}, {} steps per "
+      "epoch, {} steps per execution, Adam lr {}\n",
+      steps * o.batchSize * *o.replicas, o.ipus, o.tiles, *o.replicas,
+      me.numInstances, o.batchSize, steps, o.stepsPerExecution,
+      *o.learningRate);
   out << std::flush;
-  nn::FitOptions fit;
-  fit.epochs = *o.epochs;
-  fit.out = &out;
-  fit.verbose = ::isatty(STDOUT_FILENO) ? nn::Verbosity::ProgressBar
-                                        : nn::Verbosity::LinePerEpoch;
-  auto firstRun = std::make_shared<StartReport>();
-  firstRun->stats = &model.lastFitStats();
-  firstRun->err = &streams.err;
-  firstRun->launched = launched;
-  fit.callbacks.push_back(firstRun);
+  const nn::FitOptions fit =
+      fitOptions(o, out, streams.err, model.lastFitStats(), launched);
+  const dist::MpiStats before = instances.mpiStats();
   model.fit(train, fit);
+  const dist::MpiStats mpi = since(before, instances.mpiStats());
+  if (!o.saveWeights.empty() && instances.writesFiles()) {
+    session::saveCheckpoint(o.saveWeights, model.getWeights());
+    out << "Weights saved to " << o.saveWeights << '\n';
+  }
 
   // Evaluation without the profile, so it does not replace training's.
   model.compile(evalOptions);
   printResults(out, o, model.lastFitStats(), model.evaluate(test),
                nTest / testBatch * testBatch);
+  if (me.numInstances > 1)
+    printMpiTime(out, mpi, model.lastFitStats());
 }
 
 } // namespace
@@ -355,6 +493,16 @@ void addTrainCommand(CLI::App &app, const CommandStreams &streams) {
   sub->add_option("--ipus", o->ipus,
                   "IPUs to use (auto_select_ipus), 1 to 1024")
       ->capture_default_str();
+  sub->add_option("--replicas", o->replicas,
+                  "Data-parallel replicas (replication_factor), each taking "
+                  "its own batches and averaging gradients; under `tessera "
+                  "poprun` the launch's --num-replicas");
+  sub->add_option("--save-weights", o->saveWeights,
+                  "Write the trained weights as a checkpoint to PATH (once, "
+                  "by instance 0 under poprun)");
+  sub->add_option("--load-weights", o->loadWeights,
+                  "Start from the checkpoint at PATH (as --save-weights "
+                  "writes it)");
   sub->add_option("--learning-rate", o->learningRate,
                   "Adam's learning rate, positive and finite (default: 0.0005 "
                   "for mlp, 0.001 for cnn)");

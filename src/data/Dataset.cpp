@@ -119,6 +119,11 @@ Dataset Dataset::skip(std::uint64_t count) const {
   return Dataset(makeSkipNode(node_, count));
 }
 
+Dataset Dataset::shard(std::uint64_t numShards, std::uint64_t index,
+                       std::uint64_t blockSize) const {
+  return Dataset(makeShardNode(node_, numShards, index, blockSize));
+}
+
 Dataset Dataset::prefetch(std::size_t depth) const {
   return Dataset(makePrefetchNode(node_, depth == autotune ? 4 : depth));
 }

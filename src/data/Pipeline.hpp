@@ -80,6 +80,10 @@ NodePtr makeCastNode(NodePtr input, std::size_t component, Type type);
 NodePtr makeBatchNode(NodePtr input, std::size_t batchSize, bool dropRemainder);
 NodePtr makeTakeNode(NodePtr input, std::uint64_t count);
 NodePtr makeSkipNode(NodePtr input, std::uint64_t count);
+
+// Shard.cpp
+NodePtr makeShardNode(NodePtr input, std::uint64_t shards, std::uint64_t index,
+                      std::uint64_t block);
 /// Repeats \p input \p count times, or for ever when \p count is empty.
 NodePtr makeRepeatNode(NodePtr input, std::optional<std::uint64_t> count);
 

@@ -27,6 +27,7 @@ void forEachFigure(TF &t, CF &c, F &&f) {
   f("exchangeBytesPerCycle", t.exchangeBytesPerCycle);
   f("tilesPerSharedExchangeBus", t.tilesPerSharedExchangeBus);
   f("ipuLinkBandwidth", t.ipuLinkBandwidth);
+  f("gwLinkBandwidth", t.gwLinkBandwidth);
   f("hostLinkBandwidth", t.hostLinkBandwidth);
   f("remoteMemoryBytesPerIPU", t.remoteMemoryBytesPerIPU);
   f("remoteMemoryBandwidth", t.remoteMemoryBandwidth);
@@ -50,6 +51,7 @@ void forEachFigure(TF &t, CF &c, F &&f) {
   f("syncCyclesAcrossIpus", c.syncCyclesAcrossIpus);
   f("exchangeFixedCycles", c.exchangeFixedCycles);
   f("ipuLinkFixedCycles", c.ipuLinkFixedCycles);
+  f("gwLinkFixedCycles", c.gwLinkFixedCycles);
   f("hostTransferFixedCycles", c.hostTransferFixedCycles);
   f("codeBytesPerVertexClass", c.codeBytesPerVertexClass);
 }
@@ -107,6 +109,7 @@ void validate(unsigned numIPUs, const TargetFigures &f) {
         "sharing) or 2 (tile pairs share an exchange bus)",
         f.tilesPerSharedExchangeBus));
   requireAtLeast("ipuLinkBandwidth", f.ipuLinkBandwidth, 1);
+  requireAtLeast("gwLinkBandwidth", f.gwLinkBandwidth, 1);
   requireAtLeast("hostLinkBandwidth", f.hostLinkBandwidth, 1);
   requireAtLeast("remoteMemoryBandwidth", f.remoteMemoryBandwidth, 1);
   requireAtLeast("fp32MacsPerCycle", f.fp32MacsPerCycle, 1);

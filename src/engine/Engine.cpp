@@ -72,8 +72,7 @@ struct Engine::Impl {
     for (const auto &s : exe.streams)
       known += (known.empty() ? "" : ", ") + s.handle;
     throw StreamError("no stream has the handle \"" + handle +
-                      "\" (streams: " + (known.empty() ? "none" : known) +
-                      ")");
+                      "\" (streams: " + (known.empty() ? "none" : known) + ")");
   }
 
   std::uint32_t remote(const std::string &handle) const {
@@ -85,7 +84,8 @@ struct Engine::Impl {
 
   void checkReplica(unsigned r) const {
     if (r >= exe.replicationFactor)
-      throw StreamError("replica " + str(r) + " does not exist: the graph has " +
+      throw StreamError("replica " + str(r) +
+                        " does not exist: the graph has " +
                         str(exe.replicationFactor) + " replicas");
   }
 
@@ -127,7 +127,8 @@ struct Engine::Impl {
     if (!options.profileGraph() && !options.profileExecution())
       return;
     tessera::writeProfile(options.autoReportDirectory, exe,
-                 options.profileExecution() ? &runtime.counts() : nullptr);
+                          options.profileExecution() ? &runtime.counts()
+                                                     : nullptr);
   }
 };
 
@@ -162,6 +163,9 @@ void Engine::load(Device &device) {
     throw DeviceError("engine.load: device " + str(device.getId()) +
                       " is not attached; call device.attach() first");
   impl_->runtime.load();
+  impl_->runtime.setGatewayFigures(t.getGwLinkBandwidth() /
+                                       t.getTileClockFrequency(),
+                                   t.costs().gwLinkFixedCycles);
   if (impl_->options.profileGraph())
     impl_->autoReport();
 }
@@ -177,9 +181,31 @@ void Engine::run(unsigned prog, const std::string &debugName) {
   impl_->reportPending = impl_->options.profileExecution();
 }
 
+void Engine::setLocalReplicas(unsigned first, unsigned count,
+                              std::shared_ptr<ReplicaExchange> exchange) {
+  const unsigned R = impl_->exe.replicationFactor;
+  if (count == 0 || R % count != 0 || first % count != 0 || first >= R)
+    throw StreamError("setLocalReplicas: " + str(count) +
+                      " local replicas from replica " + str(first) +
+                      " do not split the " + str(R) +
+                      " replicas into equal blocks; give a count dividing " +
+                      str(R) + " and a first replica that is a multiple of it");
+  if (count < R && !exchange)
+    throw StreamError("setLocalReplicas: " + str(count) + " of " + str(R) +
+                      " replicas run here, so cross-replica copies need a "
+                      "ReplicaExchange to reach the others; give one");
+  impl_->runtime.setLocalReplicas(first, count, std::move(exchange));
+}
+
+std::pair<unsigned, unsigned> Engine::getLocalReplicas() const {
+  return {impl_->runtime.localBegin(),
+          impl_->runtime.localEnd() - impl_->runtime.localBegin()};
+}
+
 void Engine::connectStream(const std::string &handle, void *begin, void *end) {
   const engine::StreamConnection c = impl_->buffer(handle, begin, end);
-  for (unsigned r = 0; r < impl_->exe.replicationFactor; ++r)
+  for (unsigned r = impl_->runtime.localBegin(); r < impl_->runtime.localEnd();
+       ++r)
     impl_->connect(handle, r, c);
 }
 
@@ -196,7 +222,8 @@ void Engine::connectStream(const std::string &handle, unsigned replica,
 
 void Engine::connectStreamToCallback(
     const std::string &handle, const std::function<void(void *)> &callback) {
-  for (unsigned r = 0; r < impl_->exe.replicationFactor; ++r)
+  for (unsigned r = impl_->runtime.localBegin(); r < impl_->runtime.localEnd();
+       ++r)
     connectStreamToCallback(handle, r, callback);
 }
 
@@ -214,7 +241,8 @@ void Engine::connectStream(const std::string &handle,
   engine::StreamConnection c;
   c.kind = engine::StreamConnection::Kind::Callback;
   c.callback = std::shared_ptr<StreamCallback>(std::move(callback));
-  for (unsigned r = 0; r < impl_->exe.replicationFactor; ++r)
+  for (unsigned r = impl_->runtime.localBegin(); r < impl_->runtime.localEnd();
+       ++r)
     impl_->connect(handle, r, c);
 }
 
@@ -222,19 +250,21 @@ namespace {
 void checkSize(const char *what, const std::string &handle,
                const HostAccessInfo &h, const void *buf, const void *end) {
   const std::size_t need = h.numElements * typeSize(h.type);
-  const auto have = static_cast<std::size_t>(
-      static_cast<const std::byte *>(end) - static_cast<const std::byte *>(buf));
+  const auto have =
+      static_cast<std::size_t>(static_cast<const std::byte *>(end) -
+                               static_cast<const std::byte *>(buf));
   if ((need > 0 && !buf) || end < buf || have != need)
-    throw StreamError(std::string(what) + " \"" + handle + "\": the host " +
-                      "buffer holds " + str(have) + " bytes but the tensor is " +
-                      str(need) + " bytes (" + str(h.numElements) + " x " +
-                      std::string(typeName(h.type)) + ")");
+    throw StreamError(
+        std::string(what) + " \"" + handle + "\": the host " + "buffer holds " +
+        str(have) + " bytes but the tensor is " + str(need) + " bytes (" +
+        str(h.numElements) + " x " + std::string(typeName(h.type)) + ")");
 }
 } // namespace
 
 void Engine::writeTensor(const std::string &handle, const void *buf,
                          const void *bufEnd) {
-  for (unsigned r = 0; r < impl_->exe.replicationFactor; ++r)
+  for (unsigned r = impl_->runtime.localBegin(); r < impl_->runtime.localEnd();
+       ++r)
     writeTensor(handle, r, buf, bufEnd);
 }
 
@@ -250,7 +280,7 @@ void Engine::writeTensor(const std::string &handle, unsigned replica,
 }
 
 void Engine::readTensor(const std::string &handle, void *buf, void *bufEnd) {
-  readTensor(handle, 0, buf, bufEnd);
+  readTensor(handle, impl_->runtime.localBegin(), buf, bufEnd);
 }
 
 void Engine::readTensor(const std::string &handle, unsigned replica, void *buf,
@@ -330,6 +360,8 @@ std::vector<std::uint64_t> Engine::getCycleCounts() const {
     for (std::size_t ipu = 0; ipu < c.size() && ipu < total.size(); ++ipu)
       total[ipu] += counts[i] * c[ipu];
   }
+  for (std::uint64_t &ipu : total)
+    ipu += impl_->runtime.counts().gatewayCycles;
   return total;
 }
 

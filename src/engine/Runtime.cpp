@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -426,7 +427,7 @@ void Runtime::applyOps(const CopyOp *ops, std::size_t n, const std::byte *src,
 
 void Runtime::checkStreamsConnected(unsigned prog) const {
   for (std::uint32_t id : programStreams_[prog])
-    for (unsigned r = 0; r < replicas(); ++r)
+    for (unsigned r = localBegin(); r < localEnd(); ++r)
       if (streams_[id][r].kind == StreamConnection::Kind::None)
         throw StreamError(
             "stream \"" + exe_.streams[id].handle + "\"" +
@@ -441,12 +442,14 @@ std::int64_t Runtime::scalar(const Step &st, const char *what) const {
     return static_cast<std::int64_t>(
         elementAsDouble(st.type, replicaMemory(r) + st.addr));
   };
-  const std::int64_t v = value(0);
-  for (unsigned r = 1; r < replicas(); ++r)
+  const unsigned r0 = localBegin();
+  const std::int64_t v = value(r0);
+  for (unsigned r = r0 + 1; r < localEnd(); ++r)
     if (value(r) != v)
       throw RuntimeError(std::string(what) + ": replica " + str(r) +
                          " has a different value (" + std::to_string(value(r)) +
-                         ") from replica 0 (" + std::to_string(v) +
+                         ") from replica " + str(r0) + " (" +
+                         std::to_string(v) +
                          "); control flow must be the same on every replica");
   return v;
 }
@@ -551,7 +554,8 @@ void Runtime::compute(const Step &st, std::size_t pc) {
   const std::uint32_t first = computeVertices(st).first;
   std::atomic<std::uint64_t> failed{~std::uint64_t(0)};
   auto runChunk = [&](std::size_t task, unsigned) {
-    const std::size_t r = task / perReplica, k = task % perReplica;
+    const std::size_t r = localBegin() + task / perReplica,
+                      k = task % perReplica;
     const RtVertex *v = vertices_.data() + r * n + first;
     for (std::uint32_t i = c[k]; i < c[k + 1]; ++i) {
       const RtVertex &x = v[i];
@@ -569,13 +573,13 @@ void Runtime::compute(const Step &st, std::size_t pc) {
       }
     }
   };
-  const std::size_t tasks = perReplica * replicas();
+  const std::size_t tasks = perReplica * (localEnd() - localBegin());
   if (tasks == 1)
     runChunk(0, 0);
   else
     pool_->parallelFor(tasks, runChunk);
   if (floatChecker_ && failed.load() == ~std::uint64_t(0))
-    for (unsigned r = 0; r < replicas(); ++r)
+    for (unsigned r = localBegin(); r < localEnd(); ++r)
       floatChecker_->check(st, pc, replicaMemory(r), r);
   if (failed.load() != ~std::uint64_t(0)) {
     const VertexInstance &inst = exe_.vertices[first + failed.load()];
@@ -588,7 +592,7 @@ void Runtime::compute(const Step &st, std::size_t pc) {
 
 void Runtime::exchange(const Step &st, std::size_t pc) {
   const CopyOp *ops = exe_.copyOps.data() + st.a;
-  for (unsigned r = 0; r < replicas(); ++r) {
+  for (unsigned r = localBegin(); r < localEnd(); ++r) {
     std::byte *mem = replicaMemory(r);
     if (staged_[pc]) {
       // Sources and destinations overlap: read everything, then write, as
@@ -615,6 +619,8 @@ void Runtime::crossReplica(const Step &st) {
   std::size_t bytes = 0;
   for (std::uint32_t i = 0; i < st.b; ++i)
     bytes += std::size_t(ops[i].count) * ops[i].elemBytes;
+  if (localEnd() - localBegin() < replicas())
+    return crossInstance(st, bytes);
   const auto *pairs = exe_.replicaPairs.data() + st.c;
   transfer_.resize(bytes * st.count);
   for (std::uint64_t p = 0; p < st.count; ++p)
@@ -623,6 +629,53 @@ void Runtime::crossReplica(const Step &st) {
   for (std::uint64_t p = 0; p < st.count; ++p)
     scatterOps(ops, st.b, transfer_.data() + p * bytes,
                replicaMemory(pairs[p].second));
+}
+
+void Runtime::crossInstance(const Step &st, std::size_t bytes) {
+  // Byte for byte the same moves as crossReplica: each instance packs the
+  // sources of the pairs it owns (in pair order), every instance receives
+  // all of them, and each writes the destinations it owns. The arithmetic
+  // around the copies runs unchanged on every replica, so the results are
+  // bit-identical to one process running every replica.
+  const CopyOp *ops = exe_.copyOps.data() + st.a;
+  const auto *pairs = exe_.replicaPairs.data() + st.c;
+  const unsigned local = localEnd() - localBegin();
+  const unsigned instances = replicas() / local;
+  std::vector<std::size_t> sizes(instances, 0), offsets(instances + 1, 0);
+  for (std::uint64_t p = 0; p < st.count; ++p)
+    sizes[pairs[p].first / local] += bytes;
+  for (unsigned i = 0; i < instances; ++i)
+    offsets[i + 1] = offsets[i] + sizes[i];
+  const unsigned me = localBegin() / local;
+  std::vector<std::byte> mine(sizes[me]);
+  std::size_t packed = 0;
+  for (std::uint64_t p = 0; p < st.count; ++p)
+    if (pairs[p].first / local == me) {
+      gatherOps(ops, st.b, replicaMemory(pairs[p].first), mine.data() + packed);
+      packed += bytes;
+    }
+  transfer_.resize(offsets[instances]);
+  hostExchange_->allGather(mine.data(), sizes, transfer_.data());
+  // On IPU-Machines only the pairs between instances leave the machine,
+  // over its GW-Links, in both directions at once.
+  std::size_t out = 0, in = 0;
+  for (std::uint64_t p = 0; p < st.count; ++p) {
+    const bool from = pairs[p].first / local == me;
+    const bool to = pairs[p].second / local == me;
+    out += from && !to ? bytes : 0;
+    in += to && !from ? bytes : 0;
+  }
+  if (out + in > 0)
+    counts_.gatewayCycles +=
+        gwFixedCycles_ +
+        std::uint64_t(std::ceil(double(std::max(out, in)) / gwBytesPerCycle_));
+  for (std::uint64_t p = 0; p < st.count; ++p) {
+    std::size_t &at = offsets[pairs[p].first / local];
+    if (pairs[p].second / local == me)
+      scatterOps(ops, st.b, transfer_.data() + at,
+                 replicaMemory(pairs[p].second));
+    at += bytes;
+  }
 }
 
 void Runtime::gatherOps(const CopyOp *ops, std::size_t n, const std::byte *src,
@@ -653,7 +706,7 @@ void Runtime::streamIn(const Step &st) {
   const StreamInfo &info = exe_.streams[st.a];
   const std::size_t bytes = info.numElements * typeSize(info.type);
   const CopyOp *ops = exe_.copyOps.data() + st.b;
-  for (unsigned r = 0; r < replicas(); ++r) {
+  for (unsigned r = localBegin(); r < localEnd(); ++r) {
     StreamConnection &c = streams_[st.a][r];
     const std::byte *src = nullptr;
     switch (c.kind) {
@@ -687,7 +740,7 @@ void Runtime::streamOut(const Step &st) {
   const StreamInfo &info = exe_.streams[st.a];
   const std::size_t bytes = info.numElements * typeSize(info.type);
   const CopyOp *ops = exe_.copyOps.data() + st.b;
-  for (unsigned r = 0; r < replicas(); ++r) {
+  for (unsigned r = localBegin(); r < localEnd(); ++r) {
     StreamConnection &c = streams_[st.a][r];
     switch (c.kind) {
     case StreamConnection::Kind::Buffer:
@@ -718,7 +771,7 @@ void Runtime::remoteCopy(const Step &st, bool in) {
   const RemoteBufferInfo &info = exe_.remoteBuffers[st.a];
   const std::size_t slotBytes = info.numElements * typeSize(info.type);
   const CopyOp *ops = exe_.copyOps.data() + st.b;
-  for (unsigned r = 0; r < replicas(); ++r) {
+  for (unsigned r = localBegin(); r < localEnd(); ++r) {
     std::int64_t slot = 0;
     if (st.hasAddr)
       slot = static_cast<std::int64_t>(
@@ -767,7 +820,7 @@ void Runtime::print(const Step &st) {
   for (std::uint64_t d : p.shape)
     n *= d;
   std::vector<std::byte> buf(n * typeSize(p.type));
-  for (unsigned r = 0; r < replicas(); ++r) {
+  for (unsigned r = localBegin(); r < localEnd(); ++r) {
     applyOps(exe_.copyOps.data() + p.firstOp, p.numOps, replicaMemory(r),
              buf.data());
     std::ostream &os = *print_;

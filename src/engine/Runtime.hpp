@@ -7,6 +7,7 @@
 #include "tessera/compiler/Executable.hpp"
 #include "tessera/compiler/Options.hpp"
 #include "tessera/engine/ExecutionCounts.hpp"
+#include "tessera/engine/ReplicaExchange.hpp"
 #include "tessera/engine/StreamCallback.hpp"
 #include "tessera/graph/VertexRegistry.hpp"
 #include "tessera/support/ThreadPool.hpp"
@@ -63,6 +64,22 @@ public:
     return memory_.get() + std::size_t(r) * exe_.replicaBytes();
   }
   unsigned replicas() const { return exe_.replicationFactor; }
+  /// The replicas this process runs: [localBegin(), localEnd()).
+  unsigned localBegin() const { return localFirst_; }
+  unsigned localEnd() const {
+    return localCount_ ? localFirst_ + localCount_ : replicas();
+  }
+  /// The GW-Link figures crossInstance charges its traffic at.
+  void setGatewayFigures(double bytesPerCycle, unsigned fixedCycles) {
+    gwBytesPerCycle_ = bytesPerCycle;
+    gwFixedCycles_ = fixedCycles;
+  }
+  void setLocalReplicas(unsigned first, unsigned count,
+                        std::shared_ptr<ReplicaExchange> exchange) {
+    localFirst_ = first;
+    localCount_ = count;
+    hostExchange_ = std::move(exchange);
+  }
   std::vector<std::vector<StreamConnection>> &streams() { return streams_; }
   std::vector<std::byte> &remote(unsigned buffer, unsigned replica) {
     return remote_[buffer][replica];
@@ -106,6 +123,7 @@ private:
   void streamOut(const Step &st);
   void remoteCopy(const Step &st, bool in);
   void crossReplica(const Step &st);
+  void crossInstance(const Step &st, std::size_t bytes);
   void print(const Step &st);
   std::int64_t scalar(const Step &st, const char *what) const;
 
@@ -128,6 +146,10 @@ private:
   std::vector<std::uint32_t> callStack_;
   std::vector<std::byte> transfer_;
   ExecutionCounts counts_;
+  unsigned localFirst_ = 0, localCount_ = 0; ///< count 0: every replica
+  std::shared_ptr<ReplicaExchange> hostExchange_;
+  double gwBytesPerCycle_ = 1;
+  unsigned gwFixedCycles_ = 0;
   std::ostream *print_;
   std::unique_ptr<FloatChecker> floatChecker_; ///< when a flag is set
 };

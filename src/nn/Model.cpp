@@ -278,6 +278,9 @@ ir::Module Model::trainingModule(std::size_t batchSize,
           synthetic, detail::mixSeed(seed_, 0x5e7b));
   passes::TrainingPassOptions o;
   o.training.optimizer = c.options.optimizer;
+  // Replicas average their gradients before the update, so they take the
+  // same step and stay identical (data parallelism).
+  o.training.crossReplicaMean = c.options.config.replicationFactor > 1;
   {
     ir::NameScope scope(b, "optimizer");
     passes::runTrainingPasses(m, o);

@@ -146,12 +146,15 @@ void deliverOutfeeds(std::vector<data::Element> &steps, std::size_t first,
 // The steps of each epoch of a fit; OptionError for options fit() cannot
 // follow.
 std::size_t stepsPerEpoch(const data::Cardinality &card,
-                          const FitOptions &options, unsigned spe) {
+                          const FitOptions &options, unsigned spe,
+                          unsigned localReplicas) {
   if (!options.stepsPerEpoch && !card.isFinite())
     throw OptionError("fit: the dataset has " + card.toString() +
                       " elements; give FitOptions::stepsPerEpoch");
-  const std::size_t steps =
-      options.stepsPerEpoch ? *options.stepsPerEpoch : card.count();
+  // Each step takes one element for each replica this process runs.
+  const std::size_t steps = options.stepsPerEpoch
+                                ? *options.stepsPerEpoch
+                                : card.count() / localReplicas;
   if (steps == 0 || steps % spe != 0)
     throw OptionError(
         "fit: an epoch of " + std::to_string(steps) +
@@ -292,6 +295,10 @@ session::Session &Model::inferenceSession(const std::string &key,
     // prediction read what they are given.
     session::Config config = c.options.config;
     config.syntheticData = false;
+    // Every instance evaluates and predicts on its own, with one replica:
+    // replicas hold the same weights after each training step.
+    config.replicationFactor = 1;
+    config.instances = {};
     slot = std::make_unique<session::Session>(
         std::move(module), std::move(config),
         session::RunSpec{std::move(feeds), std::move(outfeeds), steps});
@@ -307,7 +314,9 @@ History Model::fit(const data::Dataset &dataset, const FitOptions &options) {
   checkElements(spec, true, "fit");
   const data::Cardinality card = dataset.cardinality();
   const unsigned spe = c.options.stepsPerExecution;
-  const std::size_t steps = stepsPerEpoch(card, options, spe);
+  const session::Config &config = c.options.config;
+  const std::size_t steps = stepsPerEpoch(
+      card, options, spe, config.replicationFactor / config.instances.count);
   session::Session &s = trainingSession(spec);
   // With synthetic data nothing crosses to or from the host: no infeed
   // (the dataset only gave the shapes) and no outfeed.
@@ -504,6 +513,15 @@ data::HostTensor Model::predict(const data::HostTensor &x,
     }
   }
   return result;
+}
+
+session::Checkpoint Model::getReplicaWeights(unsigned replica) {
+  Compiled &c = compiled("getReplicaWeights");
+  if (!c.train)
+    throw ModelError("getReplicaWeights: model \"" + name_ +
+                     "\" has no training replicas yet; call fit() or "
+                     "prepareTraining() first");
+  return c.train->readVariables(c.stepsTaken, replica);
 }
 
 session::Checkpoint Model::getWeights() {

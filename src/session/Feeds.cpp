@@ -139,9 +139,9 @@ void Infeed::connect(Engine &engine, const std::vector<std::string> &handles) {
           std::string(typeName(s.type)) +
           "; map the dataset to the model's input type and shape");
   }
-  const unsigned replicas = engine.getExecutable().replicationFactor;
+  const auto [first, local] = engine.getLocalReplicas();
   for (std::size_t c = 0; c < handles.size(); ++c)
-    for (unsigned r = 0; r < replicas; ++r)
+    for (unsigned r = first; r < first + local; ++r)
       engine.connectStreamToCallback(
           handles[c], r, [s = shared_, c](void *p) { s->fetch(c, p); });
   if (!shared_->producer.joinable())
@@ -197,9 +197,9 @@ void Outfeed::connect(Engine &engine, const std::vector<std::string> &handles) {
   for (const std::string &h : handles)
     shared_->streams.push_back(findStream(engine, h, false, "outfeed"));
   shared_->received.assign(handles.size(), 0);
-  const unsigned replicas = engine.getExecutable().replicationFactor;
+  const auto [first, local] = engine.getLocalReplicas();
   for (std::size_t c = 0; c < handles.size(); ++c)
-    for (unsigned r = 0; r < replicas; ++r)
+    for (unsigned r = first; r < first + local; ++r)
       engine.connectStreamToCallback(
           handles[c], r, [s = shared_, c](void *p) { s->receive(c, p); });
 }

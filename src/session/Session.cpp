@@ -123,6 +123,19 @@ Session::Session(ir::Module module, Config config, RunSpec spec)
     throw OptionError("session: replicationFactor must be at least 1");
   if (spec_.stepsPerExecution == 0)
     throw OptionError("session: stepsPerExecution must be at least 1");
+  const InstanceConfig &in = config_.instances;
+  if (in.count == 0 || in.index >= in.count ||
+      config_.replicationFactor % in.count != 0)
+    throw OptionError(fmt::format(
+        "session: instance {} of {} cannot own an equal share of {} "
+        "replicas; make the replication factor a multiple of the instance "
+        "count and the index smaller than the count",
+        in.index, in.count, config_.replicationFactor));
+  if (in.count > 1 && !in.exchange)
+    throw OptionError(fmt::format(
+        "session: {} instances need a ReplicaExchange to reach each other's "
+        "replicas; set config.instances.exchange (dist::mpiReplicaExchange)",
+        in.count));
 }
 
 Session::~Session() = default;
@@ -214,6 +227,11 @@ bool Session::compile(std::ostream *progress) {
   device_ = std::make_unique<Device>(modelFor(config_).createDevice());
   engine_ = std::make_unique<Engine>(std::move(exe), engineFlags(config_));
   engine_->load(*device_);
+  if (config_.instances.count > 1) {
+    const unsigned local = config_.replicationFactor / config_.instances.count;
+    engine_->setLocalReplicas(config_.instances.index * local, local,
+                              config_.instances.exchange);
+  }
   return hit;
 }
 
@@ -258,7 +276,9 @@ void Session::run() {
   ++runs_;
 }
 
-Checkpoint Session::readVariables(std::uint64_t step) {
+Checkpoint Session::readVariables(std::uint64_t step,
+                                  std::optional<unsigned> replica) {
+  const unsigned r = replica ? *replica : engine().getLocalReplicas().first;
   Checkpoint c;
   c.model = module_.name();
   c.step = step;
@@ -266,7 +286,7 @@ Checkpoint Session::readVariables(std::uint64_t step) {
     const ir::ValueInfo &info = module_.value(v.value);
     data::HostTensor t(info.type.dtype, info.type.shape);
     auto *p = static_cast<std::byte *>(t.data());
-    engine().readTensor(kReadPrefix + info.name, p, p + t.numBytes());
+    engine().readTensor(kReadPrefix + info.name, r, p, p + t.numBytes());
     c.variables.emplace_back(info.name, std::move(t));
   }
   return c;

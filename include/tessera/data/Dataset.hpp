@@ -158,6 +158,14 @@ public:
   Dataset take(std::uint64_t count) const;
   /// All but the first \p count elements.
   Dataset skip(std::uint64_t count) const;
+  /// Shard \p index of \p numShards (tf.data's shard, PopDist's per-instance
+  /// data): the elements k with (k / blockSize) % numShards == index, in
+  /// order. With blockSize = the replicas each instance runs, instance i
+  /// of a distributed run takes exactly the elements its replicas take in
+  /// a single-process run over the whole dataset. OptionError when
+  /// \p index >= \p numShards or a count is 0.
+  Dataset shard(std::uint64_t numShards, std::uint64_t index,
+                std::uint64_t blockSize = 1) const;
   /// Produces elements ahead of the consumer on a worker thread, holding up
   /// to \p depth finished elements (autotune: four). Exceptions raised
   /// while producing reach the consumer's next() in order; destroying the

@@ -48,6 +48,12 @@ struct TargetFigures {
   /// IPU-Link bandwidth of one chip in bytes/s: 320 GB/s per Mk2 or Bow chip
   /// (10 links), 64 GB/s per Mk1 card link.
   double ipuLinkBandwidth = 320e9;
+  /// Gateway-Link (GW-Link) bandwidth of one IPU-Machine in bytes/s: what
+  /// replicas on different machines (the instances of `tessera poprun`)
+  /// exchange over. An IPU-M2000's IPU-Gateway has two 100 Gb/s GW-Links
+  /// for scale-out beyond a POD (Graphcore's IPU-M2000 datasheet and
+  /// product page, 2020): 25 GB/s per machine of 4 IPUs.
+  double gwLinkBandwidth = 25e9;
   /// Host link bandwidth in bytes/s: PCIe Gen4 x16, 64 GB/s as Graphcore
   /// quotes it (both directions together; one direction carries half).
   double hostLinkBandwidth = 64e9;
@@ -126,6 +132,10 @@ struct CostFigures {
   /// Fixed cycles of an exchange step that crosses IPU-Links (link latency).
   /// Estimate from the off-chip latencies of Jia et al.
   unsigned ipuLinkFixedCycles = 600;
+  /// Fixed cycles of a cross-replica copy that leaves the IPU-Machine over
+  /// GW-Links (RDMA over 100 Gb Ethernet). Estimate: ~5 us, a network
+  /// round trip through the gateways, at 1.33 GHz.
+  unsigned gwLinkFixedCycles = 6650;
   /// Fixed cycles of a host transfer step (a stream copy or a remote buffer
   /// access): the host sync and the PCIe round trip, ~2 us. Estimate.
   unsigned hostTransferFixedCycles = 2660;
@@ -194,6 +204,8 @@ public:
   }
   /// IPU-Link bandwidth of one IPU in bytes/s.
   double getIpuLinkBandwidth() const { return figures_.ipuLinkBandwidth; }
+  /// GW-Link bandwidth of one IPU-Machine in bytes/s.
+  double getGwLinkBandwidth() const { return figures_.gwLinkBandwidth; }
   /// Host link bandwidth in bytes/s.
   double getHostLinkBandwidth() const { return figures_.hostLinkBandwidth; }
   std::uint64_t getRemoteMemoryBytesPerIPU() const {

@@ -9,6 +9,7 @@
 #include "tessera/compiler/Executable.hpp"
 #include "tessera/compiler/Options.hpp"
 #include "tessera/engine/ExecutionCounts.hpp"
+#include "tessera/engine/ReplicaExchange.hpp"
 #include "tessera/engine/StreamCallback.hpp"
 #include "tessera/graph/Graph.hpp"
 #include "tessera/graph/Program.hpp"
@@ -19,6 +20,7 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tessera {
@@ -59,12 +61,23 @@ public:
   void connectStream(const std::string &handle,
                      std::unique_ptr<StreamCallback> callback);
 
+  /// Runs only replicas [first, first + count) here: another process (an
+  /// instance, see src/dist) runs each other block of \p count replicas,
+  /// and cross-replica copies between blocks go through \p exchange. The
+  /// connect, write and run calls then touch the local replicas only, and
+  /// readTensor reads replica \p first unless told. \p count must divide
+  /// the replication factor and \p first be a multiple of it (StreamError).
+  void setLocalReplicas(unsigned first, unsigned count,
+                        std::shared_ptr<ReplicaExchange> exchange);
+  /// The first local replica and how many there are (all by default).
+  std::pair<unsigned, unsigned> getLocalReplicas() const;
+
   /// Writes a createHostWrite tensor (every replica); \p bufEnd bounds it.
   void writeTensor(const std::string &handle, const void *buf,
                    const void *bufEnd);
-  void writeTensor(const std::string &handle, unsigned replica,
-                   const void *buf, const void *bufEnd);
-  /// Reads a createHostRead tensor (replica 0 unless given).
+  void writeTensor(const std::string &handle, unsigned replica, const void *buf,
+                   const void *bufEnd);
+  /// Reads a createHostRead tensor (the first local replica unless given).
   void readTensor(const std::string &handle, void *buf, void *bufEnd);
   void readTensor(const std::string &handle, unsigned replica, void *buf,
                   void *bufEnd);

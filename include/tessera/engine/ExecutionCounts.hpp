@@ -16,6 +16,11 @@ struct ExecutionCounts {
   /// The first steps executed, in order (bounded by traceLimit).
   std::vector<std::uint32_t> trace;
   std::size_t traceLimit = 100000;
+  /// Estimated cycles of the cross-replica copies that crossed to replicas
+  /// of other instances (Engine::setLocalReplicas): GW-Link traffic
+  /// between IPU-Machines, which the compiler's per-step estimates (one
+  /// machine's IPU-Links) leave out. Every IPU waits for it.
+  std::uint64_t gatewayCycles = 0;
 };
 
 } // namespace tessera

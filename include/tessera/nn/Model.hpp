@@ -121,7 +121,8 @@ struct FitOptions {
   /// OptionError when it is not below epochs.
   unsigned initialEpoch = 0;
   /// Steps per epoch; default: the dataset's cardinality (it must then be
-  /// finite).
+  /// finite) divided by the replicas this process runs, as each step takes
+  /// one element per replica.
   std::optional<std::size_t> stepsPerEpoch;
   /// As Keras' default (verbose=1): a bar redrawn on standard output.
   Verbosity verbose = Verbosity::ProgressBar;
@@ -229,6 +230,10 @@ public:
 
   /// The weights (and optimizer state) as they are now.
   session::Checkpoint getWeights();
+  /// The weights and optimizer state of one training replica (of those
+  /// config.replicationFactor makes), as the device holds them now.
+  /// ModelError before the model has trained.
+  session::Checkpoint getReplicaWeights(unsigned replica);
   /// Replaces the weights; SerializationError when \p ckpt is of another
   /// model.
   void setWeights(const session::Checkpoint &ckpt);

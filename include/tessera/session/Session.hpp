@@ -58,6 +58,17 @@ enum class DeviceConnectionType {
   NEVER        ///< neither compile nor run (an error if asked to)
 };
 
+/// This process as one of several instances of one run (PopDist's
+/// instances, started by `tessera poprun`): instance \p index of \p count
+/// runs replicas [index * R / count, (index + 1) * R / count) of the R
+/// replicas and reaches the others' through \p exchange (src/dist makes
+/// one on MPI).
+struct InstanceConfig {
+  unsigned count = 1;
+  unsigned index = 0;
+  std::shared_ptr<ReplicaExchange> exchange;
+};
+
 /// Mirrors IPUConfig.
 struct Config {
   /// auto_select_ipus: how many IPUs the model uses.
@@ -67,6 +78,10 @@ struct Config {
   /// Build the module with TrainingOptions::crossReplicaMean so replicas
   /// share their gradients.
   unsigned replicationFactor = 1;
+  /// The replicas this process runs, when it is one of several instances;
+  /// the infeed then feeds only those (consecutive elements, as the
+  /// dataset's shard for this instance lists them).
+  InstanceConfig instances;
   IpuModelConfig ipuModel;
   FloatingPointBehaviour floatingPointBehaviour;
   /// Where compiled executables are cached (empty: no cache).
@@ -119,8 +134,10 @@ public:
   /// this session's runs).
   void run();
 
-  /// The module's variables as they are on the device now.
-  Checkpoint readVariables(std::uint64_t step = 0);
+  /// The module's variables as they are on the device now (on the first
+  /// replica this process runs, unless \p replica says).
+  Checkpoint readVariables(std::uint64_t step = 0,
+                           std::optional<unsigned> replica = std::nullopt);
   /// Sets the device's variables from \p ckpt (read from \p path, for
   /// messages); SerializationError when it is of another model.
   void writeVariables(const Checkpoint &ckpt, const std::string &path);
