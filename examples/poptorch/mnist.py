@@ -102,8 +102,9 @@ def main():
         description="Fashion-MNIST training in PopTorch (on Tessera)")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--test-batch-size", type=int, default=8)
-    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--momentum", type=float, default=0.0)
     parser.add_argument("--device-iterations", type=int, default=50)
     parser.add_argument("--data-dir", default=os.path.expanduser(
         "~/.cache/tessera/fashion_mnist_data"))
@@ -134,7 +135,8 @@ def main():
 
     model = Network()
     training_model = TrainingModelWithLoss(model)
-    optimizer = poptorch.optim.SGD(model.parameters(), lr=args.lr)
+    optimizer = poptorch.optim.SGD(model.parameters(), lr=args.lr,
+                                    momentum=args.momentum)
     training_model = poptorch.trainingModel(training_model, opts,
                                             optimizer=optimizer)
     inference_model = poptorch.inferenceModel(model, opts)
@@ -156,6 +158,15 @@ def main():
             output = inference_model(data)
             sum_acc += accuracy(output, labels)
     print("Accuracy on test set: {:.2f}%".format(sum_acc / len(test_data)))
+
+    # The wrapped network holds the trained weights: plain PyTorch agrees.
+    model.eval()
+    correct = 0
+    with torch.no_grad():
+        for data, labels in torch.utils.data.DataLoader(test_set, 1000):
+            correct += (model(data).argmax(1) == labels).sum().item()
+    print("Accuracy of the same network in PyTorch: {:.2f}%".format(
+        100 * correct / len(test_set)))
 
 
 if __name__ == "__main__":

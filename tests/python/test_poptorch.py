@@ -252,3 +252,11 @@ def test_adamw_with_weight_decay_is_refused_until_supported():
     with pytest.raises(ValueError, match="decoupled weight decay"):
         poptorch.trainingModel(WithLoss(net), _options(),
                                poptorch.optim.AdamW(net.parameters()))
+
+
+def test_frozen_parameters_are_refused_until_supported():
+    net = SmallCnn()
+    net.classifier.bias.requires_grad_(False)
+    with pytest.raises(poptorch.Error, match=r"\['model.classifier.bias'\] "
+                                             r"have requires_grad=False"):
+        poptorch.trainingModel(WithLoss(net), _options())

@@ -60,9 +60,18 @@ class PoplarExecutor:
         self.__dict__.update(
             _model=model, _options=options or Options(), _training=training,
             _optimizer=optimizer, _session=None, _attached=False,
-            _micro=None, _input_shapes=None, _outputs=None, _tuple=False, _ranks=None,
+            _micro=None, _input_shapes=None, _outputs=None, _tuple=False,
+            _ranks=None,
             _weights={}, _versions=None)
         if training:
+            frozen = [n for n, p in model.named_parameters()
+                      if not p.requires_grad]
+            if frozen:
+                # The compiled step updates every float weight it imports.
+                raise Error(
+                    f"trainingModel: parameters {frozen[:5]} have "
+                    "requires_grad=False; freezing parameters is not "
+                    "supported yet; set requires_grad=True on them")
             if optimizer is None:
                 self.__dict__["_optimizer"] = _optim.SGD(
                     model.parameters(), lr=0.01)
