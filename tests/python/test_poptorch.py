@@ -260,3 +260,16 @@ def test_frozen_parameters_are_refused_until_supported():
     with pytest.raises(poptorch.Error, match=r"\['model.classifier.bias'\] "
                                              r"have requires_grad=False"):
         poptorch.trainingModel(WithLoss(net), _options())
+
+
+def test_replicated_inference_returns_every_sample_in_order():
+    torch.manual_seed(0)
+    net = SmallCnn()
+    xs, _ = _data(2 * 2, MICRO)
+    inference = poptorch.inferenceModel(net, _options(2, replicas=2))
+    with torch.no_grad():
+        expected = net(xs)
+    got = inference(xs)
+    assert got.shape == (16, 10)
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-4,
+                               atol=1e-5)
