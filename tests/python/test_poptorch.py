@@ -273,3 +273,45 @@ def test_replicated_inference_returns_every_sample_in_order():
     assert got.shape == (16, 10)
     np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-4,
                                atol=1e-5)
+
+
+def test_set_optimizer_changes_the_learning_rate_between_calls():
+    torch.manual_seed(0)
+    model = WithLoss(SmallCnn())
+    reference = WithLoss(SmallCnn())
+    reference.load_state_dict(model.state_dict())
+    xs, ys = _data(4, MICRO)
+    optimizer = poptorch.optim.SGD(model.parameters(), lr=0.05)
+    training = poptorch.trainingModel(model, _options(2), optimizer)
+    _, first = training(xs[:8], ys[:8])
+    for group in optimizer.param_groups:
+        group["lr"] = 0.5
+    training.setOptimizer(optimizer)
+    _, second = training(xs[8:], ys[8:])
+    got = np.concatenate([first.numpy(), second.numpy()])
+    opt = torch.optim.SGD(reference.parameters(), lr=0.05)
+    expected = []
+    for s in range(4):
+        if s == 2:
+            opt.param_groups[0]["lr"] = 0.5
+        opt.zero_grad()
+        _, loss = reference(xs[s * MICRO:(s + 1) * MICRO],
+                            ys[s * MICRO:(s + 1) * MICRO])
+        loss.backward()
+        opt.step()
+        expected.append(loss.item())
+    np.testing.assert_allclose(got, expected, rtol=1e-4)
+    for a, b in zip(model.parameters(), reference.parameters()):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(),
+                                   rtol=1e-4, atol=1e-5)
+
+
+def test_set_optimizer_refuses_to_drop_momentum_state():
+    net = SmallCnn()
+    optimizer = poptorch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    training = poptorch.trainingModel(WithLoss(net), _options(), optimizer)
+    xs, ys = _data(1, MICRO)
+    training(xs, ys)
+    optimizer.param_groups[0]["lr"] = 0.001
+    with pytest.raises(poptorch.Error, match="momentum or Adam state"):
+        training.setOptimizer(optimizer)

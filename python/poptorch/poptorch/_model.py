@@ -97,7 +97,7 @@ class PoplarExecutor:
         return self._attached
 
     def compile(self, *args):
-        """Traces and compiles the model for batches shaped like \\p args
+        """Traces and compiles the model for batches shaped like args
         (one combined batch) without running it; with executable caching
         on, a later run of the same program loads the executable."""
         if self._session is not None:
@@ -173,6 +173,34 @@ class PoplarExecutor:
             raise Error("attachToDevice(): the model is already attached")
         self.__dict__["_attached"] = True
         self.copyWeightsToDevice()
+
+    def setOptimizer(self, optimizer):
+        """Trains with optimizer from the next call (for example the
+        same optimizer after changing its learning rate). The compiled
+        program is rebuilt around the current weights, so only an
+        optimizer without state (SGD without momentum) can change after
+        the first call; changing a stateful one is an error for now."""
+        if not self._training:
+            raise Error("setOptimizer(): an inference model has no "
+                        "optimizer")
+        new = _optim.to_popart(optimizer)
+        if self._session is not None:
+            old = self._optimizer_params
+            if old != new.params:
+                if old["optimizer"] != "sgd" or old.get("momentum"):
+                    raise Error(
+                        "setOptimizer(): changing a compiled model's "
+                        f"{type(self._optimizer).__name__} with momentum "
+                        "or Adam state is not supported yet (the state "
+                        "would be lost); set the optimizer before the first "
+                        "call")
+                self.copyWeightsToHost()
+                self.__dict__["_optimizer"] = optimizer
+                self.__dict__["_session"] = self._make_session(
+                    self._proto, self._outputs, self._loss)
+                self._session.prepareDevice()
+                self.copyWeightsToDevice()
+        self.__dict__["_optimizer"] = optimizer
 
     def _need_session(self, what):
         if self._session is None:
@@ -265,6 +293,7 @@ class PoplarExecutor:
                              _ranks={n: o.dim() for n, o in zip(names, outs)},
                              _input_shapes=[tuple(a.shape[1:])
                                             for a in args])
+        self.__dict__.update(_proto=proto, _loss=loss)
         self.__dict__["_session"] = self._make_session(proto, names, loss)
         self._session.prepareDevice()
         self.__dict__["_weights"] = self._session.readWeights()
@@ -293,10 +322,11 @@ class PoplarExecutor:
         if not self._training:
             return popart.InferenceSession(proto, flow, device,
                                            userOptions=so)
+        optimizer = _optim.to_popart(self._optimizer)
+        self.__dict__["_optimizer_params"] = optimizer.params
         return popart.TrainingSession(
-            fnModel=proto, dataFlow=flow, loss=loss,
-            optimizer=_optim.to_popart(self._optimizer), deviceInfo=device,
-            userOptions=so)
+            fnModel=proto, dataFlow=flow, loss=loss, optimizer=optimizer,
+            deviceInfo=device, userOptions=so)
 
     def _result(self, array, name):
         return _join(torch.from_numpy(np.array(array)), self._ranks[name])
@@ -318,13 +348,13 @@ def _join(t, own_rank):
 
 
 def trainingModel(model, options=None, optimizer=None):
-    """Wraps \\p model (whose forward returns its loss, alone or as the
-    last scalar output) for training on the IPU Model with \\p optimizer
+    """Wraps model (whose forward returns its loss, alone or as the
+    last scalar output) for training on the IPU Model with optimizer
     (poptorch.optim or torch.optim SGD, Adam, AdamW; default SGD lr
     0.01)."""
     return PoplarExecutor(model, options, True, optimizer)
 
 
 def inferenceModel(model, options=None):
-    """Wraps \\p model for inference on the IPU Model."""
+    """Wraps model for inference on the IPU Model."""
     return PoplarExecutor(model, options, False)

@@ -62,7 +62,7 @@ def _one_group(optimizer):
 
 
 def to_popart(optimizer):
-    """The popart optimizer with \\p optimizer's hyper-parameters
+    """The popart optimizer with optimizer's hyper-parameters
     (a torch.optim.SGD, Adam or AdamW, including poptorch.optim's)."""
     g = _one_group(optimizer)
     name = type(optimizer).__name__
