@@ -105,6 +105,9 @@ def main():
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--momentum", type=float, default=0.0)
+    parser.add_argument("--lr-decay", type=float, default=0.1,
+                        help="multiply the learning rate by this after "
+                             "each epoch (default: 0.1)")
     parser.add_argument("--device-iterations", type=int, default=50)
     parser.add_argument("--data-dir", default=os.path.expanduser(
         "~/.cache/tessera/fashion_mnist_data"))
@@ -143,6 +146,10 @@ def main():
 
     start = time.time()
     for epoch in range(args.epochs):
+        if epoch:
+            for group in optimizer.param_groups:
+                group["lr"] *= args.lr_decay
+            training_model.setOptimizer(optimizer)
         for data, labels in training_data:
             preds, losses = training_model(data, labels)
         print(f"epoch {epoch + 1}: loss {losses.mean().item():.4f} "
