@@ -315,3 +315,37 @@ def test_set_optimizer_refuses_to_drop_momentum_state():
     optimizer.param_groups[0]["lr"] = 0.001
     with pytest.raises(poptorch.Error, match="momentum or Adam state"):
         training.setOptimizer(optimizer)
+
+
+def test_begin_block_places_later_layers_on_the_next_ipu():
+    from poptorch import _blocks
+    torch.manual_seed(0)
+    model = WithLoss(SmallCnn())
+    reference = WithLoss(SmallCnn())
+    reference.load_state_dict(model.state_dict())
+    model.model.classifier = poptorch.BeginBlock(model.model.classifier,
+                                                 ipu_id=1)
+    xs, ys = _data(STEPS, MICRO * 2)
+    got = _poptorch_losses(model, _options(10, replicas=2), "sgd", xs, ys)
+    expected = _torch_losses(reference, "sgd", xs, ys, MICRO * 2)
+    np.testing.assert_allclose(got, expected, rtol=1e-4)
+    # The nodes from the classifier on (and the loss) are on IPU 1.
+    proto, ipus = _blocks.place_nodes(
+        poptorch.inferenceModel(model)._export((xs[:MICRO], ys[:MICRO]), 2),
+        _blocks.block_scopes(model))
+    parsed = _blocks._schema()()
+    parsed.ParseFromString(proto)
+    placed = [(n.name.split("/")[-1], [a.i for a in n.attribute
+                                       if a.name == "__ipu_number"])
+              for n in parsed.graph.node]
+    assert ipus == 2
+    assert placed[0] == ("Conv", [0])
+    assert [p for _, p in placed[-2:]] == [[1], [1]]
+    assert [p for n, p in placed if n == "Gemm"] == [[1]]
+    # Tessera's importer places by the attribute: one IPU is too few.
+    import popart
+    with pytest.raises(popart.popart_exception, match="is on IPU 1"):
+        popart.InferenceSession(
+            proto, popart.DataFlow(1, {"output1": "ALL"}),
+            popart.DeviceManager().createIpuModelDevice(
+                {"numIPUs": 1, "tilesPerIPU": 16})).prepareDevice()

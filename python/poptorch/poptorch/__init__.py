@@ -21,10 +21,11 @@ importer (the popart package, tessera::onnx), then compiled for and run
 on the IPU Model; the optimizer step runs inside the compiled program.
 """
 
+from ._blocks import BeginBlock
 from ._dataloader import DataLoader
 from ._model import Error, PoplarExecutor, inferenceModel, trainingModel
 from ._options import AnchorMode, Options, OutputMode
 from . import optim
 
-__all__ = ["AnchorMode", "DataLoader", "Error", "Options", "OutputMode",
+__all__ = ["AnchorMode", "BeginBlock", "DataLoader", "Error", "Options", "OutputMode",
            "PoplarExecutor", "inferenceModel", "optim", "trainingModel"]

@@ -22,6 +22,7 @@ import torch
 import popart
 
 from . import optim as _optim
+from ._blocks import block_scopes, place_nodes
 from ._options import Options, OutputMode
 
 
@@ -61,7 +62,7 @@ class PoplarExecutor:
             _model=model, _options=options or Options(), _training=training,
             _optimizer=optimizer, _session=None, _attached=False,
             _micro=None, _input_shapes=None, _outputs=None, _tuple=False,
-            _ranks=None,
+            _ranks=None, _ipus=1,
             _weights={}, _versions=None)
         if training:
             frozen = [n for n, p in model.named_parameters()
@@ -287,13 +288,14 @@ class PoplarExecutor:
             outs, is_tuple = _flatten(self._model(*example), what)
         self._model.train(was_training)
         loss = self._find_loss(outs) if self._training else None
-        proto = self._export(example, len(outs))
+        proto, ipus = place_nodes(self._export(example, len(outs)),
+                                  block_scopes(self._model))
         names = [f"output{i}" for i in range(len(outs))]
         self.__dict__.update(_micro=micro, _outputs=names, _tuple=is_tuple,
                              _ranks={n: o.dim() for n, o in zip(names, outs)},
                              _input_shapes=[tuple(a.shape[1:])
                                             for a in args])
-        self.__dict__.update(_proto=proto, _loss=loss)
+        self.__dict__.update(_proto=proto, _loss=loss, _ipus=ipus)
         self.__dict__["_session"] = self._make_session(proto, names, loss)
         self._session.prepareDevice()
         self.__dict__["_weights"] = self._session.readWeights()
@@ -305,7 +307,8 @@ class PoplarExecutor:
         flow = popart.DataFlow(o.device_iterations,
                                {n: self._mode() for n in names})
         device = popart.DeviceManager().createIpuModelDevice(
-            {"numIPUs": o.replication_factor, "tilesPerIPU": o.tiles_per_ipu})
+            {"numIPUs": o.replication_factor * self._ipus,
+             "tilesPerIPU": o.tiles_per_ipu})
         so = popart.SessionOptions()
         if o.replication_factor > 1:
             so.enableReplicatedGraphs = True
