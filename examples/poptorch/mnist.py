@@ -113,6 +113,8 @@ def main():
         "~/.cache/tessera/fashion_mnist_data"))
     parser.add_argument("--train-samples", type=int, default=0,
                         help="use only this many training images (0: all)")
+    parser.add_argument("--test-samples", type=int, default=0,
+                        help="use only this many test images (0: all)")
     args = parser.parse_args()
     torch.manual_seed(0)
 
@@ -127,6 +129,8 @@ def main():
                                             range(args.train_samples))
     test_set = torchvision.datasets.FashionMNIST(
         root, train=False, download=False, transform=transform)
+    if args.test_samples:
+        test_set = torch.utils.data.Subset(test_set, range(args.test_samples))
 
     opts = poptorch.Options().deviceIterations(args.device_iterations)
     training_data = poptorch.DataLoader(opts, train_set,
