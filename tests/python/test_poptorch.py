@@ -166,7 +166,7 @@ def test_host_weight_changes_reach_the_device():
                                rtol=1e-4, atol=1e-5)
 
 
-def test_output_modes_final_and_sum():
+def test_output_modes_final_sum_and_every_n():
     torch.manual_seed(0)
     net = SmallCnn()
     xs, _ = _data(4, MICRO)
@@ -180,6 +180,10 @@ def test_output_modes_final_and_sum():
         poptorch.AnchorMode.Sum))
     np.testing.assert_allclose(total(xs), expected.sum(0), rtol=1e-4,
                                atol=1e-4)
+    every = poptorch.inferenceModel(net, _options(4).outputMode(
+        poptorch.OutputMode.EveryN, output_return_period=2))
+    np.testing.assert_allclose(every(xs), expected[1::2].reshape(-1, 10),
+                               rtol=1e-4, atol=1e-5)
 
 
 def test_dataloader_gives_combined_batches():
