@@ -353,3 +353,26 @@ def test_begin_block_places_later_layers_on_the_next_ipu():
             proto, popart.DataFlow(1, {"output1": "ALL"}),
             popart.DeviceManager().createIpuModelDevice(
                 {"numIPUs": 1, "tilesPerIPU": 16})).prepareDevice()
+
+
+class Classify(nn.Module):
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x):
+        logits = self.net(x)
+        return (logits > 0).int(), logits
+
+
+def test_integer_outputs_come_back_as_int32():
+    torch.manual_seed(0)
+    net = SmallCnn()
+    xs, _ = _data(2, MICRO)
+    positive, logits = poptorch.inferenceModel(Classify(net), _options(2))(xs)
+    assert positive.dtype == torch.int32
+    with torch.no_grad():
+        expected = net(xs)
+    # Logits within rounding of 0 may compare either way.
+    near = np.abs(expected.numpy()) < 1e-5
+    assert ((positive.numpy() == (expected > 0).numpy()) | near).all()

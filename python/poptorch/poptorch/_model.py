@@ -62,7 +62,7 @@ class PoplarExecutor:
             _model=model, _options=options or Options(), _training=training,
             _optimizer=optimizer, _session=None, _attached=False,
             _micro=None, _input_shapes=None, _outputs=None, _tuple=False,
-            _ranks=None, _ipus=1,
+            _ranks=None, _ipus=1, _floats=None,
             _weights={}, _versions=None)
         if training:
             frozen = [n for n, p in model.named_parameters()
@@ -119,7 +119,10 @@ class PoplarExecutor:
         inputs = self._feeds(args)
         if self._host_changed():
             self.copyWeightsToDevice()
-        out = self._session._s.run(inputs)
+        # Integer outputs come back as int32 (the device has no int64).
+        out = {n: a if self._floats[n] else a.astype(np.int32)
+               for n, a in self._session.initAnchorArrays().items()}
+        self._session.run(popart.PyStepIO(inputs, out))
         if self._training:
             self.copyWeightsToHost()
         results = [self._result(out[name], name) for name in self._outputs]
@@ -293,6 +296,8 @@ class PoplarExecutor:
         names = [f"output{i}" for i in range(len(outs))]
         self.__dict__.update(_micro=micro, _outputs=names, _tuple=is_tuple,
                              _ranks={n: o.dim() for n, o in zip(names, outs)},
+                             _floats={n: o.is_floating_point()
+                                      for n, o in zip(names, outs)},
                              _input_shapes=[tuple(a.shape[1:])
                                             for a in args])
         self.__dict__.update(_proto=proto, _loss=loss, _ipus=ipus)
