@@ -8,7 +8,7 @@ packages=(
   nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
   libopenblas-dev libzstd-dev libxxhash-dev zlib1g-dev
   dataset-fashion-mnist
-  chromium python3-torch python3-torchvision
+  chromium python3-torch python3-torchvision python3-protobuf
   clang libclang-rt-14-dev llvm
   pybind11-dev python3-dev python3-numpy python3-pytest
   libonnx-dev python3-onnx openmpi-bin libopenmpi-dev
