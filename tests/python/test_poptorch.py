@@ -61,6 +61,10 @@ def _optimizer(kind, params, lib):
         return lib.SGD(params, lr=0.05)
     if kind == "momentum":
         return lib.SGD(params, lr=0.01, momentum=0.9, weight_decay=1e-3)
+    if kind == "nesterov":
+        return lib.SGD(params, lr=0.01, momentum=0.9, nesterov=True)
+    if kind == "adamw":
+        return lib.AdamW(params, lr=0.003, weight_decay=0.05)
     return lib.Adam(params, lr=0.003)
 
 
@@ -96,7 +100,8 @@ def _poptorch_losses(model, opts, kind, xs, ys, lib=poptorch.optim):
 @pytest.mark.parametrize("kind,iterations,replicas,accumulation", [
     ("sgd", 1, 1, 1), ("sgd", 10, 1, 1), ("adam", 1, 1, 1),
     ("adam", 10, 1, 1), ("momentum", 10, 1, 1), ("sgd", 2, 2, 1),
-    ("sgd", 1, 1, 4), ("adam", 5, 2, 4)])
+    ("sgd", 1, 1, 4), ("adam", 5, 2, 4), ("nesterov", 2, 1, 1),
+    ("adamw", 2, 1, 1)])
 def test_training_follows_pytorchs_loss_trajectory(kind, iterations,
                                                    replicas, accumulation):
     torch.manual_seed(0)
@@ -249,13 +254,6 @@ def test_compile_then_run_and_executable_cache(tmp_path, monkeypatch):
     second = poptorch.inferenceModel(net, _options(2))
     np.testing.assert_allclose(second(xs).numpy(), first(xs).numpy())
     assert sorted(tmp_path.iterdir()) == sorted(cached)
-
-
-def test_adamw_with_weight_decay_is_refused_until_supported():
-    net = SmallCnn()
-    with pytest.raises(ValueError, match="decoupled weight decay"):
-        poptorch.trainingModel(WithLoss(net), _options(),
-                               poptorch.optim.AdamW(net.parameters()))
 
 
 def test_frozen_parameters_are_refused_until_supported():

@@ -28,6 +28,7 @@ out as PopART lays them out: [batchesPerStep, accumulationFactor,
 replicatedGraphCount, ...] without the dimensions that are 1.
 """
 
+import enum
 import os
 
 import numpy as np
@@ -348,14 +349,37 @@ class SGD:
                                                else v)
 
 
+class AdamMode(enum.Enum):
+    """Adam's variants; Tessera's optimizer pass is Adam with bias
+    correction."""
+    Adam = "Adam"
+
+
+class WeightDecayMode(enum.Enum):
+    """How Adam applies weight decay: Decay subtracts lr * decay * w from
+    the weight (AdamW's decoupled decay), L2Regularization adds decay * w to
+    the gradient."""
+    Decay = "Decay"
+    L2Regularization = "L2Regularization"
+
+
 class Adam(SGD):
+    """Adam; weight decay is decoupled (WeightDecayMode.Decay) unless
+    weight_decay_mode says L2Regularization, as in PopART."""
+
     _KEYS = {"defaultLearningRate": "lr", "defaultBeta1": "beta1",
              "defaultBeta2": "beta2", "defaultEps": "eps",
              "defaultWeightDecay": "weightDecay"}
 
-    def __init__(self, params):
+    def __init__(self, params, mode=None,
+                 weight_decay_mode=WeightDecayMode.Decay):
         super().__init__(params)
+        if mode not in (None, AdamMode.Adam):
+            raise ValueError(f"Adam: mode {mode} is not supported; Tessera "
+                             "has AdamMode.Adam")
         self.params["optimizer"] = "adam"
+        self.params["decoupled"] = \
+            WeightDecayMode(weight_decay_mode) == WeightDecayMode.Decay
 
 
 class PyStepIO:

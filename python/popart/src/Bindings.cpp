@@ -77,12 +77,14 @@ makeSession(const py::bytes &model, unsigned batchesPerStep,
     t.accumulationFactor = get("accumulation", 1u);
     const std::string kind = get("optimizer", std::string("sgd"));
     if (kind == "adam")
-      t.optimizer = passes::Adam{get("lr", 0.001), get("beta1", 0.9),
-                                 get("beta2", 0.999), get("eps", 1e-8),
-                                 get("weightDecay", 0.0)};
+      t.optimizer = passes::Adam{get("lr", 0.001),       get("beta1", 0.9),
+                                 get("beta2", 0.999),    get("eps", 1e-8),
+                                 get("weightDecay", 0.0), get("decoupled", false)};
     else
-      t.optimizer = passes::SGD{get("lr", 0.01), get("momentum", 0.0),
-                                get("dampening", 0.0), get("weightDecay", 0.0)};
+      t.optimizer =
+          passes::SGD{get("lr", 0.01), get("momentum", 0.0),
+                      get("dampening", 0.0), get("weightDecay", 0.0),
+                      get("nesterov", false)};
     o.training = t;
   }
   return std::make_unique<onnx::ModelSession>(model, flow, o);

@@ -67,31 +67,28 @@ def to_popart(optimizer):
     g = _one_group(optimizer)
     name = type(optimizer).__name__
     if isinstance(optimizer, torch.optim.SGD):
-        if g.get("nesterov"):
-            raise ValueError("SGD(nesterov=True) is not supported yet; use "
-                             "nesterov=False")
-        return popart.SGD({
+        sgd = popart.SGD({
             "defaultLearningRate": (g["lr"], False),
             "defaultMomentum": (g.get("momentum", 0.0), False),
             "defaultDampening": (g.get("dampening", 0.0), False),
             "defaultWeightDecay": (g.get("weight_decay", 0.0), False)})
+        sgd.params["nesterov"] = bool(g.get("nesterov", False))
+        return sgd
     if isinstance(optimizer, (torch.optim.Adam, torch.optim.AdamW)):
         if g.get("amsgrad"):
             raise ValueError(f"{name}(amsgrad=True) is not supported; use "
                              "amsgrad=False")
-        decay = g.get("weight_decay", 0.0)
-        if isinstance(optimizer, torch.optim.AdamW) and decay != 0.0:
-            # The popart layer does not pass tessera's
-            # decoupledWeightDecay through yet, and Adam's coupled decay
-            # is a different update.
-            raise ValueError(f"AdamW(weight_decay={decay}): decoupled "
-                             "weight decay is not supported by this build's "
-                             "popart layer yet; use weight_decay=0 or Adam")
+        # torch's Adam adds the decay to the gradient; AdamW decays the
+        # weight itself.
+        mode = (popart.WeightDecayMode.Decay
+                if isinstance(optimizer, torch.optim.AdamW)
+                else popart.WeightDecayMode.L2Regularization)
         beta1, beta2 = g["betas"]
         return popart.Adam({
             "defaultLearningRate": (g["lr"], False),
             "defaultBeta1": (beta1, False), "defaultBeta2": (beta2, False),
             "defaultEps": (g["eps"], False),
-            "defaultWeightDecay": (decay, False)})
+            "defaultWeightDecay": (g.get("weight_decay", 0.0), False)},
+            weight_decay_mode=mode)
     raise TypeError(f"{name}: poptorch trains with SGD, Adam or AdamW "
                     "(poptorch.optim or torch.optim)")
