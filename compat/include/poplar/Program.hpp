@@ -29,7 +29,8 @@ using tessera::Function;
 using tessera::RemoteBuffer;
 } // namespace poplar
 
-namespace poplar::program {
+namespace poplar {
+namespace program {
 
 using tessera::program::Abort;
 using tessera::program::AbortOnCondition;
@@ -48,4 +49,5 @@ using tessera::program::Sync;
 using tessera::program::SyncType;
 using tessera::program::WriteUndef;
 
-} // namespace poplar::program
+} // namespace program
+} // namespace poplar
