@@ -12,6 +12,7 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <string>
 #include <vector>
 
 using namespace poplar;
@@ -23,6 +24,18 @@ int main() {
   Target target = device.getTarget();
   Graph graph(target);
   popops::addCodelets(graph);
+  // Poplar's exception classes come with the headers that throw them.
+  bool caught = false;
+  try {
+    graph.addCodelets("no-such-codelets.gp");
+  } catch (const poplar::poplar_error &e) {
+    caught = std::string(e.what()).find("no-such-codelets.gp") !=
+             std::string::npos;
+  }
+  if (!caught) {
+    std::cout << "FAILED: a missing codelet file is not a poplar_error\n";
+    return 1;
+  }
   graph.addCodelets("codelets.gp");
 
   const unsigned n = 16, tiles = 4;

@@ -5,6 +5,7 @@
 /// base Program.
 #pragma once
 
+#include <poplar/exceptions.hpp>
 #include <poplar/DebugContext.hpp>
 #include <poplar/SyncType.hpp>
 #include <poplar/Tensor.hpp>
