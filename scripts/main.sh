@@ -28,6 +28,11 @@ for example in basic xla_compile sharding training_loop outfeed_thread; do
   echo "-- tf_$example"
   "build/examples/tf_$example"
 done
+echo "== the SDK-shaped install at build/install (source build/install/enable.sh to use it)"
+cmake --build build -j "$jobs" --target tessera-sdk tessera
+cmake --install build --prefix build/install >/dev/null
+echo "== tests/sdk: a Poplar-style project built with its own Makefile (-std=c++11, popc)"
+tests/compat/RunSdkProject.sh build . build/sdk-project
 echo "== the tessera Python package, registered for Debian's /usr/bin/python3"
 cmake --build build -j "$jobs" --target tessera-python
 scripts/register-python.sh build

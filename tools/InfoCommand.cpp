@@ -4,6 +4,7 @@
 #include "Commands.hpp"
 #include "TextTable.hpp"
 
+#include "tessera/compiler/Options.hpp"
 #include "tessera/device/DeviceManager.hpp"
 #include "tessera/support/Error.hpp"
 
@@ -20,6 +21,7 @@ namespace {
 
 struct InfoOptions {
   bool json = false;
+  bool engineOptions = false;
   std::optional<unsigned> deviceId;
   std::optional<unsigned> numIPUs;
 };
@@ -109,7 +111,26 @@ void printInfo(std::ostream &os, const DeviceManager &m, const Target &ipu,
   table.print(os, 2);
 }
 
+// The engine options and what each does on the IPU Model.
+void printEngineOptions(std::ostream &os) {
+  os << "Engine options (OptionFlags given to an Engine or compileGraph, "
+        "POPLAR_ENGINE_OPTIONS, TESSERA_ENGINE_OPTIONS):\n";
+  TextTable table({"Option", "Effect on the IPU Model"});
+  for (const std::string &key : EngineOptions::keys()) {
+    std::string effect = "used";
+    for (const InertEngineOption &o : inertEngineOptions())
+      if (key == o.key)
+        effect = std::string("no effect on the IPU Model: ") + o.reason;
+    table.addRow({key, effect});
+  }
+  table.print(os, 2);
+}
+
 void runInfo(const InfoOptions &o, const CommandStreams &streams) {
+  if (o.engineOptions) {
+    printEngineOptions(streams.out);
+    return;
+  }
   const DeviceManager m = DeviceManager::createDeviceManager();
   const Target ipu = Target::createIPUTarget(1, m.getArch());
   const std::vector<DeviceInfo> devices = selectDevices(m, o);
@@ -130,6 +151,8 @@ void addInfoCommand(CLI::App &app, const CommandStreams &streams) {
       "else the JSON file named by TESSERA_SYSTEM_CONFIG, else 16 ipu2 "
       "IPUs.\nWith N IPUs, ids 0..N-1 are the single IPUs, then come the "
       "pairs, the groups of four, and so on up to all of them.");
+  sub->add_flag("--options", options->engineOptions,
+                "List the engine options and their effect on the IPU Model");
   sub->add_flag("--json", options->json,
                 "Print JSON: the system, then one object per device");
   sub->add_option("-d,--device-id", options->deviceId,

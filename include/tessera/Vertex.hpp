@@ -33,14 +33,21 @@ public:
 };
 
 /// Poplar's layout hints; accepted and ignored by the IPU Model.
-enum class VectorLayout { ONE_PTR, SPAN, SCALED_PTR32, SCALED_PTR64, COMPACT_PTR };
+enum class VectorLayout {
+  ONE_PTR,
+  SPAN,
+  SCALED_PTR32,
+  SCALED_PTR64,
+  COMPACT_PTR
+};
 enum class VectorListLayout { COMPACT_DELTAN, DELTANELEMENTS };
-inline constexpr VectorLayout ONE_PTR = VectorLayout::ONE_PTR;
-inline constexpr VectorLayout SPAN = VectorLayout::SPAN;
-inline constexpr VectorLayout COMPACT_PTR = VectorLayout::COMPACT_PTR;
-inline constexpr VectorListLayout COMPACT_DELTAN =
+TESSERA_INLINE_VAR constexpr VectorLayout ONE_PTR = VectorLayout::ONE_PTR;
+TESSERA_INLINE_VAR constexpr VectorLayout SPAN = VectorLayout::SPAN;
+TESSERA_INLINE_VAR constexpr VectorLayout COMPACT_PTR =
+    VectorLayout::COMPACT_PTR;
+TESSERA_INLINE_VAR constexpr VectorListLayout COMPACT_DELTAN =
     VectorListLayout::COMPACT_DELTAN;
-inline constexpr VectorListLayout DELTANELEMENTS =
+TESSERA_INLINE_VAR constexpr VectorListLayout DELTANELEMENTS =
     VectorListLayout::DELTANELEMENTS;
 
 namespace codelet {
@@ -107,7 +114,7 @@ public:
   T &operator*() const { return *p_; }
   T *operator->() const { return p_; }
   T *data() const { return p_; }
-  ScalarRef &operator=(const std::remove_const_t<T> &v) {
+  ScalarRef &operator=(const typename std::remove_const<T>::type &v) {
     *p_ = v;
     return *this;
   }
@@ -156,17 +163,19 @@ template <typename F, typename = void> struct FieldTraits {
 };
 
 template <typename T>
-struct FieldTraits<T, std::enable_if_t<std::is_arithmetic_v<T> ||
-                                       std::is_same_v<T, Half>>> {
+struct FieldTraits<
+    T, typename std::enable_if<std::is_arithmetic<T>::value ||
+                               std::is_same<T, Half>::value>::type> {
   static constexpr bool supported = true;
   static constexpr Direction direction = Direction::State;
   static constexpr Shape shape = Shape::Scalar;
   static constexpr Type elementType = typeOf<T>();
 };
 template <typename T, VectorLayout L, unsigned A, bool I>
-struct FieldTraits<Vector<T, L, A, I>,
-                   std::enable_if_t<std::is_arithmetic_v<T> ||
-                                    std::is_same_v<T, Half>>> {
+struct FieldTraits<
+    Vector<T, L, A, I>,
+    typename std::enable_if<std::is_arithmetic<T>::value ||
+                            std::is_same<T, Half>::value>::type> {
   static constexpr bool supported = true;
   static constexpr Direction direction = Direction::State;
   static constexpr Shape shape = Shape::Vector;
@@ -200,20 +209,23 @@ struct DirectedTraits<D, VectorList<T, L>> : DirectedTraits<D, T> {
   static constexpr Shape shape = Shape::VectorList;
 };
 
-template <typename T> struct FieldTraits<Input<T>> : DirectedTraits<Input, T> {};
+template <typename T>
+struct FieldTraits<Input<T>> : DirectedTraits<Input, T> {};
 template <typename T>
 struct FieldTraits<Output<T>> : DirectedTraits<Output, T> {};
-template <typename T> struct FieldTraits<InOut<T>> : DirectedTraits<InOut, T> {};
+template <typename T>
+struct FieldTraits<InOut<T>> : DirectedTraits<InOut, T> {};
 
 /// Vector<Input<Vector<T>>> is a list of vectors; Vector<Input<T>> a list of
 /// single elements.
 template <template <typename> class D, typename T, VectorLayout L, unsigned A,
           bool I>
 struct FieldTraits<Vector<D<T>, L, A, I>,
-                   std::enable_if_t<FieldTraits<D<T>>::supported &&
-                                    FieldTraits<D<T>>::direction !=
-                                        Direction::State>> {
-  static constexpr bool supported = FieldTraits<D<T>>::shape != Shape::VectorList;
+                   typename std::enable_if<FieldTraits<D<T>>::supported &&
+                                           FieldTraits<D<T>>::direction !=
+                                               Direction::State>::type> {
+  static constexpr bool supported =
+      FieldTraits<D<T>>::shape != Shape::VectorList;
   static constexpr Direction direction = FieldTraits<D<T>>::direction;
   static constexpr Shape shape = FieldTraits<D<T>>::shape == Shape::Vector
                                      ? Shape::VectorList
@@ -244,10 +256,12 @@ struct VertexClassInfo {
   std::vector<FieldInfo> fields;
 };
 
+// Describing a vertex class (registration) is compiled as C++17 or later:
+// built-in vertices and codelets are; Poplar programs including this header
+// under C++11 or C++14 only need the vertex types above.
+#if TESSERA_CXX17
 template <typename V> void constructVertex(void *p) { new (p) V(); }
-template <typename V> void destroyVertex(void *p) {
-  static_cast<V *>(p)->~V();
-}
+template <typename V> void destroyVertex(void *p) { static_cast<V *>(p)->~V(); }
 template <typename V> bool computeVertex(void *p, unsigned worker) {
   V &v = *static_cast<V *>(p);
   if constexpr (std::is_base_of_v<MultiVertex, V>) {
@@ -305,6 +319,7 @@ public:
 private:
   VertexClassInfo info_;
 };
+#endif
 
 /// What the generated registration function of a codelet library fills.
 struct CodeletSink {

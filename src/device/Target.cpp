@@ -137,6 +137,12 @@ std::string figureToString(double v) { return fmt::format("{}", v); }
 
 } // namespace
 
+Target Target::createIPUTarget(unsigned numIPUs, const char *arch,
+                               const OptionFlags &overrides) {
+  return createIPUTarget(numIPUs, std::string_view(arch ? arch : ""),
+                         overrides);
+}
+
 Target Target::createIPUTarget(unsigned numIPUs, std::string_view arch,
                                const OptionFlags &overrides) {
   if (numIPUs == 0)

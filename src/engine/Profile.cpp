@@ -521,6 +521,8 @@ std::string shapeText(const std::vector<std::uint64_t> &shape) {
 
 struct SummaryOptions {
   bool showVarStorage = false;
+  bool showExecutionSteps = false;
+  bool showPerIpuMemoryUsage = false;
   unsigned maxSteps = 10;
   unsigned maxVariables = 20;
 };
@@ -577,6 +579,21 @@ void printMemory(std::ostream &os, const Executable &exe) {
      << fmt::format("    {:<28}{}\n", "Mean:", bytesText(mean))
      << fmt::format("    {:<28}{} (tile {})\n\n",
                     "Minimum:", bytesText(e.minBytes), e.minTile);
+}
+
+// Poplar's showPerIpuMemoryUsage: the memory of each IPU's tiles.
+void printPerIpuMemory(std::ostream &os, const Executable &exe) {
+  const std::uint64_t capacity = exe.bytesPerTile * exe.tilesPerIPU;
+  os << "Memory Usage per IPU:\n";
+  for (std::uint32_t ipu = 0; ipu < exe.numIPUs; ++ipu) {
+    std::uint64_t bytes = 0;
+    for (std::uint32_t t = ipu * exe.tilesPerIPU;
+         t < (ipu + 1) * exe.tilesPerIPU && t < exe.tileMemory.size(); ++t)
+      bytes += exe.tileMemory[t].total();
+    os << fmt::format("  IPU {}: {}, {:.1f}% of {}\n", ipu, bytesText(bytes),
+                      percent(bytes, capacity), bytesText(capacity));
+  }
+  os << "\n";
 }
 
 void printVariables(std::ostream &os, const Executable &exe,
@@ -704,11 +721,17 @@ void printProfileSummary(std::ostream &os, const Executable &exe,
   parser.add("showVarStorage", o.showVarStorage);
   parser.add("maxSteps", o.maxSteps);
   parser.add("maxVariables", o.maxVariables);
+  parser.add("showExecutionSteps", o.showExecutionSteps);
+  parser.add("showPerIpuMemoryUsage", o.showPerIpuMemoryUsage);
   parser.parse(options);
   checkCounts(exe, counts);
+  if (o.showExecutionSteps) // every step, not only the costliest
+    o.maxSteps = static_cast<unsigned>(exe.steps.size());
 
   printTarget(os, exe);
   printMemory(os, exe);
+  if (o.showPerIpuMemoryUsage)
+    printPerIpuMemory(os, exe);
   if (o.showVarStorage)
     printVariables(os, exe, o.maxVariables);
   printExecution(os, exe, counts, o);

@@ -162,10 +162,30 @@ struct IncludeDirs {
   std::string headers; // their codelet headers' text, for the cache key
 };
 
+/// <prefix>/include when this code runs from an installed prefix's
+/// lib/libpoplar.so (cmake --install), where both header sets are; empty
+/// otherwise.
+std::string installedIncludeDir() {
+  Dl_info info;
+  if (!dladdr(reinterpret_cast<void *>(&installedIncludeDir), &info) ||
+      !info.dli_fname)
+    return {};
+  fs::path dir =
+      fs::path(info.dli_fname).parent_path().parent_path() / "include";
+  std::error_code ec;
+  return fs::is_regular_file(dir / "tessera" / "Vertex.hpp", ec) &&
+                 fs::is_regular_file(dir / "poplar" / "Vertex.hpp", ec)
+             ? dir.string()
+             : std::string();
+}
+
 IncludeDirs includeDirs() {
+  static const std::string installed = installedIncludeDir();
   IncludeDirs dirs{
-      envOr("TESSERA_INCLUDE_DIR", TESSERA_INCLUDE_DIR),
-      envOr("TESSERA_COMPAT_INCLUDE_DIR", TESSERA_COMPAT_INCLUDE_DIR),
+      envOr("TESSERA_INCLUDE_DIR",
+            installed.empty() ? TESSERA_INCLUDE_DIR : installed),
+      envOr("TESSERA_COMPAT_INCLUDE_DIR",
+            installed.empty() ? TESSERA_COMPAT_INCLUDE_DIR : installed),
       {}};
   const std::pair<const char *, const std::string *> required[] = {
       {"tessera/Vertex.hpp", &dirs.tessera},
@@ -266,7 +286,10 @@ CompileJob planCompile(const CodeletBuildRequest &request) {
   std::string version = compilerVersion(job.argv);
   for (const char *flag :
        {"-std=c++20", "-O2", "-fPIC", "-shared", "-mavx2", "-mfma", "-mf16c",
-        "-fvisibility=hidden", "-fvisibility-inlines-hidden"})
+        "-fvisibility=hidden", "-fvisibility-inlines-hidden",
+        // Poplar's popc defines it: a file holding host code and codelets
+        // (the addCodelets(__FILE__) idiom) hides its host part behind it.
+        "-D__POPC__"})
     job.argv.push_back(flag);
   job.argv.push_back("-I" + dirs.tessera);
   job.argv.push_back("-I" + dirs.compat);
@@ -467,7 +490,8 @@ std::string codeletCacheDir() {
   return (fs::temp_directory_path() / "tessera-cache" / "codelets").string();
 }
 
-LoadedCodelet buildCodelet(const CodeletBuildRequest &request) {
+std::string compileCodeletLibrary(const CodeletBuildRequest &request,
+                                  bool *compiled) {
   CompileJob job = planCompile(request);
   // The cache holds shared objects this process loads: the executable
   // cache's rule, for the same reason.
@@ -480,22 +504,36 @@ LoadedCodelet buildCodelet(const CodeletBuildRequest &request) {
                        job.dir.string() + "': " + e.what() +
                        "; set TESSERA_CACHE_DIR to a writable directory");
   }
-  std::error_code ec;
+  if (compiled)
+    *compiled = false;
+  if (std::optional<fs::path> cached = findCached(job))
+    return cached->string();
+  if (compiled)
+    *compiled = true;
+  return compile(job, request).string();
+}
+
+bool loadCodeletLibrary(const std::string &library, LoadedCodelet &out,
+                        std::string &error) {
+  return load(library, out, error);
+}
+
+LoadedCodelet buildCodelet(const CodeletBuildRequest &request) {
+  bool compiled = false;
+  std::string library = compileCodeletLibrary(request, &compiled);
   LoadedCodelet loaded;
   std::string error;
-  bool hit = false;
-  if (std::optional<fs::path> cached = findCached(job)) {
-    hit = fs::exists(*cached, ec) && load(*cached, loaded, error);
-    if (!hit) // a damaged cache entry is built again rather than reported
-      fs::remove(*cached, ec);
+  if (!compiled && !load(library, loaded, error)) {
+    // A damaged cache entry is built again rather than reported.
+    std::error_code ec;
+    fs::remove(library, ec);
+    library = compileCodeletLibrary(request, &compiled);
   }
-  if (!hit) {
-    fs::path library = compile(job, request);
+  if (compiled) {
     loaded.compiled = true;
     if (!load(library, loaded, error))
-      throw CodeletError("cannot load the compiled codelet '" +
-                         library.string() + "' of '" + request.displayName +
-                         "': " + error);
+      throw CodeletError("cannot load the compiled codelet '" + library +
+                         "' of '" + request.displayName + "': " + error);
   }
   TESSERA_INTERNAL_ASSERT(
       loaded.classes.size() == request.classes.size(),

@@ -62,6 +62,17 @@ generateCodeletRegistration(const std::vector<ParsedVertexClass> &classes);
 /// fails, and for cache, compiler and loader failures.
 LoadedCodelet buildCodelet(const CodeletBuildRequest &request);
 
+/// Compiles \p request (or finds it in the cache) without loading it;
+/// returns the shared object's path. Sets \p compiled to whether the
+/// compiler ran. Throws as buildCodelet.
+std::string compileCodeletLibrary(const CodeletBuildRequest &request,
+                                  bool *compiled = nullptr);
+
+/// dlopens \p library and calls its registration function; false (with the
+/// loader's message in \p error) if it cannot.
+bool loadCodeletLibrary(const std::string &library, LoadedCodelet &out,
+                        std::string &error);
+
 /// The directory compiled codelets are cached in: $TESSERA_CACHE_DIR/codelets,
 /// $XDG_CACHE_HOME/tessera/codelets or ~/.cache/tessera/codelets.
 std::string codeletCacheDir();

@@ -1,5 +1,7 @@
 #include "tessera/graph/VertexRegistry.hpp"
+#include "tessera/graph/CodeletArchive.hpp"
 
+#include "CodeletArchiveFormat.hpp"
 #include "CodeletCompiler.hpp"
 #include "CodeletParser.hpp"
 #include "tessera/support/Error.hpp"
@@ -133,6 +135,12 @@ void VertexRegistry::addBuiltin(codelet::VertexClassInfo info,
 std::vector<std::string>
 VertexRegistry::addCodelets(const std::string &path,
                             const std::string &extraCompileFlags) {
+  if (isCodeletArchive(path)) {
+    detail::CodeletArchiveContents gp = detail::readCodeletArchive(path);
+    // The flags it was compiled with are fixed; extra ones cannot apply.
+    return addSource(gp.source, gp.name, includeDirOf(gp.name), gp.flags,
+                     detail::installArchiveLibrary(gp));
+  }
   std::string source = readCodeletFile(path);
   return addSource(source, path, includeDirOf(path), extraCompileFlags);
 }
@@ -176,7 +184,8 @@ bool VertexRegistry::alreadyRegistered(const std::vector<std::string> &names,
 
 std::vector<std::string> VertexRegistry::addSource(
     const std::string &source, const std::string &codeletName,
-    const std::string &quoteIncludeDir, const std::string &extraCompileFlags) {
+    const std::string &quoteIncludeDir, const std::string &extraCompileFlags,
+    const std::string &prebuiltLibrary) {
   std::vector<detail::ParsedVertexClass> parsed =
       detail::parseCodeletSource(source, codeletName);
   if (parsed.empty())
@@ -192,8 +201,23 @@ std::vector<std::string> VertexRegistry::addSource(
     if (alreadyRegistered(names, source, extraCompileFlags, codeletName))
       return names; // the same codelet again: nothing to compile
   }
-  detail::LoadedCodelet loaded = detail::buildCodelet(
-      {source, codeletName, quoteIncludeDir, extraCompileFlags, parsed});
+  detail::LoadedCodelet loaded;
+  if (prebuiltLibrary.empty()) {
+    loaded = detail::buildCodelet(
+        {source, codeletName, quoteIncludeDir, extraCompileFlags, parsed});
+  } else {
+    std::string error;
+    if (!detail::loadCodeletLibrary(prebuiltLibrary, loaded, error))
+      throw CodeletError("cannot load the compiled codelet of '" + codeletName +
+                         "' (" + prebuiltLibrary + "): " + error +
+                         "; compile it again with popc");
+    if (loaded.classes.size() != parsed.size())
+      throw CodeletError(
+          "the compiled codelet of '" + codeletName + "' describes " +
+          std::to_string(loaded.classes.size()) +
+          " vertex classes, its source " + std::to_string(parsed.size()) +
+          "; compile it again with popc");
+  }
   std::unique_lock lock(mutex_);
   // Another thread may have added the same codelet while this one compiled.
   alreadyRegistered(names, source, extraCompileFlags, codeletName);

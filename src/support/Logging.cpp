@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 
@@ -50,6 +51,14 @@ spdlog::level::level_enum toSpdlog(Level level) {
 // Everything is initialised on first use rather than by a static
 // constructor, so logging works from other static initialisers and costs
 // nothing for programs that never log.
+/// The value of the first of \p names set to a non-empty value, or nullptr.
+const char *firstSet(std::initializer_list<const char *> names) {
+  for (const char *name : names)
+    if (const char *v = std::getenv(name); v && *v)
+      return v;
+  return nullptr;
+}
+
 struct State {
   std::atomic<int> level{0};
   std::string destination;
@@ -57,8 +66,12 @@ struct State {
   std::shared_ptr<spdlog::logger> logger;
 
   State() {
-    Config config = parseConfig(std::getenv("TESSERA_LOG_LEVEL"),
-                                std::getenv("TESSERA_LOG_DEST"));
+    // Tessera's names first, then Poplar's and PopLibs' (one logger
+    // serves both libraries here).
+    Config config =
+        parseConfig(firstSet({"TESSERA_LOG_LEVEL", "POPLAR_LOG_LEVEL",
+                              "POPLIBS_LOG_LEVEL"}),
+                    firstSet({"TESSERA_LOG_DEST", "POPLAR_LOG_DEST"}));
     if (!config.warning.empty())
       std::fprintf(stderr, "%s\n", config.warning.c_str());
     destination = config.destination;

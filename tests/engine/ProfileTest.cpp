@@ -376,6 +376,21 @@ TEST(ProfileSummary, ShowVarStorageListsLargestVariablesFirst) {
   EXPECT_THAT(one, Not(HasSubstr("weights")));
 }
 
+TEST(ProfileSummary, PoplarsShowOptionsListEveryStepAndEachIpusMemory) {
+  const Executable exe = makeExecutable();
+  const std::string s = summary(exe, makeCounts(),
+                                {{"maxSteps", "2"},
+                                 {"showExecutionSteps", "true"},
+                                 {"showPerIpuMemoryUsage", "true"}});
+  EXPECT_THAT(s, HasSubstr("Costliest steps (7 of 7 executed"));
+  EXPECT_THAT(s, HasSubstr("Memory Usage per IPU:"));
+  // Tiles 0-3 hold 1300 + 1050 + 0 + 64 bytes, tiles 4-7 2388 + 4240 + 250.
+  EXPECT_THAT(s, HasSubstr("IPU 0: 2,414"));
+  EXPECT_THAT(s, HasSubstr("IPU 1: 6,878"));
+  EXPECT_THAT(summary(exe, makeCounts()),
+              Not(HasSubstr("Memory Usage per IPU")));
+}
+
 TEST(ProfileSummary, UnknownOptionIsAnErrorSuggestingTheClosestKey) {
   std::ostringstream os;
   try {

@@ -128,3 +128,28 @@ TEST(Logging, SetLevelOverridesTheEnvironment) {
   });
   EXPECT_EQ(status, 0);
 }
+
+TEST(Logging, PoplarAndPoplibsVariableNamesAreHonoured) {
+  const std::string logFile = tempPath("tessera-poplar-log-test");
+  std::filesystem::remove(logFile);
+  int status = inChild([&] {
+    ::unsetenv("TESSERA_LOG_LEVEL");
+    ::unsetenv("TESSERA_LOG_DEST");
+    ::unsetenv("POPLAR_LOG_LEVEL");
+    ::setenv("POPLIBS_LOG_LEVEL", "DEBUG", 1);
+    ::setenv("POPLAR_LOG_DEST", logFile.c_str(), 1);
+    if (!logging::enabled(Level::DEBUG))
+      ::_exit(2);
+    logging::debug("planned {} tiles", 7);
+  });
+  EXPECT_EQ(status, 0);
+  EXPECT_THAT(readFile(logFile), HasSubstr("planned 7 tiles"));
+  std::filesystem::remove(logFile);
+  // Tessera's own name wins over Poplar's.
+  status = inChild([&] {
+    ::setenv("TESSERA_LOG_LEVEL", "OFF", 1);
+    ::setenv("POPLAR_LOG_LEVEL", "TRACE", 1);
+    ::_exit(logging::enabled(Level::ERR) ? 2 : 0);
+  });
+  EXPECT_EQ(status, 0);
+}

@@ -103,6 +103,16 @@ TEST(Cli, InfoListsEveryDeviceWithItsIpus) {
   EXPECT_EQ(fours[1]["ipus"], json({4, 5, 6, 7}));
 }
 
+TEST(Cli, InfoOptionsListsTheEngineOptionsAndTheInertOnes) {
+  ProcessResult r = runTessera({"info", "--options"});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("autoReport.all"));
+  EXPECT_THAT(r.out, HasSubstr("debug.retainDebugInformation"));
+  EXPECT_THAT(r.out, HasSubstr("exchange.streamBufferOverlap"));
+  EXPECT_THAT(r.out, HasSubstr("no effect on the IPU Model: stream buffers "
+                               "live in host memory"));
+}
+
 TEST(Cli, InfoErrorsSayWhatExists) {
   TempDir dir("cli-info-errors");
   ProcessResult r = runTessera({"info", "-d", "99"}, systemEnv("4xipu2", dir));

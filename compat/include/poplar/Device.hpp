@@ -3,6 +3,7 @@
 /// detached.
 #pragma once
 
+#include <poplar/exceptions.hpp>
 #include <poplar/Target.hpp>
 #include <poplar/TargetType.hpp>
 

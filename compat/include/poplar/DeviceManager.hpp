@@ -3,6 +3,7 @@
 /// hands them out (DeviceManager::createDeviceManager().getDevices(...)).
 #pragma once
 
+#include <poplar/exceptions.hpp>
 #include <poplar/Device.hpp>
 #include <poplar/TargetType.hpp>
 

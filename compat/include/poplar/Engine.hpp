@@ -4,6 +4,7 @@
 /// compileGraph, Executable and the stream callback classes.
 #pragma once
 
+#include <poplar/exceptions.hpp>
 #include <poplar/Device.hpp>
 #include <poplar/Executable.hpp>
 #include <poplar/Graph.hpp>

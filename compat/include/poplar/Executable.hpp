@@ -4,6 +4,7 @@
 /// reads back, in this process or another.
 #pragma once
 
+#include <poplar/exceptions.hpp>
 #include <tessera/compiler/Executable.hpp>
 
 #include <cassert>

@@ -5,6 +5,7 @@
 /// DebugContext, OptionFlags and the element types.
 #pragma once
 
+#include <poplar/exceptions.hpp>
 #include <poplar/DebugContext.hpp>
 #include <poplar/Interval.hpp>
 #include <poplar/OptionFlags.hpp>

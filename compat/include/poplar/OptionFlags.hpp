@@ -3,6 +3,7 @@
 /// readJSON.
 #pragma once
 
+#include <poplar/exceptions.hpp>
 #include <tessera/support/OptionFlags.hpp>
 
 #include <cassert>

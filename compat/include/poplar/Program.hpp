@@ -5,6 +5,7 @@
 /// base Program.
 #pragma once
 
+#include <poplar/exceptions.hpp>
 #include <poplar/DebugContext.hpp>
 #include <poplar/SyncType.hpp>
 #include <poplar/Tensor.hpp>
@@ -29,7 +30,8 @@ using tessera::Function;
 using tessera::RemoteBuffer;
 } // namespace poplar
 
-namespace poplar::program {
+namespace poplar {
+namespace program {
 
 using tessera::program::Abort;
 using tessera::program::AbortOnCondition;
@@ -48,4 +50,5 @@ using tessera::program::Sync;
 using tessera::program::SyncType;
 using tessera::program::WriteUndef;
 
-} // namespace poplar::program
+} // namespace program
+} // namespace poplar

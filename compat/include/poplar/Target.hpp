@@ -3,6 +3,7 @@
 /// (Target::createIPUTarget(numIPUs, "ipu2")).
 #pragma once
 
+#include <poplar/exceptions.hpp>
 #include <poplar/TargetType.hpp>
 #include <poplar/Type.hpp>
 

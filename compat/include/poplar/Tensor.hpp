@@ -3,6 +3,7 @@
 /// and the rest never copy), with concat and append.
 #pragma once
 
+#include <poplar/exceptions.hpp>
 #include <poplar/Interval.hpp>
 #include <poplar/Type.hpp>
 

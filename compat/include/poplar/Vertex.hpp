@@ -32,7 +32,9 @@ using tessera::COMPACT_PTR;
 using tessera::DELTANELEMENTS;
 using tessera::ONE_PTR;
 using tessera::SPAN;
-inline constexpr VectorLayout SCALED_PTR32 = VectorLayout::SCALED_PTR32;
-inline constexpr VectorLayout SCALED_PTR64 = VectorLayout::SCALED_PTR64;
+TESSERA_INLINE_VAR constexpr VectorLayout SCALED_PTR32 =
+    VectorLayout::SCALED_PTR32;
+TESSERA_INLINE_VAR constexpr VectorLayout SCALED_PTR64 =
+    VectorLayout::SCALED_PTR64;
 
 } // namespace poplar

@@ -9,6 +9,8 @@ namespace popnn {
 using tessera::ops::calcAccuracy;
 using tessera::ops::calcLoss;
 using tessera::ops::LossType;
-inline constexpr LossType SUM_SQUARED_LOSS = LossType::SUM_SQUARED_LOSS;
-inline constexpr LossType CROSS_ENTROPY_LOSS = LossType::CROSS_ENTROPY_LOSS;
+TESSERA_INLINE_VAR constexpr LossType SUM_SQUARED_LOSS =
+    LossType::SUM_SQUARED_LOSS;
+TESSERA_INLINE_VAR constexpr LossType CROSS_ENTROPY_LOSS =
+    LossType::CROSS_ENTROPY_LOSS;
 } // namespace popnn

@@ -7,6 +7,7 @@
 /// loaded in another process.
 #pragma once
 
+#include "tessera/support/Language.hpp"
 #include "tessera/support/Type.hpp"
 
 #include <cstddef>
@@ -166,7 +167,7 @@ struct Executable {
   // Memory of one replica.
   std::vector<std::uint64_t> tileBase; ///< numTiles + 1 offsets
   std::vector<InitRegion> initRegions;
-  std::vector<std::byte> initData;
+  std::vector<Byte> initData;
 
   // Code.
   std::vector<Step> steps;
@@ -181,7 +182,7 @@ struct Executable {
   std::vector<VertexInstance> vertices;
   std::vector<FieldValue> fields;
   std::vector<FieldValue> spans;
-  std::vector<std::byte> stateBytes;
+  std::vector<Byte> stateBytes;
   std::vector<std::string> strings;
   std::vector<PrintInfo> prints;
 

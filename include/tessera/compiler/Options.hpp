@@ -1,15 +1,27 @@
 /// \file
 /// EngineOptions: the typed form of the option flags an Engine (and the
 /// compiler it calls) accepts, with Poplar's key names where Poplar has one.
-/// TESSERA_ENGINE_OPTIONS (JSON) overrides them, as POPLAR_ENGINE_OPTIONS
-/// does.
+/// POPLAR_ENGINE_OPTIONS (JSON) overrides them, and TESSERA_ENGINE_OPTIONS
+/// overrides both.
 #pragma once
 
 #include "tessera/support/OptionFlags.hpp"
 
 #include <string>
+#include <vector>
 
 namespace tessera {
+
+/// An engine option Poplar programs set that has no effect on the IPU
+/// Model, and why.
+struct InertEngineOption {
+  const char *key;
+  const char *reason;
+};
+
+/// The options EngineOptions::parse accepts (any value) but ignores;
+/// `tessera info --options` lists them.
+const std::vector<InertEngineOption> &inertEngineOptions();
 
 struct EngineOptions {
   /// autoReport.all: write the graph and execution profile (the graph
@@ -43,9 +55,14 @@ struct EngineOptions {
     return autoReportAll || autoReportExecution || instrument;
   }
 
-  /// Parses \p flags, then TESSERA_ENGINE_OPTIONS over them. Unknown keys
-  /// and bad values are OptionErrors.
+  /// Parses \p flags, then POPLAR_ENGINE_OPTIONS and TESSERA_ENGINE_OPTIONS
+  /// over them. Unknown keys (with a "did you mean" hint) and bad values are
+  /// OptionErrors; inertEngineOptions() are accepted and logged once each
+  /// at INFO.
   static EngineOptions parse(const OptionFlags &flags);
+  /// Every key parse accepts, the inert ones among them, in declaration
+  /// order.
+  static std::vector<std::string> keys();
 };
 
 } // namespace tessera

@@ -62,10 +62,12 @@ struct SystemConfig {
 
   /// Parses "16xipu2" / "4xipu21" / "8"; \p where names the source in
   /// errors. Throws DeviceError.
+#if TESSERA_CXX17
   static SystemConfig fromSpec(std::string_view spec, std::string_view where);
   /// Parses {"ipus": 16, "arch": "ipu2"}; \p where names the source in
   /// errors. Throws DeviceError.
   static SystemConfig fromJson(std::string_view text, std::string_view where);
+#endif
 };
 
 class DeviceManager {

@@ -168,9 +168,12 @@ public:
   /// you mean" hint), a bad value, or more than kMaxIPUs IPUs,
   /// kMaxTilesPerIPU tiles per IPU or kMaxTiles tiles in all; DeviceError
   /// for zero IPUs.
-  static Target createIPUTarget(unsigned numIPUs,
-                                std::string_view arch = "ipu2",
+  static Target createIPUTarget(unsigned numIPUs, const char *arch = "ipu2",
                                 const OptionFlags &overrides = {});
+#if TESSERA_CXX17
+  static Target createIPUTarget(unsigned numIPUs, std::string_view arch,
+                                const OptionFlags &overrides = {});
+#endif
 
   /// The architectures createIPUTarget knows: ipu1, ipu2, ipu21.
   static std::vector<std::string> architectures();
@@ -238,7 +241,9 @@ public:
   std::string toJson() const;
   /// The target toJson wrote; throws SerializationError when \p text is not
   /// one.
+#if TESSERA_CXX17
   static Target fromJson(std::string_view text);
+#endif
   /// A hash of the architecture, IPU count and every figure.
   std::uint64_t hash() const;
 

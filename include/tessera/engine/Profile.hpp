@@ -125,7 +125,9 @@ void writeProfile(const std::string &directory, const Executable &exe,
 /// rate, cycles by step kind, the costliest steps with kind, run count,
 /// cycles and debug name). Options: "showVarStorage" ("true" lists the
 /// largest variables), "maxVariables" (how many, default 20), "maxSteps"
-/// (how many steps to list, default 10). An unknown option or bad value
+/// (how many steps to list, default 10), and Poplar's "showExecutionSteps"
+/// ("true" lists every step) and "showPerIpuMemoryUsage" ("true" adds the
+/// memory of each IPU). An unknown option or bad value
 /// throws OptionError (with a "did you mean" hint) before anything is
 /// printed.
 void printProfileSummary(std::ostream &os, const Executable &exe,

@@ -8,7 +8,11 @@
 #pragma once
 
 #include "tessera/graph/DebugContext.hpp"
+// GraphData holds C++17 types; programs built as C++11 or C++14 (through
+// the Poplar headers) see it declared only.
+#if TESSERA_CXX17
 #include "tessera/graph/GraphData.hpp"
+#endif
 #include "tessera/graph/GraphTypes.hpp"
 #include "tessera/graph/Program.hpp"
 #include "tessera/graph/Tensor.hpp"
@@ -23,6 +27,10 @@
 #include <vector>
 
 namespace tessera {
+
+struct GraphData;
+struct VertexData;
+class VertexRegistry;
 
 class Target;
 class Device;
@@ -98,8 +106,9 @@ public:
     return addConstant(type, shape, std::vector<T>(values), dc);
   }
   /// A constant whose every element is \p value.
-  template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T> ||
-                                                    std::is_same_v<T, Half>>>
+  template <typename T, typename = typename std::enable_if<
+                            std::is_arithmetic<T>::value ||
+                            std::is_same<T, Half>::value>::type>
   Tensor addConstant(Type type, const std::vector<std::size_t> &shape, T value,
                      const DebugContext &dc = {}) {
     return addConstantBytes(type, shape, typeOf<T>(), &value, true, dc);

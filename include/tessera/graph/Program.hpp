@@ -17,7 +17,8 @@
 #include <utility>
 #include <vector>
 
-namespace tessera::program {
+namespace tessera {
+namespace program {
 
 class Program;
 
@@ -51,14 +52,14 @@ enum class SyncType : std::uint8_t { INTERNAL, EXTERNAL, GLOBAL };
 struct ProgramNode {
   ProgramKind kind = ProgramKind::Sequence;
   std::string debugName;
-  std::vector<Program> children;   // bodies, branches, sequence members
-  std::vector<Tensor> tensors;     // operands (src/dst, predicate, ...)
-  unsigned id = 0;                 // compute set, stream, buffer, function
-  std::uint64_t count = 0;         // Repeat count
+  std::vector<Program> children;        // bodies, branches, sequence members
+  std::vector<Tensor> tensors;          // operands (src/dst, predicate, ...)
+  unsigned id = 0;                      // compute set, stream, buffer, function
+  std::uint64_t count = 0;              // Repeat count
   std::vector<std::int32_t> caseValues; // Switch: value of children[i]
-  bool hasDefault = false;         // Switch: last child is the default
-  bool hasOffset = false;          // remote copies: tensors[1] is an offset
-  std::string message;             // PrintTensor title, Abort message
+  bool hasDefault = false;              // Switch: last child is the default
+  bool hasOffset = false; // remote copies: tensors[1] is an offset
+  std::string message;    // PrintTensor title, Abort message
   std::vector<std::pair<unsigned, unsigned>> replicaMap; // source -> dest
   SyncType syncType = SyncType::INTERNAL;
 };
@@ -205,4 +206,5 @@ public:
                    const DebugContext &dc = {});
 };
 
-} // namespace tessera::program
+} // namespace program
+} // namespace tessera

@@ -27,7 +27,10 @@ struct Interval {
   std::size_t begin() const { return first; }
   std::size_t end() const { return last; }
   std::size_t size() const { return last - first; }
-  bool operator==(const Interval &) const = default;
+  bool operator==(const Interval &o) const {
+    return first == o.first && last == o.last;
+  }
+  bool operator!=(const Interval &o) const { return !(*this == o); }
 };
 
 /// Elements start, start+stride, ..., start+(count-1)*stride of variable
@@ -38,7 +41,11 @@ struct Run {
   std::int64_t start = 0;
   std::int64_t stride = 1;
   std::int64_t count = 0;
-  bool operator==(const Run &) const = default;
+  bool operator==(const Run &o) const {
+    return var == o.var && start == o.start && stride == o.stride &&
+           count == o.count;
+  }
+  bool operator!=(const Run &o) const { return !(*this == o); }
 };
 
 namespace detail {

@@ -97,7 +97,10 @@ public:
   void addBuiltin(codelet::VertexClassInfo info, CycleEstimator estimator);
 
   /// Compiles the codelet file at \p path with the host C++ compiler (or
-  /// loads it from the cache) and registers every vertex class in it.
+  /// loads it from the cache) and registers every vertex class in it. A
+  /// compiled codelet file (`.gp`, written by popc) is loaded without
+  /// compiling; one written by another Tessera version throws CodeletError
+  /// naming both versions.
   /// \p extraCompileFlags are appended to the compiler's command line, split
   /// at whitespace. Returns the registered class names in file order.
   /// Adding the same source with the same flags again is a no-op that
@@ -148,7 +151,8 @@ private:
   std::vector<std::string> addSource(const std::string &source,
                                      const std::string &codeletName,
                                      const std::string &quoteIncludeDir,
-                                     const std::string &extraCompileFlags);
+                                     const std::string &extraCompileFlags,
+                                     const std::string &prebuiltLibrary = "");
   const RegisteredVertex *findLocked(std::string_view name) const;
   bool alreadyRegistered(const std::vector<std::string> &names,
                          const std::string &source, const std::string &flags,

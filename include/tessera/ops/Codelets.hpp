@@ -10,7 +10,8 @@ class Graph;
 class VertexRegistry;
 } // namespace tessera
 
-namespace tessera::ops {
+namespace tessera {
+namespace ops {
 
 /// Adds every built-in vertex of the ops library to \p graph. Idempotent.
 void addCodelets(Graph &graph);
@@ -18,4 +19,5 @@ void addCodelets(Graph &graph);
 /// Adds the built-in vertices to a registry.
 void registerVertices(VertexRegistry &registry);
 
-} // namespace tessera::ops
+} // namespace ops
+} // namespace tessera

@@ -40,7 +40,8 @@
 
 #include <string_view>
 
-namespace tessera::ops {
+namespace tessera {
+namespace ops {
 
 using program::Sequence;
 
@@ -58,7 +59,9 @@ enum class CollectiveOperator {
 };
 
 /// "ADD", "MEAN", ... as the enumerator is spelled.
+#if TESSERA_CXX17
 std::string_view collectiveOperatorName(CollectiveOperator op);
+#endif
 
 /// A new tensor of \p data's shape, type and tile mapping holding \p op of
 /// \p data over every replica. Types: FLOAT, HALF, INT and UNSIGNED_INT
@@ -100,4 +103,5 @@ Tensor reduceScatter(Graph &graph, const Tensor &data, CollectiveOperator op,
 Tensor allGather(Graph &graph, const Tensor &data, Sequence &prog,
                  const DebugContext &dc = {}, const OptionFlags &options = {});
 
-} // namespace tessera::ops
+} // namespace ops
+} // namespace tessera

@@ -37,9 +37,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
-namespace tessera::ops {
+namespace tessera {
+namespace ops {
 
 /// The shape of a 2-D convolution (poplin::ConvParams, two field
 /// dimensions). Output size per field dimension d:
@@ -91,7 +93,19 @@ struct ConvParams {
   /// One line for messages: "conv 8x64x32x32 * 64x64x3x3 stride 1x1 ...".
   std::string toString() const;
 
-  friend bool operator==(const ConvParams &, const ConvParams &) = default;
+  friend bool operator==(const ConvParams &a, const ConvParams &b) {
+    return std::tie(a.inputType, a.outputType, a.batchSize, a.inputFieldShape,
+                    a.kernelShape, a.inputChannelsPerConvGroup,
+                    a.outputChannelsPerConvGroup, a.numConvGroups, a.stride,
+                    a.kernelDilation, a.paddingLower, a.paddingUpper) ==
+           std::tie(b.inputType, b.outputType, b.batchSize, b.inputFieldShape,
+                    b.kernelShape, b.inputChannelsPerConvGroup,
+                    b.outputChannelsPerConvGroup, b.numConvGroups, b.stride,
+                    b.kernelDilation, b.paddingLower, b.paddingUpper);
+  }
+  friend bool operator!=(const ConvParams &a, const ConvParams &b) {
+    return !(a == b);
+  }
 };
 
 /// A new input tensor [N, G*Cin, H, W] of params.inputType, mapped over the
@@ -160,4 +174,5 @@ void addBias(Graph &graph, const Tensor &acts, const Tensor &biases,
              program::Sequence &prog, const DebugContext &dc = {},
              const OptionFlags &options = {});
 
-} // namespace tessera::ops
+} // namespace ops
+} // namespace tessera

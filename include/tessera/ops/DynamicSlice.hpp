@@ -30,7 +30,8 @@
 #include <cstddef>
 #include <vector>
 
-namespace tessera::ops {
+namespace tessera {
+namespace ops {
 
 using program::Sequence;
 
@@ -109,4 +110,5 @@ void multiUpdateAdd(Graph &graph, const Tensor &t, const Tensor &s,
                     const DebugContext &dc = {},
                     const OptionFlags &options = {});
 
-} // namespace tessera::ops
+} // namespace ops
+} // namespace tessera

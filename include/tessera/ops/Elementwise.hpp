@@ -14,7 +14,8 @@
 #include <utility>
 #include <vector>
 
-namespace tessera::ops {
+namespace tessera {
+namespace ops {
 
 using program::Sequence;
 
@@ -54,19 +55,21 @@ void mapWithOutput(Graph &graph, const expr::Expr &e,
                      const DebugContext &dc = {},                              \
                      const OptionFlags &options = {});                         \
   template <typename T,                                                        \
-            typename = std::enable_if_t<std::is_arithmetic_v<T>>>              \
+            typename =                                                         \
+                typename std::enable_if<std::is_arithmetic<T>::value>::type>   \
   Tensor n(Graph &graph, const Tensor &a, T b, Sequence &prog,                 \
            const DebugContext &dc = {}, const OptionFlags &options = {}) {     \
-    return map(graph, expr::BinaryOp(binaryOpOf_##n(), expr::_1,               \
-                                     expr::Const(b)),                          \
+    return map(graph,                                                          \
+               expr::BinaryOp(binaryOpOf_##n(), expr::_1, expr::Const(b)),     \
                {a}, prog, dc, options);                                        \
   }                                                                            \
   template <typename T,                                                        \
-            typename = std::enable_if_t<std::is_arithmetic_v<T>>>              \
+            typename =                                                         \
+                typename std::enable_if<std::is_arithmetic<T>::value>::type>   \
   Tensor n(Graph &graph, T a, const Tensor &b, Sequence &prog,                 \
            const DebugContext &dc = {}, const OptionFlags &options = {}) {     \
-    return map(graph, expr::BinaryOp(binaryOpOf_##n(), expr::Const(a),        \
-                                     expr::_1),                                \
+    return map(graph,                                                          \
+               expr::BinaryOp(binaryOpOf_##n(), expr::Const(a), expr::_1),     \
                {b}, prog, dc, options);                                        \
   }
 
@@ -143,4 +146,5 @@ std::pair<Tensor, Tensor> binaryGradient(Graph &graph, expr::BinaryOpType op,
                                          Sequence &prog,
                                          const DebugContext &dc = {});
 
-} // namespace tessera::ops
+} // namespace ops
+} // namespace tessera

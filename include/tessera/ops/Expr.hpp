@@ -3,7 +3,8 @@
 /// the tensors of a map, constants, casts, and the operations of
 /// Elementwise.def, combined with C++ operators:
 ///
-///     ops::map(graph, expr::Sigmoid(_1 * _2 + expr::Const(1.0f)), {a, b}, prog)
+///     ops::map(graph, expr::Sigmoid(_1 * _2 + expr::Const(1.0f)), {a, b},
+///     prog)
 ///
 /// A map runs as one vertex per tile region, however many nodes it has.
 #pragma once
@@ -17,7 +18,9 @@
 #include <type_traits>
 #include <vector>
 
-namespace tessera::ops::expr {
+namespace tessera {
+namespace ops {
+namespace expr {
 
 /// Unary operations (the result has the operand's type, or BOOL for
 /// predicates).
@@ -57,10 +60,10 @@ class Expr {
 public:
   struct Node {
     NodeKind kind = NodeKind::Const;
-    unsigned index = 0;   ///< PlaceHolder: 1-based tensor index
-    double value = 0;     ///< Const
-    Type type = FLOAT;    ///< Const and Cast: the type
-    std::uint8_t op = 0;  ///< Unary/Binary/Ternary op type
+    unsigned index = 0;  ///< PlaceHolder: 1-based tensor index
+    double value = 0;    ///< Const
+    Type type = FLOAT;   ///< Const and Cast: the type
+    std::uint8_t op = 0; ///< Unary/Binary/Ternary op type
     std::vector<Expr> args;
   };
   Expr() = default;
@@ -79,8 +82,8 @@ class PlaceHolder : public Expr {
 public:
   explicit PlaceHolder(unsigned index);
 };
-inline const PlaceHolder _1{1}, _2{2}, _3{3}, _4{4}, _5{5}, _6{6}, _7{7},
-    _8{8}, _9{9};
+TESSERA_INLINE_VAR const PlaceHolder _1{1}, _2{2}, _3{3}, _4{4}, _5{5}, _6{6},
+    _7{7}, _8{8}, _9{9};
 
 /// The flat index of the element being computed (for iota-like maps).
 class Index : public Expr {
@@ -92,21 +95,18 @@ public:
 /// integers: INT or UNSIGNED_INT, bool: BOOL) unless given.
 class Const : public Expr {
 public:
-  template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T>>>
+  template <typename T, typename = typename std::enable_if<
+                            std::is_arithmetic<T>::value>::type>
   Const(T v) // NOLINT: implicit, so `_1 + 2.0f` works
       : Const(static_cast<double>(v), constType<T>()) {}
   Const(double v, Type type);
 
 private:
   template <typename T> static constexpr Type constType() {
-    if constexpr (std::is_same_v<T, bool>)
-      return BOOL;
-    else if constexpr (std::is_floating_point_v<T>)
-      return FLOAT;
-    else if constexpr (std::is_unsigned_v<T>)
-      return UNSIGNED_INT;
-    else
-      return INT;
+    return std::is_same<T, bool>::value       ? BOOL
+           : std::is_floating_point<T>::value ? FLOAT
+           : std::is_unsigned<T>::value       ? UNSIGNED_INT
+                                              : INT;
   }
 };
 
@@ -175,4 +175,6 @@ inline Expr operator!(const Expr &a) { return Not(a); }
 /// BOOL with anything gives the other).
 Type inferType(const Expr &e, const std::vector<Type> &placeholders);
 
-} // namespace tessera::ops::expr
+} // namespace expr
+} // namespace ops
+} // namespace tessera

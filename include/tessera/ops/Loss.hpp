@@ -33,7 +33,8 @@
 
 #include <string_view>
 
-namespace tessera::ops {
+namespace tessera {
+namespace ops {
 
 using program::Sequence;
 
@@ -41,10 +42,12 @@ using program::Sequence;
 enum class LossType { SUM_SQUARED_LOSS, CROSS_ENTROPY_LOSS };
 
 /// "SUM_SQUARED_LOSS" or "CROSS_ENTROPY_LOSS".
+#if TESSERA_CXX17
 std::string_view lossName(LossType type);
+#endif
 
 /// The label that masks a row (popnn::MASKED_LABEL_CODE); -1 as an INT.
-inline constexpr unsigned MASKED_LABEL_CODE = ~0u;
+TESSERA_INLINE_VAR constexpr unsigned MASKED_LABEL_CODE = ~0u;
 
 /// Writes each row's loss into \p loss ([b], the outputs' type) and
 /// dloss / d(outputs) -- or, for cross-entropy, d(loss) / d(softmax input)
@@ -73,4 +76,5 @@ void calcAccuracy(Graph &graph, const Tensor &modelOutputs,
                   Sequence &prog, const DebugContext &dc = {},
                   const OptionFlags &options = {});
 
-} // namespace tessera::ops
+} // namespace ops
+} // namespace tessera

@@ -49,7 +49,8 @@ namespace tessera {
 class Target;
 } // namespace tessera
 
-namespace tessera::ops {
+namespace tessera {
+namespace ops {
 
 using program::Sequence;
 
@@ -160,4 +161,5 @@ MatMulPlan planMatMul(const Target &target, Type inputType, Type outputType,
                       const std::vector<std::size_t> &bShape,
                       const OptionFlags &options = {});
 
-} // namespace tessera::ops
+} // namespace ops
+} // namespace tessera

@@ -28,7 +28,8 @@
 
 #include <string_view>
 
-namespace tessera::ops {
+namespace tessera {
+namespace ops {
 
 using program::Sequence;
 
@@ -49,7 +50,9 @@ enum class NonLinearityType {
 };
 
 /// "RELU", "GELU", ... as the enumerator is spelled.
+#if TESSERA_CXX17
 std::string_view nonLinearityName(NonLinearityType type);
+#endif
 
 /// A new tensor holding \p type applied to \p t (FLOAT or HALF, any shape;
 /// the softmax family needs rank >= 1), mapped as \p t. Throws TypeError for
@@ -89,4 +92,5 @@ Tensor nonLinearityInputGradient(Graph &graph, NonLinearityType type,
                                  const DebugContext &dc = {},
                                  const OptionFlags &options = {});
 
-} // namespace tessera::ops
+} // namespace ops
+} // namespace tessera

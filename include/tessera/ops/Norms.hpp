@@ -38,7 +38,8 @@
 #include <tuple>
 #include <utility>
 
-namespace tessera::ops {
+namespace tessera {
+namespace ops {
 
 using program::Sequence;
 
@@ -146,4 +147,5 @@ NormGradients layerNormGradients(Graph &graph, const Tensor &acts,
                                  const DebugContext &dc = {},
                                  const OptionFlags &options = {});
 
-} // namespace tessera::ops
+} // namespace ops
+} // namespace tessera

@@ -24,9 +24,11 @@
 #include <array>
 #include <cstddef>
 #include <string>
+#include <tuple>
 #include <vector>
 
-namespace tessera::ops {
+namespace tessera {
+namespace ops {
 
 enum class PoolingType { MAX, AVG, SUM };
 
@@ -69,7 +71,17 @@ struct PoolParams {
   std::vector<std::size_t> getOutputShape() const;
   std::string toString() const;
 
-  friend bool operator==(const PoolParams &, const PoolParams &) = default;
+  friend bool operator==(const PoolParams &a, const PoolParams &b) {
+    return std::tie(a.poolingType, a.inputFieldShape, a.kernelShape, a.stride,
+                    a.paddingLower, a.paddingUpper, a.numChannels, a.batchSize,
+                    a.dType) == std::tie(b.poolingType, b.inputFieldShape,
+                                         b.kernelShape, b.stride,
+                                         b.paddingLower, b.paddingUpper,
+                                         b.numChannels, b.batchSize, b.dType);
+  }
+  friend bool operator!=(const PoolParams &a, const PoolParams &b) {
+    return !(a == b);
+  }
 };
 
 /// Pools \p in ([N, C, H, W]) into a new tensor [N, C, H', W'].
@@ -88,4 +100,5 @@ Tensor poolInputGradient(Graph &graph, const PoolParams &params,
                          const DebugContext &dc = {},
                          const OptionFlags &options = {});
 
-} // namespace tessera::ops
+} // namespace ops
+} // namespace tessera

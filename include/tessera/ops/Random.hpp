@@ -29,7 +29,8 @@
 #include <cstdint>
 #include <utility>
 
-namespace tessera::ops {
+namespace tessera {
+namespace ops {
 
 using program::Sequence;
 
@@ -88,4 +89,5 @@ Tensor applyDropoutMask(Graph &graph, const Tensor &input, const Tensor &mask,
                         double scale, Sequence &prog,
                         const DebugContext &dc = {});
 
-} // namespace tessera::ops
+} // namespace ops
+} // namespace tessera

@@ -37,7 +37,8 @@
 #include <utility>
 #include <vector>
 
-namespace tessera::ops {
+namespace tessera {
+namespace ops {
 
 using program::Sequence;
 
@@ -54,7 +55,9 @@ enum class Operation {
 };
 
 /// "ADD", "MUL", ... as the enumerator is spelled.
+#if TESSERA_CXX17
 std::string_view operationName(Operation op);
+#endif
 std::ostream &operator<<(std::ostream &os, Operation op);
 
 /// What a reduction computes (popops::ReduceParams). Implicitly made from an
@@ -148,4 +151,5 @@ std::pair<Tensor, Tensor> topK(Graph &graph, const Tensor &in, unsigned k,
                                Sequence &prog, const DebugContext &dc = {},
                                const OptionFlags &options = {});
 
-} // namespace tessera::ops
+} // namespace ops
+} // namespace tessera

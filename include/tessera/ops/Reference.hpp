@@ -52,18 +52,16 @@ std::vector<double> matMulGrouped(const std::vector<double> &a,
 /// scaled as ReduceParams describes (int types: truncated as a cast) and,
 /// when \p initial is given, combined into it as an update does.
 /// \p type is the input's type (it decides how int results are scaled).
-std::vector<double> reduce(const std::vector<double> &in,
-                           const std::vector<std::size_t> &shape,
-                           const std::vector<std::size_t> &dims, Operation op,
-                           double scale = 1.0,
-                           const std::vector<double> *initial = nullptr,
-                           Type type = Type::FLOAT);
+std::vector<double>
+reduce(const std::vector<double> &in, const std::vector<std::size_t> &shape,
+       const std::vector<std::size_t> &dims, Operation op, double scale = 1.0,
+       const std::vector<double> *initial = nullptr, Type type = Type::FLOAT);
 /// For each row of \p in [rows, cols], the index of its largest (argMax)
 /// or smallest (argMin) element, the lowest index among equal ones.
-std::vector<std::size_t> argMax(const std::vector<double> &in,
-                                std::size_t rows, std::size_t cols);
-std::vector<std::size_t> argMin(const std::vector<double> &in,
-                                std::size_t rows, std::size_t cols);
+std::vector<std::size_t> argMax(const std::vector<double> &in, std::size_t rows,
+                                std::size_t cols);
+std::vector<std::size_t> argMin(const std::vector<double> &in, std::size_t rows,
+                                std::size_t cols);
 /// topK of each row of \p in [rows, cols]: values and indices [rows, k],
 /// ranked best first (lower index first among equal values) when
 /// \p sorted, else in increasing index order.
@@ -84,19 +82,21 @@ std::vector<double> convolution(const ConvParams &p,
                                 const std::vector<double> &weights);
 /// dL/dIn of convolution \p p from dL/dOut \p zDeltas: the adjoint of the
 /// forward loop.
-std::vector<double> convolutionInputGradient(
-    const ConvParams &p, const std::vector<double> &zDeltas,
-    const std::vector<double> &weights);
+std::vector<double>
+convolutionInputGradient(const ConvParams &p,
+                         const std::vector<double> &zDeltas,
+                         const std::vector<double> &weights);
 /// dL/dWeights of convolution \p p, summed over the batch.
-std::vector<double> convolutionWeightGradient(
-    const ConvParams &p, const std::vector<double> &zDeltas,
-    const std::vector<double> &in);
+std::vector<double>
+convolutionWeightGradient(const ConvParams &p,
+                          const std::vector<double> &zDeltas,
+                          const std::vector<double> &in);
 /// pool() of \p in ([N, C, H, W]) as Pooling.hpp defines it.
 std::vector<double> pool(const PoolParams &p, const std::vector<double> &in);
 /// poolInputGradient() from dL/dOut \p pooledGradient.
-std::vector<double> poolInputGradient(const PoolParams &p,
-                                      const std::vector<double> &in,
-                                      const std::vector<double> &pooledGradient);
+std::vector<double>
+poolInputGradient(const PoolParams &p, const std::vector<double> &in,
+                  const std::vector<double> &pooledGradient);
 
 // ---- Nn: non-linearities, losses, norms -------------------------------
 

@@ -13,7 +13,7 @@ namespace tessera {
 
 /// Calls \p f with a value of the C++ type of \p t (float, Half, int,
 /// unsigned, short, ..., bool), for code written once for every type.
-template <typename F> decltype(auto) visitType(Type t, F &&f) {
+template <typename F> auto visitType(Type t, F &&f) -> decltype(f(float{})) {
   switch (t) {
   case Type::FLOAT:
     return f(float{});

@@ -14,13 +14,22 @@
 #include <string_view>
 #include <utility>
 
+#include "tessera/support/Error.hpp"
+#include "tessera/support/Language.hpp"
+
 namespace tessera {
 
 /// An ordered string-to-string map of options. Iteration is in key order, so
 /// two equal sets of options iterate, print and hash the same way whatever
 /// order they were set in.
 class OptionFlags {
+#if __cplusplus >= 201402L
   using Map = std::map<std::string, std::string, std::less<>>;
+#else
+  // The same tree (an empty comparator ordering keys the same way); C++11
+  // has no transparent std::less<>.
+  using Map = std::map<std::string, std::string>;
+#endif
 
 public:
   using value_type = Map::value_type;
@@ -32,6 +41,7 @@ public:
   /// A key given twice keeps its last value.
   OptionFlags(std::initializer_list<std::pair<std::string, std::string>> init);
 
+#if TESSERA_CXX17
   /// Sets \p key to \p value, replacing any earlier value.
   void set(std::string_view key, std::string_view value);
   /// Sets every pair in \p values, as set(key, value) one by one.
@@ -44,6 +54,31 @@ public:
   bool contains(std::string_view key) const;
   /// Removes \p key; returns whether it was set.
   bool erase(std::string_view key);
+#else
+  // The same operations for programs built as C++11 or C++14.
+  void set(const std::string &key, const std::string &value) {
+    map_[key] = value;
+  }
+  void set(std::initializer_list<std::pair<std::string, std::string>> values) {
+    for (const auto &kv : values)
+      map_[kv.first] = kv.second;
+  }
+  const std::string &at(const std::string &key) const {
+    auto it = map_.find(key);
+    if (it == map_.end())
+      throw OptionError("option '" + key + "' is not set");
+    return it->second;
+  }
+  std::string get(const std::string &key,
+                  const std::string &defaultValue) const {
+    auto it = map_.find(key);
+    return it == map_.end() ? defaultValue : it->second;
+  }
+  bool contains(const std::string &key) const {
+    return map_.find(key) != map_.end();
+  }
+  bool erase(const std::string &key) { return map_.erase(key) != 0; }
+#endif
   void clear() { map_.clear(); }
 
   std::size_t size() const { return map_.size(); }
@@ -58,7 +93,9 @@ public:
   /// (numbers and booleans become their JSON spelling: 3, 0.5, "true").
   /// Throws OptionError saying \p where the text came from (an environment
   /// variable, a file name) and what is wrong with it.
+#if TESSERA_CXX17
   static OptionFlags fromJson(std::string_view text, std::string_view where);
+#endif
 
   friend bool operator==(const OptionFlags &a, const OptionFlags &b) {
     return a.map_ == b.map_;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "tessera/support/Half.hpp"
+#include "tessera/support/Language.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -24,69 +25,53 @@ enum class Type : std::uint8_t {
   UNSIGNED_CHAR,
   BOOL,
 };
-inline constexpr unsigned numTypes = 10;
+TESSERA_INLINE_VAR constexpr unsigned numTypes = 10;
 
-inline constexpr Type FLOAT = Type::FLOAT;
-inline constexpr Type HALF = Type::HALF;
-inline constexpr Type INT = Type::INT;
-inline constexpr Type UNSIGNED_INT = Type::UNSIGNED_INT;
-inline constexpr Type SHORT = Type::SHORT;
-inline constexpr Type UNSIGNED_SHORT = Type::UNSIGNED_SHORT;
-inline constexpr Type CHAR = Type::CHAR;
-inline constexpr Type SIGNED_CHAR = Type::SIGNED_CHAR;
-inline constexpr Type UNSIGNED_CHAR = Type::UNSIGNED_CHAR;
-inline constexpr Type BOOL = Type::BOOL;
+TESSERA_INLINE_VAR constexpr Type FLOAT = Type::FLOAT;
+TESSERA_INLINE_VAR constexpr Type HALF = Type::HALF;
+TESSERA_INLINE_VAR constexpr Type INT = Type::INT;
+TESSERA_INLINE_VAR constexpr Type UNSIGNED_INT = Type::UNSIGNED_INT;
+TESSERA_INLINE_VAR constexpr Type SHORT = Type::SHORT;
+TESSERA_INLINE_VAR constexpr Type UNSIGNED_SHORT = Type::UNSIGNED_SHORT;
+TESSERA_INLINE_VAR constexpr Type CHAR = Type::CHAR;
+TESSERA_INLINE_VAR constexpr Type SIGNED_CHAR = Type::SIGNED_CHAR;
+TESSERA_INLINE_VAR constexpr Type UNSIGNED_CHAR = Type::UNSIGNED_CHAR;
+TESSERA_INLINE_VAR constexpr Type BOOL = Type::BOOL;
 
 /// Bytes one element of \p t occupies in tile memory.
 constexpr std::size_t typeSize(Type t) {
-  switch (t) {
-  case Type::FLOAT:
-  case Type::INT:
-  case Type::UNSIGNED_INT:
-    return 4;
-  case Type::HALF:
-  case Type::SHORT:
-  case Type::UNSIGNED_SHORT:
-    return 2;
-  case Type::CHAR:
-  case Type::SIGNED_CHAR:
-  case Type::UNSIGNED_CHAR:
-  case Type::BOOL:
-    return 1;
-  }
-  return 0;
+  return t == Type::FLOAT || t == Type::INT || t == Type::UNSIGNED_INT      ? 4
+         : t == Type::HALF || t == Type::SHORT || t == Type::UNSIGNED_SHORT ? 2
+         : t == Type::CHAR || t == Type::SIGNED_CHAR ||
+                 t == Type::UNSIGNED_CHAR || t == Type::BOOL
+             ? 1
+             : 0;
 }
 
-/// Poplar's spelling of the type ("float", "half", "unsigned int", ...).
-constexpr std::string_view typeName(Type t) {
-  switch (t) {
-  case Type::FLOAT:
-    return "float";
-  case Type::HALF:
-    return "half";
-  case Type::INT:
-    return "int";
-  case Type::UNSIGNED_INT:
-    return "unsigned int";
-  case Type::SHORT:
-    return "short";
-  case Type::UNSIGNED_SHORT:
-    return "unsigned short";
-  case Type::CHAR:
-    return "char";
-  case Type::SIGNED_CHAR:
-    return "signed char";
-  case Type::UNSIGNED_CHAR:
-    return "unsigned char";
-  case Type::BOOL:
-    return "bool";
-  }
-  return "?";
+/// Poplar's spelling of the type ("float", "half", "unsigned int", ...) as
+/// a C string.
+constexpr const char *typeNameC(Type t) {
+  return t == Type::FLOAT            ? "float"
+         : t == Type::HALF           ? "half"
+         : t == Type::INT            ? "int"
+         : t == Type::UNSIGNED_INT   ? "unsigned int"
+         : t == Type::SHORT          ? "short"
+         : t == Type::UNSIGNED_SHORT ? "unsigned short"
+         : t == Type::CHAR           ? "char"
+         : t == Type::SIGNED_CHAR    ? "signed char"
+         : t == Type::UNSIGNED_CHAR  ? "unsigned char"
+         : t == Type::BOOL           ? "bool"
+                                     : "?";
 }
+
+#if TESSERA_CXX17
+/// Poplar's spelling of the type ("float", "half", "unsigned int", ...).
+constexpr std::string_view typeName(Type t) { return typeNameC(t); }
+#endif
 
 /// Writes Poplar's name of the type ("float", "half", ...).
 inline std::ostream &operator<<(std::ostream &os, Type t) {
-  return os << typeName(t);
+  return os << typeNameC(t);
 }
 
 constexpr bool isFloatingPoint(Type t) {
