@@ -40,10 +40,11 @@ class MpiReplicaExchange : public ReplicaExchange {
 public:
   explicit MpiReplicaExchange(std::shared_ptr<Communicator> comm)
       : comm_(std::move(comm)) {}
-  void allGather(const std::byte *send,
+  void allGather(const void *send,
                  const std::vector<std::size_t> &bytesPerInstance,
-                 std::byte *recv) override {
-    comm_->allGatherV(send, bytesPerInstance, recv);
+                 void *recv) override {
+    comm_->allGatherV(static_cast<const std::byte *>(send), bytesPerInstance,
+                      static_cast<std::byte *>(recv));
   }
 
 private:

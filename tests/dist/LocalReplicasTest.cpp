@@ -32,12 +32,12 @@ public:
   };
   ThreadExchange(std::shared_ptr<Shared> s, unsigned me)
       : s_(std::move(s)), me_(me) {}
-  void allGather(const std::byte *send, const std::vector<std::size_t> &bytes,
-                 std::byte *recv) override {
-    s_->posted[me_] = send;
+  void allGather(const void *send, const std::vector<std::size_t> &bytes,
+                 void *recv) override {
+    s_->posted[me_] = static_cast<const std::byte *>(send);
     s_->sync.arrive_and_wait();
     for (std::size_t i = 0, at = 0; i < bytes.size(); at += bytes[i++])
-      std::memcpy(recv + at, s_->posted[i], bytes[i]);
+      std::memcpy(static_cast<std::byte *>(recv) + at, s_->posted[i], bytes[i]);
     s_->sync.arrive_and_wait(); // nobody reposts before all have copied
   }
 

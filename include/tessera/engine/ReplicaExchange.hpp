@@ -3,6 +3,8 @@
 /// replicas (one instance of several, PopDist-style) moves the data of its
 /// cross-replica copies to and from the replicas other processes run.
 /// The engine does not know the transport; src/dist implements it on MPI.
+/// Plain pointers, not std::byte: Poplar's headers reach this one and
+/// compile as C++11.
 #pragma once
 
 #include <cstddef>
@@ -18,9 +20,9 @@ public:
   /// instance's are at \p send); \p recv receives every instance's bytes,
   /// one after another in instance order. Throws Error when another
   /// instance is lost.
-  virtual void allGather(const std::byte *send,
+  virtual void allGather(const void *send,
                          const std::vector<std::size_t> &bytesPerInstance,
-                         std::byte *recv) = 0;
+                         void *recv) = 0;
 };
 
 } // namespace tessera
