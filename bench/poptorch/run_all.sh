@@ -5,12 +5,14 @@
 # one (the simulated step's host time grows with the tiles). Prints a
 # RESULT line for each: ratio = PyTorch / poptorch (target >= 0.5: the IPU
 # Model's simulated step costs the host at most twice PyTorch's own step).
-# Usage: bench/poptorch/run_all.sh [build-dir]   (default: build)
+# Usage: bench/poptorch/run_all.sh [BENCH_DIR]   (the build's bench folder,
+# as every run_all.sh takes; default: build/bench)
 # Exits 1 if a benchmark fails or a target is missed (a MISS line).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-build="${1:-build}"
-[[ "$build" = /* ]] || build="$PWD/$build"
+bench="${1:-build/bench}"
+[[ "$bench" = /* ]] || bench="$PWD/$bench"
+build="$(dirname "$bench")"
 [ -f "$build/python/poptorch/__init__.py" ] || { echo "run_all.sh: build the 'poptorch-python' target first" >&2; exit 1; }
 export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
 
