@@ -68,8 +68,12 @@ void ModelSession::Impl::addAnchors() {
       throw OptionError("anchor '" + name +
                         "': SUM needs a float tensor, not " +
                         m.typeOf(it->second).toString());
+    // A plain reference: clang 14 cannot capture a structured binding.
+    const std::string &anchorName = name;
     if (std::none_of(m.outputs().begin(), m.outputs().end(),
-                     [&](const ir::Output &o) { return o.name == name; }))
+                     [&anchorName](const ir::Output &o) {
+                       return o.name == anchorName;
+                     }))
       m.addOutput(name, it->second);
     anchorNames.push_back(name);
   }
