@@ -87,8 +87,8 @@ void transpose(Context &ctx) {
 }
 
 void concat(Context &ctx) {
-  std::vector<Slot> xs;
-  for (int i = 0; i < ctx.node().input_size(); ++i)
+  std::vector<Slot> xs{ctx.in(0)}; // in() names a missing first input
+  for (int i = 1; i < ctx.node().input_size(); ++i)
     xs.push_back(ctx.in(i));
   const std::size_t axis =
       ctx.axis(ctx.attrInt("axis", 0), xs.at(0).type().rank());

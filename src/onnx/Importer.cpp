@@ -9,6 +9,7 @@
 #include <limits>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 namespace tessera::onnx {
 namespace detail {
@@ -513,7 +514,14 @@ void convertNodes(const ::onnx::GraphProto &g, Context &ctx,
       shard.emplace(ctx.builder(), static_cast<unsigned>(ipu));
     if (const std::int64_t s = ctx.attrInt("__pipeline_stage", -1); s >= 0)
       stage.emplace(ctx.builder(), static_cast<unsigned>(s));
-    it->second(ctx);
+    try {
+      it->second(ctx);
+    } catch (const std::logic_error &e) {
+      // A converter indexing past what a malformed node holds (too few
+      // inputs or attribute values) is the file's fault, not a crash.
+      throw SerializationError(ctx.where() + " is malformed (" + e.what() +
+                               "); it is not a node an ONNX exporter writes");
+    }
     // Attributes size the results; none may exceed what a file may hold.
     for (const std::string &o : node.output())
       if (!o.empty() && ctx.defined(o) &&

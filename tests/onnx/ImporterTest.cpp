@@ -383,6 +383,22 @@ TEST(OnnxImporter, UndefinedTensorIsNamed) {
   }
 }
 
+TEST(OnnxImporter, ANodeWithoutItsInputsIsNamed) {
+  // A Concat with no inputs once escaped as std::out_of_range (fuzzing).
+  ModelMaker mm;
+  mm.input("x", {2});
+  setInt(mm.node("Concat", {}, {"y"}), "axis", 0);
+  mm.output("y");
+  try {
+    mm.import();
+    FAIL() << "imported a Concat without inputs";
+  } catch (const ShapeError &e) {
+    EXPECT_THAT(e.what(), HasSubstr("(Concat, opset"));
+    EXPECT_THAT(e.what(), HasSubstr("input 0 is missing (the node has 0 "
+                                    "inputs)"));
+  }
+}
+
 TEST(OnnxImporter, BatchNormStatisticsAreNotTrainable) {
   ModelMaker mm;
   mm.input("x", {1, 2, 1, 1});
