@@ -8,6 +8,9 @@ set -euo pipefail
 build="$1" source="$2" scratch="$3"
 rm -rf "$scratch"
 mkdir -p "$scratch"
+# Absolute paths: the project is built from inside the scratch folder.
+build="$(cd "$build" && pwd)" source="$(cd "$source" && pwd)"
+scratch="$(cd "$scratch" && pwd)"
 cmake --install "$build" --prefix "$scratch/prefix" >/dev/null
 cp -r "$source/tests/sdk" "$scratch/project"
 cd "$scratch/project"
