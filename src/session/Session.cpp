@@ -64,18 +64,20 @@ bool isInput(const ir::Module &m, const std::string &name) {
 void checkAnnotations(const ir::Module &module) {
   for (std::size_t i = 0; i < module.ops().size(); ++i) {
     const ir::Op &op = module.ops()[i];
+    const ir::Annotations &a = op.annotations;
+    if (!a.pipelineStage && !a.recompute)
+      continue; // the message is built only for the op that fails
     const std::string what = "session: op " + std::to_string(i) + " (" +
                              std::string(ir::opKindName(op.kind)) + " " +
                              module.describe(op.results.at(0)) +
                              ") is annotated ";
-    if (op.annotations.pipelineStage)
+    if (a.pipelineStage)
       throw UnsupportedError(
-          what + "@stage(" + std::to_string(*op.annotations.pipelineStage) +
+          what + "@stage(" + std::to_string(*a.pipelineStage) +
           "), but sessions do not run pipeline stages yet; remove the stage "
           "annotations (shard over IPUs with @ipu(k) instead)");
-    if (op.annotations.recompute)
-      throw UnsupportedError(what + "@recompute, but sessions do not recompute "
-                                    "values yet; remove the annotation");
+    throw UnsupportedError(what + "@recompute, but sessions do not recompute "
+                                  "values yet; remove the annotation");
   }
 }
 
