@@ -354,4 +354,24 @@ Evaluation interpret(const Module &module, const Feeds &feeds) {
   return e;
 }
 
+Feeds variablesAfterRun(const Module &module, const Evaluation &e,
+                        Feeds before) {
+  const auto c = module.updateCondition();
+  const bool apply = !c || e.at(*c).values.at(0) != 0;
+  for (const VariableRecord &r : module.updates()) {
+    const ValueInfo &next = module.value(r.value);
+    if (!apply && next.kind == ValueKind::OpResult &&
+        module.producer(r.value).annotations.weightUpdate)
+      continue;
+    before[module.value(r.variable).name] = e.at(r.value);
+  }
+  if (apply && c)
+    for (ValueId v : module.resets()) {
+      const ValueType &t = module.typeOf(v);
+      before[module.value(v).name] = {
+          t.dtype, t.shape, std::vector<double>(numElements(t.shape), 0.0)};
+    }
+  return before;
+}
+
 } // namespace tessera::ir

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <tuple>
 
 namespace tessera::ir {
 
@@ -31,9 +32,10 @@ unsigned LoweredModule::ipu(ValueId id) const {
 
 class Lowering {
 public:
-  Lowering(const Module &m, Graph &graph, program::Sequence &prog,
+  Lowering(const Module &m, Graph &graph,
+           std::vector<program::Sequence *> programs,
            const LoweringOptions &options)
-      : m_(m), top_(graph), prog_(prog), options_(options) {}
+      : m_(m), top_(graph), programs_(std::move(programs)), options_(options) {}
   LoweredModule run();
 
 private:
@@ -44,6 +46,9 @@ private:
   void createLeaf(ValueId v, unsigned ipu, const Op *op, unsigned index);
   Tensor copyTo(const Tensor &src, unsigned from, unsigned to,
                 const DebugContext &dc);
+  Tensor placedLike(const Tensor &src, unsigned from, unsigned to,
+                    const DebugContext &dc);
+  std::optional<unsigned> boundaryFrom(ValueId v, unsigned ipu) const;
   std::optional<double> inlinable(const Op &op, unsigned index) const;
   void lower(const Op &op);
   // Elementwise fusion.
@@ -60,13 +65,24 @@ private:
                          unsigned index, Leaves &leaves);
   void lowerFused(const Op &root, unsigned ipu, const DebugContext &dc);
 
+  unsigned programOf(std::size_t op) const {
+    return op < options_.programOf.size() ? options_.programOf[op] : 0;
+  }
+
   const Module &m_;
   Graph &top_;
-  program::Sequence &prog_;
+  std::vector<program::Sequence *> programs_;
+  /// The program of the op being lowered.
+  program::Sequence *prog_ = nullptr;
+  unsigned progIndex_ = 0;
   const LoweringOptions &options_;
   LoweredModule out_;
   std::map<unsigned, std::unique_ptr<Graph>> shards_;
-  std::map<std::pair<ValueId, unsigned>, Tensor> copies_;
+  std::map<std::pair<ValueId, unsigned>, Tensor> constants_;
+  /// (value, reading program) -> its boundary tensor's index.
+  std::map<std::pair<ValueId, unsigned>, std::size_t> boundaryIndex_;
+  /// (value, IPU, program) -> its copy there.
+  std::map<std::tuple<ValueId, unsigned, unsigned>, Tensor> copies_;
   /// Per value: computed inside its user's map (fusion).
   std::vector<bool> fused_;
   /// Per value: the index of the op that computes it, if any.
@@ -135,6 +151,7 @@ void Lowering::planFusion() {
       const bool candidate = p != SIZE_MAX && uses[v] == 1 && !needed[v] &&
                              fusible(ops[p]) &&
                              ops[p].annotations.ipu == user.annotations.ipu &&
+                             programOf(p) == programOf(i) &&
                              numElements(m_.typeOf(v).shape) == size &&
                              total + nodes[v] <= kMaxFusedNodes;
       fused_[v] = candidate;
@@ -220,11 +237,11 @@ void Lowering::lowerFused(const Op &root, unsigned ipu,
       createLeaf(var, ipu, nullptr, 0);
     if (out_.ipus_[var] == ipu) {
       t = out_.tensors_[var];
-      ops::mapWithOutput(graphFor(ipu), e, leaves.tensors, t, prog_, dc);
+      ops::mapWithOutput(graphFor(ipu), e, leaves.tensors, t, *prog_, dc);
     }
   }
   if (!t.valid())
-    t = ops::map(graphFor(ipu), e, leaves.tensors, prog_, dc);
+    t = ops::map(graphFor(ipu), e, leaves.tensors, *prog_, dc);
   const ValueType &type = m_.typeOf(root.results[0]);
   TESSERA_INTERNAL_ASSERT(
       t.elementType() == type.dtype && t.shape() == type.shape,
@@ -252,8 +269,8 @@ DebugContext Lowering::nameOf(ValueId id) const {
 
 Tensor Lowering::constantOn(ValueId v, unsigned ipu) {
   auto key = std::make_pair(v, ipu);
-  auto it = copies_.find(key);
-  if (it != copies_.end())
+  auto it = constants_.find(key);
+  if (it != constants_.end())
     return it->second;
   // Constants are cheap to duplicate, so each IPU gets its own rather than
   // a copy over the IPU-links.
@@ -263,7 +280,7 @@ Tensor Lowering::constantOn(ValueId v, unsigned ipu) {
     out_.tensors_[v] = t;
     out_.ipus_[v] = ipu;
   }
-  return copies_[key] = t;
+  return constants_[key] = t;
 }
 
 void Lowering::createLeaf(ValueId v, unsigned ipu, const Op *op,
@@ -294,23 +311,48 @@ void Lowering::createLeaf(ValueId v, unsigned ipu, const Op *op,
   out_.ipus_[v] = home;
 }
 
-Tensor Lowering::copyTo(const Tensor &src, unsigned from, unsigned to,
-                        const DebugContext &dc) {
-  // The copy keeps the source's spread over tiles, shifted to the other
-  // IPU, so each tile sends its part to its counterpart.
+// A tensor like \p src, on IPU \p to, whose tiles are src's shifted to
+// that IPU, so a copy sends each tile's part to its counterpart.
+Tensor Lowering::placedLike(const Tensor &src, unsigned from, unsigned to,
+                            const DebugContext &dc) {
   const unsigned perIpu = top_.getTarget().getTilesPerIPU();
   const TileMapping srcMap = top_.getTileMapping(src);
-  TileMapping dstMap(perIpu);
+  TileMapping dstMap(out_.sharded_ ? perIpu : srcMap.size());
+  const unsigned shift = out_.sharded_ ? from * perIpu : 0;
   for (unsigned tile = 0; tile < srcMap.size(); ++tile)
     for (const Interval &iv : srcMap[tile])
-      dstMap[tile - from * perIpu].push_back(iv);
+      dstMap[tile - shift].push_back(iv);
   Graph &g = graphFor(to);
-  Tensor dst = g.addVariable(src.elementType(), src.shape(),
-                             DebugContext(dc, "to ipu" + std::to_string(to)));
+  Tensor dst = g.addVariable(src.elementType(), src.shape(), dc);
   g.setTileMapping(dst, dstMap);
-  prog_.add(program::Copy(src, dst));
+  return dst;
+}
+
+Tensor Lowering::copyTo(const Tensor &src, unsigned from, unsigned to,
+                        const DebugContext &dc) {
+  Tensor dst = placedLike(src, from, to,
+                          DebugContext(dc, "to ipu" + std::to_string(to)));
+  prog_->add(program::Copy(src, dst));
   ++out_.numCopies_;
   return dst;
+}
+
+// The program that computes or feeds \p v, when the current op (on IPU
+// \p ipu) reads it through a boundary; none when it reads it where it lies.
+std::optional<unsigned> Lowering::boundaryFrom(ValueId v, unsigned ipu) const {
+  if (!options_.boundary)
+    return std::nullopt;
+  const ValueInfo &info = m_.value(v);
+  std::optional<unsigned> from;
+  if (info.kind == ValueKind::OpResult)
+    from = programOf(producer_[v]);
+  else if (auto it = options_.inputProgram.find(v);
+           it != options_.inputProgram.end())
+    from = it->second;
+  if (!from || *from == progIndex_ ||
+      !options_.boundary(*from, progIndex_, out_.ipus_[v] == ipu))
+    return std::nullopt;
+  return from;
 }
 
 Tensor Lowering::operandOn(ValueId v, unsigned ipu, const Op &op,
@@ -319,9 +361,21 @@ Tensor Lowering::operandOn(ValueId v, unsigned ipu, const Op &op,
     return constantOn(v, ipu);
   if (!out_.tensors_[v].valid())
     createLeaf(v, ipu, &op, index);
+  if (const auto from = boundaryFrom(v, ipu)) {
+    const auto key = std::make_pair(v, progIndex_);
+    auto it = boundaryIndex_.find(key);
+    if (it == boundaryIndex_.end()) {
+      const Tensor t = placedLike(out_.tensors_[v], out_.ipus_[v], ipu,
+                                  DebugContext(nameOf(v), "boundary"));
+      it = boundaryIndex_.emplace(key, out_.boundaries_.size()).first;
+      out_.boundaries_.push_back({v, *from, progIndex_, t});
+    }
+    return out_.boundaries_[it->second].tensor;
+  }
   if (out_.ipus_[v] == ipu)
     return out_.tensors_[v];
-  auto key = std::make_pair(v, ipu);
+  // A copy made in another program may not have run before this one.
+  auto key = std::make_tuple(v, ipu, progIndex_);
   auto it = copies_.find(key);
   if (it != copies_.end())
     return it->second;
@@ -350,7 +404,7 @@ void Lowering::lower(const Op &op) {
     return;
   }
   const unsigned ipu = out_.sharded_ ? op.annotations.ipu.value_or(0) : 0;
-  detail::LowerContext c{graphFor(ipu),         prog_,   op, {}, {}, {}, {},
+  detail::LowerContext c{graphFor(ipu),         *prog_,  op, {}, {}, {}, {},
                          nameOf(op.results[0]), options_};
   c.dc =
       DebugContext(DebugContext(std::string(opKindName(op.kind))), c.dc.name);
@@ -391,10 +445,20 @@ LoweredModule Lowering::run() {
     out_.sharded_ |= m_.value(id).ipu.has_value();
   out_.tensors_.assign(m_.numValues(), Tensor());
   out_.ipus_.assign(m_.numValues(), 0);
+  for (unsigned p : options_.programOf)
+    if (p >= programs_.size())
+      throw IrError("lowering: an op's program " + std::to_string(p) +
+                    " is beyond the " + std::to_string(programs_.size()) +
+                    " programs given");
   planFusion();
   planInPlaceUpdates();
-  for (const Op &op : m_.ops())
-    lower(op);
+  for (std::size_t i = 0; i < m_.ops().size(); ++i) {
+    progIndex_ = programOf(i);
+    prog_ = programs_.at(progIndex_);
+    lower(m_.ops()[i]);
+  }
+  prog_ = programs_.at(0);
+  progIndex_ = 0;
   // Inputs and variables nothing uses still get tensors, for the host to
   // write; constants only when they are outputs.
   for (ValueId id = 0; id < m_.numValues(); ++id) {
@@ -412,7 +476,15 @@ LoweredModule Lowering::run() {
 LoweredModule lowerToGraph(const Module &module, Graph &graph,
                            program::Sequence &prog,
                            const LoweringOptions &options) {
-  return Lowering(module, graph, prog, options).run();
+  return Lowering(module, graph, {&prog}, options).run();
+}
+
+LoweredModule lowerToGraph(const Module &module, Graph &graph,
+                           const std::vector<program::Sequence *> &programs,
+                           const LoweringOptions &options) {
+  if (programs.empty())
+    throw IrError("lowering: no program to lower into");
+  return Lowering(module, graph, programs, options).run();
 }
 
 } // namespace tessera::ir

@@ -1,5 +1,6 @@
 #include "tessera/ir/Module.hpp"
 
+#include <algorithm>
 #include <array>
 #include <sstream>
 
@@ -292,6 +293,24 @@ void Module::setStateOf(ValueId state, ValueId owner) {
     throw IrError("optimizer state " + describe(state) + " belongs to " +
                   describe(owner) + ", which is not a variable");
   record(states_, "the optimizer state", state, owner);
+}
+
+void Module::setUpdateCondition(ValueId flag, unsigned period) {
+  if (!typeOf(flag).shape.empty())
+    throw IrError("the update condition " + describe(flag) +
+                  " must be a scalar, not " + typeOf(flag).toString());
+  if (period == 0)
+    throw IrError("the update condition's period must be at least 1 run");
+  condition_ = flag;
+  period_ = period;
+}
+
+void Module::addReset(ValueId variable) {
+  if (value(variable).kind != ValueKind::Variable)
+    throw IrError("a reset names " + describe(variable) +
+                  ", which is not a variable");
+  if (std::find(resets_.begin(), resets_.end(), variable) == resets_.end())
+    resets_.push_back(variable);
 }
 
 namespace {

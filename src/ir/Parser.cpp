@@ -179,11 +179,13 @@ Annotations Parser::parseAnnotations(bool leaf) {
       a.recompute = true;
     } else if (!leaf && name == "backward") {
       a.backward = true;
+    } else if (!leaf && name == "weight_update") {
+      a.weightUpdate = true;
     } else {
       fail(at, "unknown annotation '@" + name + "' for " +
                    (leaf ? "an input, variable or constant (it takes @ipu(k))"
                          : "an operation (known: @ipu(k), @stage(s), "
-                           "@recompute, @backward)"));
+                           "@recompute, @backward, @weight_update)"));
     }
   }
   return a;
@@ -438,12 +440,31 @@ void Parser::parseOp(const Token &kindTok, const std::vector<Token> &results) {
   }
 }
 
-// `update %v = %new`, `gradient %v = %g` or `state %s of %owner`.
+// `update %v = %new`, `gradient %v = %g`, `state %s of %owner`,
+// `condition %flag every N` or `reset %v`.
 void Parser::parseRecord() {
   const Token at = tok_;
   const std::string what = tok_.text;
   advance();
   const ValueId variable = parseRef();
+  if (what == "condition" || what == "reset") {
+    unsigned period = 1;
+    if (what == "condition") {
+      if (!(tok_.kind == TokenKind::Ident && tok_.text == "every"))
+        expected("'every N' after the update condition");
+      advance();
+      period = parseUnsigned("the runs per weight update");
+    }
+    try {
+      if (what == "condition")
+        m_.setUpdateCondition(variable, period);
+      else
+        m_.addReset(variable);
+    } catch (const Error &e) {
+      fail(at, e.what());
+    }
+    return;
+  }
   if (what == "state") {
     if (!(tok_.kind == TokenKind::Ident && tok_.text == "of"))
       expected("'of' after the state variable");
@@ -480,7 +501,8 @@ void Parser::parseItem() {
   }
   if (tok_.kind == TokenKind::Ident &&
       (tok_.text == "update" || tok_.text == "gradient" ||
-       tok_.text == "state")) {
+       tok_.text == "state" || tok_.text == "condition" ||
+       tok_.text == "reset")) {
     parseRecord();
     return;
   }

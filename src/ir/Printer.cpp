@@ -54,6 +54,8 @@ void Printer::annotations(const Annotations &a, std::optional<unsigned> ipu) {
     os_ << " @recompute";
   if (a.backward)
     os_ << " @backward";
+  if (a.weightUpdate)
+    os_ << " @weight_update";
 }
 
 void Printer::leaf(ValueId id) {
@@ -145,6 +147,10 @@ void Printer::run() {
     os_ << "  gradient " << ref(r.variable) << " = " << ref(r.value) << "\n";
   for (const VariableRecord &r : m_.states())
     os_ << "  state " << ref(r.variable) << " of " << ref(r.value) << "\n";
+  if (const auto c = m_.updateCondition())
+    os_ << "  condition " << ref(*c) << " every " << m_.updatePeriod() << "\n";
+  for (ValueId v : m_.resets())
+    os_ << "  reset " << ref(v) << "\n";
   os_ << "}\n";
 }
 

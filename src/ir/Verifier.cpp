@@ -25,6 +25,7 @@ private:
   void checkStages(std::size_t i, const Op &op) const;
   void checkOutputs() const;
   void checkRecords() const;
+  void checkWeightUpdate() const;
 
   const Module &m_;
   const VerifyOptions &o_;
@@ -193,6 +194,39 @@ void Verifier::checkRecords() const {
   check(m_.states(), "optimizer state", true);
 }
 
+// The weight update runs after the micro-batch's operations, so module
+// order is run order: its operations come last, and nothing before them
+// reads what they compute.
+void Verifier::checkWeightUpdate() const {
+  const auto &ops = m_.ops();
+  const auto isUpdate = [&](ValueId v) {
+    return m_.value(v).kind == ValueKind::OpResult &&
+           m_.producer(v).annotations.weightUpdate;
+  };
+  bool seen = false;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const bool update = ops[i].annotations.weightUpdate;
+    if (seen && !update)
+      fail(opName(i) + " follows the weight update's operations but is not "
+                       "one of them; the weight update comes last");
+    seen |= update;
+    if (!update)
+      for (ValueId v : ops[i].operands)
+        if (isUpdate(v))
+          fail(opName(i) + " reads " + m_.describe(v) +
+               ", a result of the weight update, which runs after it");
+  }
+  const auto c = m_.updateCondition();
+  if (seen && !c)
+    fail("the module has @weight_update operations but no update condition "
+         "(a `condition %flag` record)");
+  if (c && (*c >= m_.numValues() || isUpdate(*c)))
+    fail("the update condition must be computed before the weight update");
+  for (ValueId v : m_.resets())
+    if (v >= m_.numValues() || m_.value(v).kind != ValueKind::Variable)
+      fail("a reset record names a value that is not a variable");
+}
+
 void Verifier::run() {
   checkValues();
   checkLeaves();
@@ -200,6 +234,7 @@ void Verifier::run() {
     checkOp(i);
   checkOutputs();
   checkRecords();
+  checkWeightUpdate();
 }
 
 } // namespace

@@ -55,6 +55,14 @@ private:
 /// TypeError for feeds whose shape or type differ from the value's.
 Evaluation interpret(const Module &module, const Feeds &feeds = {});
 
+/// The variables after the run \p e of \p module, by name: \p before
+/// (values by variable name) with every recorded update applied, except
+/// that the updates the weight update computes apply, and the module's
+/// resets then become zero, only when the update condition is nonzero
+/// (Module::updateCondition); the training loop of a host run.
+Feeds variablesAfterRun(const Module &module, const Evaluation &e,
+                        Feeds before);
+
 /// The results of one operation of \p kind with \p attrs on \p operands,
 /// of types \p resultTypes (as shape inference gives them).
 std::vector<HostValue>

@@ -33,6 +33,8 @@
 #include "tessera/ir/Builder.hpp"
 #include "tessera/support/OptionFlags.hpp"
 
+#include <functional>
+#include <map>
 #include <vector>
 
 namespace tessera::ir {
@@ -62,6 +64,30 @@ struct LoweringOptions {
   /// tensor when like is lowered first on its IPU (optimizer state as its
   /// weight, so their elementwise updates need no rearranging).
   std::vector<std::pair<ValueId, ValueId>> layoutLike;
+  /// Per op (by index in the module), the program it is appended to, for
+  /// lowering into several programs; empty: every op into the first. Ops
+  /// fuse only within one program, and a value used on another IPU is
+  /// copied there once per program that uses it.
+  std::vector<unsigned> programOf;
+  /// For schedules that run the programs repeatedly and out of module
+  /// order (pipelining): when set, an op of program `to` that reads a value
+  /// computed in program `from` (or an input fed by it, see inputProgram)
+  /// where boundary(from, to, sameIpu) is true does not read it where it
+  /// lies: its program gets a boundary tensor of the value, on the op's
+  /// IPU, spread over the tiles as the source is, which the caller fills
+  /// (LoweredModule::boundaries); lowering adds no copy for it.
+  std::function<bool(unsigned from, unsigned to, bool sameIpu)> boundary;
+  /// With boundary: the program each listed input is fed in.
+  std::map<ValueId, unsigned> inputProgram;
+};
+
+/// A value read through a boundary (LoweringOptions::boundary), and the
+/// tensor its reading program reads.
+struct Boundary {
+  ValueId value = 0;
+  /// The program computing (or feeding) the value, and the one reading it.
+  unsigned from = 0, to = 0;
+  Tensor tensor;
 };
 
 /// What lowering made: a tensor per value, and where it lives.
@@ -80,6 +106,8 @@ public:
   std::size_t numFused() const { return numFused_; }
   /// Whether the module was lowered onto per-IPU virtual graphs.
   bool sharded() const { return sharded_; }
+  /// The boundary tensors made, in the order first read.
+  const std::vector<Boundary> &boundaries() const { return boundaries_; }
 
 private:
   friend class Lowering;
@@ -88,6 +116,7 @@ private:
   std::size_t numCopies_ = 0;
   std::size_t numFused_ = 0;
   bool sharded_ = false;
+  std::vector<Boundary> boundaries_;
 };
 
 /// Lowers \p module into \p graph, appending its work to \p prog. The
@@ -96,6 +125,12 @@ private:
 /// does not fit, for example). ops::addCodelets(graph) is called.
 LoweredModule lowerToGraph(const Module &module, Graph &graph,
                            program::Sequence &prog,
+                           const LoweringOptions &options = {});
+/// As above, each op appended to programs[options.programOf[op]] (IrError
+/// for an index beyond \p programs). Programs that run in another order
+/// than the module's must keep each update after its variable's readers.
+LoweredModule lowerToGraph(const Module &module, Graph &graph,
+                           const std::vector<program::Sequence *> &programs,
                            const LoweringOptions &options = {});
 
 } // namespace tessera::ir

@@ -106,6 +106,10 @@ struct Annotations {
   bool recompute = false;
   /// Made by autodiff: part of the backward pass.
   bool backward = false;
+  /// Part of the weight update of a module that accumulates gradients:
+  /// run once per step, after the step's micro-batches, only when the
+  /// module's update condition holds (Module::updateCondition).
+  bool weightUpdate = false;
   bool operator==(const Annotations &) const = default;
 };
 
@@ -242,6 +246,22 @@ public:
   std::optional<ValueId> updateOf(ValueId variable) const;
   std::optional<ValueId> gradientOf(ValueId variable) const;
 
+  /// Records \p flag (a scalar computed every run) as the condition of the
+  /// weight update: the @weight_update operations run, and their updates
+  /// and the resets apply, only in runs where it is nonzero, which is
+  /// every \p period runs (the micro-batches of a step, for pipelines that
+  /// run them together). Throws IrError for a value that is not a scalar
+  /// or a period of 0.
+  void setUpdateCondition(ValueId flag, unsigned period);
+  std::optional<ValueId> updateCondition() const { return condition_; }
+  /// The runs per weight update (1 without a condition).
+  unsigned updatePeriod() const { return period_; }
+  /// Records \p variable as zeroed after every weight update (after the
+  /// updates apply), as gradient accumulators are. Throws IrError for a
+  /// value that is not a variable.
+  void addReset(ValueId variable);
+  const std::vector<ValueId> &resets() const { return resets_; }
+
   /// The annotations new operations get (the Builder's scopes set them).
   Annotations &currentAnnotations() { return current_; }
   const Annotations &currentAnnotations() const { return current_; }
@@ -271,6 +291,9 @@ private:
   std::vector<Constant> constants_;
   std::vector<Output> outputs_;
   std::vector<VariableRecord> updates_, gradients_, states_;
+  std::optional<ValueId> condition_;
+  unsigned period_ = 1;
+  std::vector<ValueId> resets_;
   std::unordered_map<std::string, ValueId> names_;
   Annotations current_;
   std::string namePrefix_;
