@@ -84,13 +84,21 @@ struct Program {
     }
     ir::Evaluation e = ir::interpret(module, hostFeeds);
     py::dict out;
-    for (const ir::Output &o : module.outputs()) {
-      const ir::HostValue &h = e.at(o.value);
+    auto put = [&](const std::string &name, const ir::HostValue &h) {
       py::array_t<double> a(
           std::vector<py::ssize_t>(h.shape.begin(), h.shape.end()));
       std::copy(h.values.begin(), h.values.end(), a.mutable_data());
-      out[py::str(o.name)] = a;
-    }
+      out[py::str(name)] = a;
+    };
+    for (const ir::Output &o : module.outputs())
+      if (o.name.rfind("update/", 0) != 0)
+        put(o.name, e.at(o.value));
+    // The write-back outputs carry the variables after the run: with
+    // gradient accumulation, the weight update applies only on a step's
+    // last micro-batch, and the accumulators are then zeroed.
+    const ir::Feeds after = ir::variablesAfterRun(module, e, {});
+    for (const auto &[name, h] : after)
+      put("update/" + name, h);
     return out;
   }
 };

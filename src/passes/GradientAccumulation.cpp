@@ -1,35 +1,25 @@
 #include "tessera/passes/GradientAccumulation.hpp"
 
+#include "Rewrite.hpp"
+
 #include "tessera/ir/Builder.hpp"
 #include "tessera/passes/Optimizer.hpp"
 #include "tessera/support/Error.hpp"
 
+#include <algorithm>
 #include <functional>
-#include <queue>
+#include <set>
 #include <string>
 #include <vector>
 
 namespace tessera::passes {
 namespace {
 
+using detail::replaceUses;
+using detail::sortTopologically;
+using detail::WithAnnotations;
+
 const std::string kCounter = "accumulation/micro_batch";
-
-// New operations get \p annotations until this is destroyed (the Builder's
-// scopes only set one annotation each; these copy all of them).
-class WithAnnotations {
-public:
-  WithAnnotations(ir::Module &m, const ir::Annotations &annotations)
-      : m_(m), saved_(m.currentAnnotations()) {
-    m_.currentAnnotations() = annotations;
-  }
-  WithAnnotations(const WithAnnotations &) = delete;
-  WithAnnotations &operator=(const WithAnnotations &) = delete;
-  ~WithAnnotations() { m_.currentAnnotations() = saved_; }
-
-private:
-  ir::Module &m_;
-  ir::Annotations saved_;
-};
 
 void checkOptions(const GradientAccumulationOptions &o) {
   if (o.count == 0)
@@ -42,52 +32,18 @@ void checkOptions(const GradientAccumulationOptions &o) {
                       std::string(typeName(*o.accumulatorType)));
 }
 
-// Replaces operand \p from by \p to in every op except \p skip.
-void replaceUses(ir::Module &m, ir::ValueId from, ir::ValueId to,
-                 const std::function<bool(std::size_t)> &skip) {
+// Moves the weight update's ops after all others, keeping each group's
+// order as far as the data flow allows (the optimizer's ops, earlier in
+// the module, now read the accumulation's ops the pass appended).
+void moveWeightUpdateLast(ir::Module &m) {
   std::vector<ir::Op> &ops = m.mutableOps();
+  std::stable_partition(ops.begin(), ops.end(), [](const ir::Op &op) {
+    return !op.annotations.weightUpdate;
+  });
   for (std::size_t i = 0; i < ops.size(); ++i)
-    if (!skip(i))
-      for (ir::ValueId &operand : ops[i].operands)
-        if (operand == from)
-          operand = to;
-}
-
-// Reorders the ops so each comes after the producers of its operands,
-// keeping the existing order wherever the data flow allows: the pass
-// appends its ops at the end although earlier ops now read them.
-void sortTopologically(ir::Module &m) {
-  std::vector<ir::Op> &ops = m.mutableOps();
-  const std::size_t n = ops.size();
-  std::vector<std::vector<std::size_t>> users(n);
-  std::vector<std::size_t> pending(n, 0);
-  for (std::size_t i = 0; i < n; ++i)
-    for (ir::ValueId operand : ops[i].operands)
-      if (m.value(operand).kind == ir::ValueKind::OpResult) {
-        users[m.value(operand).def].push_back(i);
-        ++pending[i];
-      }
-  std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>>
-      ready;
-  for (std::size_t i = 0; i < n; ++i)
-    if (pending[i] == 0)
-      ready.push(i);
-  std::vector<ir::Op> sorted;
-  sorted.reserve(n);
-  while (!ready.empty()) {
-    const std::size_t i = ready.top();
-    ready.pop();
-    sorted.push_back(std::move(ops[i]));
-    for (std::size_t u : users[i])
-      if (--pending[u] == 0)
-        ready.push(u);
-  }
-  TESSERA_INTERNAL_ASSERT(sorted.size() == n,
-                          "gradient accumulation left a cycle among the ops");
-  ops = std::move(sorted);
-  for (std::size_t i = 0; i < n; ++i)
     for (ir::ValueId r : ops[i].results)
       m.mutableValue(r).def = static_cast<std::uint32_t>(i);
+  sortTopologically(m);
 }
 
 class Rewriter {
@@ -103,32 +59,36 @@ public:
                         "\" has no recorded updates; build the training step "
                         "(autodiff and optimizer passes) first");
     buildCounter();
-    // The optimizer reads the accumulated gradients; then every update is
-    // gated, its copy reading whatever the optimizer's ops now read.
+    // The optimizer's ops (those that exist now) read the accumulated
+    // gradients instead of the micro-batch's.
     const std::size_t existing = m_.ops().size();
     for (const ir::VariableRecord &u : updates)
       if (m_.variableOf(u.variable).trainable)
         accumulate(u.variable, existing);
-    for (const ir::VariableRecord &u : updates)
-      gate(u.variable, u.value);
-    sortTopologically(m_);
+    markWeightUpdate();
+    moveWeightUpdateLast(m_);
   }
 
 private:
-  // m, the micro-batches accumulated before this step, and whether this
-  // step applies the optimizer (m = N - 1) as a float 0 or 1.
+  // m counts the micro-batches accumulated before this one; the update
+  // condition is m + 1 = N. The weight update resets m to zero.
   void buildCounter() {
-    WithAnnotations none(m_, {});
+    // In a pipelined module the counter belongs to the first stage.
+    ir::Annotations where;
+    for (const ir::Op &op : m_.ops())
+      if (op.annotations.pipelineStage)
+        where.pipelineStage = 0;
+    WithAnnotations scope(m_, where);
     const ir::Value m =
         b_.variable(kCounter, {}, ir::init::zeros(), FLOAT, false);
     counter_ = m;
-    isLast_ = cast(eq(m, double(o_.count - 1)), FLOAT);
-    b_.update(m, (m + 1.0) * (1.0 - isLast_));
-  }
-
-  // isLast_ as \p type.
-  ir::Value flagAs(Type type) {
-    return type == FLOAT ? isLast_ : cast(isLast_, type);
+    const ir::Value next = m + 1.0;
+    b_.update(m, next);
+    m_.addReset(m.id());
+    m_.setUpdateCondition(cast(eq(next, double(o_.count)), FLOAT).id(),
+                          o_.count);
+    microRoots_.push_back(next.id());
+    microRoots_.push_back(*m_.updateCondition());
   }
 
   // acc' from the accumulator and the gradient (as the accumulator's type).
@@ -172,44 +132,47 @@ private:
     const ir::Value gv = b_.value(*grad);
     const ir::Value next =
         reduce(acc, accType == gradType ? gv : cast(gv, accType), accType);
-    b_.update(acc, next * (1.0 - flagAs(accType)));
+    b_.update(acc, next);
+    m_.addReset(acc.id());
+    microRoots_.push_back(next.id());
     const ir::Value effective =
         accType == gradType ? next : cast(next, gradType);
     replaceUses(m_, *grad, effective.id(),
                 [existing](std::size_t i) { return i >= existing; });
   }
 
-  // Makes update \p next of \p var take effect only on the last
-  // micro-batch: its op becomes flag * copy + (1 - flag) * var, and the
-  // ops that read it read the ungated copy.
-  void gate(ir::ValueId var, ir::ValueId next) {
-    const ir::ValueInfo info = m_.value(next); // a copy, as in accumulate
-    const std::string name = m_.value(var).name;
-    if (info.kind != ir::ValueKind::OpResult ||
-        m_.producer(next).results.size() != 1)
-      throw UnsupportedError(
-          "gradient accumulation: the update of \"" + name +
-          "\" is not the only result of an operation, so it cannot be "
-          "gated; compute the new value with an elementwise operation");
-    const std::size_t index = info.def;
-    const ir::Op original = m_.ops()[index];
-    WithAnnotations scope(m_, original.annotations);
-    const ir::ValueId copy = m_.addOp(original.kind, original.operands,
-                                      original.attrs, original.annotations)[0];
-    const ir::Value flag = flagAs(info.type.dtype);
-    const ir::Value kept = b_.value(copy) * flag;
-    const ir::Value old = b_.value(var) * (1.0 - flag);
-    ir::Op &op = m_.mutableOps()[index];
-    op.kind = ir::OpKind::ADD;
-    op.operands = {kept.id(), old.id()};
-    op.attrs = {};
-    replaceUses(m_, next, copy, [index](std::size_t i) { return i == index; });
+  // The weight update is every op that no micro-batch result needs: the
+  // optimizer (reading the accumulated gradients), and the last step of
+  // other updates such as running statistics.
+  void markWeightUpdate() {
+    // Outputs count, except the "update/<v>" outputs of recorded updates
+    // that the optimizer pass adds for a host's write-back.
+    std::set<ir::ValueId> updateValues;
+    for (const ir::VariableRecord &u : m_.updates())
+      updateValues.insert(u.value);
+    for (const ir::Output &o : m_.outputs())
+      if (!updateValues.count(o.value))
+        microRoots_.push_back(o.value);
+    std::vector<bool> needed(m_.numValues(), false);
+    for (ir::ValueId v : microRoots_)
+      needed[v] = true;
+    std::vector<ir::Op> &ops = m_.mutableOps();
+    for (std::size_t i = ops.size(); i-- > 0;) {
+      bool any = false;
+      for (ir::ValueId r : ops[i].results)
+        any |= needed[r];
+      ops[i].annotations.weightUpdate = !any;
+      if (any)
+        for (ir::ValueId v : ops[i].operands)
+          needed[v] = true;
+    }
   }
 
   ir::Module &m_;
   ir::Builder b_;
   const GradientAccumulationOptions &o_;
-  ir::Value counter_, isLast_;
+  ir::Value counter_;
+  std::vector<ir::ValueId> microRoots_;
 };
 
 } // namespace

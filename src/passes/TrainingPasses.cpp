@@ -1,6 +1,9 @@
 #include "tessera/passes/TrainingPasses.hpp"
 
 #include "tessera/passes/Autodiff.hpp"
+#include "tessera/passes/Recompute.hpp"
+
+#include <algorithm>
 
 #include <memory>
 
@@ -13,6 +16,12 @@ void runTrainingPasses(ir::Module &module, const TrainingPassOptions &options,
   autodiff.lossOutput = options.lossOutput;
   autodiff.lossScaling = options.training.lossScaling;
   pm.add(std::make_unique<AutodiffPass>(autodiff));
+  const bool marked =
+      std::any_of(module.ops().begin(), module.ops().end(),
+                  [](const ir::Op &op) { return op.annotations.recompute; });
+  if (options.recompute || marked)
+    pm.add(std::make_unique<RecomputePass>(
+        RecomputeOptions{.stages = options.recompute}));
   pm.add(std::make_unique<OptimizerPass>(options.training));
   if (options.accumulation.count != 1)
     pm.add(std::make_unique<GradientAccumulationPass>(options.accumulation));

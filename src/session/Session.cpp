@@ -1,11 +1,14 @@
 #include "tessera/session/Session.hpp"
 
+#include "Steps.hpp"
+
 #include "tessera/compiler/Compiler.hpp"
 #include "tessera/device/IPUModel.hpp"
 #include "tessera/graph/VertexRegistry.hpp"
 #include "tessera/ir/Lowering.hpp"
 #include "tessera/ir/Text.hpp"
 #include "tessera/ops/Codelets.hpp"
+#include "tessera/ops/Elementwise.hpp"
 #include "tessera/passes/Optimizer.hpp"
 #include "tessera/session/Progress.hpp"
 #include "tessera/support/Error.hpp"
@@ -59,26 +62,81 @@ bool isInput(const ir::Module &m, const std::string &name) {
 }
 
 // Annotations the session does not implement are errors, not silently
-// ignored: a user who asked for pipeline stages or recomputation would
-// otherwise get a different program than they think.
+// ignored: a user who asked for recomputation would otherwise get a
+// different program than they think.
 void checkAnnotations(const ir::Module &module) {
   for (std::size_t i = 0; i < module.ops().size(); ++i) {
     const ir::Op &op = module.ops()[i];
-    const ir::Annotations &a = op.annotations;
-    if (!a.pipelineStage && !a.recompute)
-      continue; // the message is built only for the op that fails
-    const std::string what = "session: op " + std::to_string(i) + " (" +
-                             std::string(ir::opKindName(op.kind)) + " " +
-                             module.describe(op.results.at(0)) +
-                             ") is annotated ";
-    if (a.pipelineStage)
+    if (op.annotations.recompute)
       throw UnsupportedError(
-          what + "@stage(" + std::to_string(*a.pipelineStage) +
-          "), but sessions do not run pipeline stages yet; remove the stage "
-          "annotations (shard over IPUs with @ipu(k) instead)");
-    throw UnsupportedError(what + "@recompute, but sessions do not recompute "
-                                  "values yet; remove the annotation");
+          "session: op " + std::to_string(i) + " (" +
+          std::string(ir::opKindName(op.kind)) + " " +
+          module.describe(op.results.at(0)) +
+          ") is annotated @recompute, but no recomputation pass ran on the "
+          "module; run the training passes with recomputation on, or remove "
+          "the annotation");
   }
+}
+
+bool isWeightUpdate(const ir::Module &m, ir::ValueId v) {
+  return m.value(v).kind == ir::ValueKind::OpResult &&
+         m.producer(v).annotations.weightUpdate;
+}
+
+// The copies that give each variable its new value, where lowering could
+// not update it in place; the weight update's into \p update, the others
+// into \p step.
+void addUpdateCopies(const ir::Module &m, const ir::LoweringOptions &lowering,
+                     const ir::LoweredModule &lowered, Sequence &step,
+                     Sequence &update) {
+  for (const auto &[var, next] : lowering.updateInPlace) {
+    const Tensor &from = lowered.tensor(next), &to = lowered.tensor(var);
+    if (from.runs() != to.runs()) // else updated in place
+      (isWeightUpdate(m, next) ? update : step).add(Copy(from, to));
+  }
+}
+
+// One run is one micro-batch: its ops, then, in a module that accumulates
+// gradients, the weight update under an If on the update condition, so
+// the optimizer runs once per step rather than gated in every micro-batch.
+Sequence stepProgram(const ir::Module &module, const Config &config,
+                     const RunSpec &spec, Graph &graph,
+                     ir::LoweredModule &lowered) {
+  ir::LoweringOptions lowering;
+  lowering.updateInPlace = passes::variableUpdates(module);
+  lowering.layoutLike = passes::optimizerState(module);
+  const auto condition = module.updateCondition();
+  if (condition)
+    lowering.keep.push_back(*condition);
+  for (const ir::Op &op : module.ops())
+    lowering.programOf.push_back(op.annotations.weightUpdate ? 1 : 0);
+  Sequence micro, update;
+  lowered = ir::lowerToGraph(module, graph, {&micro, &update}, lowering);
+  Sequence body;
+  for (const auto &f : spec.feeds) {
+    const Tensor &t = lowered.tensor(*module.findValue(f));
+    if (!config.syntheticData)
+      body.add(Copy(
+          graph.addHostToDeviceFIFO(f, t.elementType(), t.numElements()), t));
+  }
+  body.add(micro);
+  addUpdateCopies(module, lowering, lowered, body, update);
+  if (condition) {
+    for (ir::ValueId v : module.resets())
+      ops::zero(graph, lowered.tensor(v), update,
+                {"weight_update/reset " + module.value(v).name});
+    body.add(
+        If(lowered.tensor(*condition), update, Sequence(), {"weight_update"}));
+  } else {
+    body.add(update);
+  }
+  for (const auto &o : spec.outfeeds) {
+    const Tensor &t = lowered.tensor(module.output(o));
+    if (!config.syntheticData)
+      body.add(Copy(
+          t, graph.addDeviceToHostFIFO(o, t.elementType(), t.numElements())));
+  }
+  return body;
 }
 
 } // namespace
@@ -91,7 +149,11 @@ std::string cacheKey(const ir::Module &module, const Config &config,
           " tiles=" + std::to_string(config.ipuModel.tilesPerIpu) +
           " arch=" + config.ipuModel.version +
           " synthetic=" + std::to_string(config.syntheticData) +
-          " steps=" + std::to_string(spec.stepsPerExecution);
+          " steps=" + std::to_string(spec.stepsPerExecution) +
+          " schedule=" + std::string(scheduleName(config.pipeline.schedule)) +
+          " mapping=";
+  for (unsigned ipu : config.pipeline.deviceMapping)
+    text += std::to_string(ipu) + ",";
   text += " " + EngineOptions::parse(engineFlags(config)).compileKey();
   for (const auto &f : spec.feeds)
     text += " feed=" + f;
@@ -145,31 +207,13 @@ Session::~Session() = default;
 Executable Session::build(std::ostream *progress) {
   IPUModel model = modelFor(config_);
   Graph graph(model.getTarget(), replication_factor(config_.replicationFactor));
-  Sequence step;
-  ir::LoweringOptions lowering;
-  lowering.updateInPlace = passes::variableUpdates(module_);
-  lowering.layoutLike = passes::optimizerState(module_);
-  const ir::LoweredModule lowered =
-      ir::lowerToGraph(module_, graph, step, lowering);
-  Sequence body;
-  for (const auto &f : spec_.feeds) {
-    const Tensor &t = lowered.tensor(*module_.findValue(f));
-    if (!config_.syntheticData)
-      body.add(Copy(
-          graph.addHostToDeviceFIFO(f, t.elementType(), t.numElements()), t));
-  }
-  body.add(step);
-  for (const auto &[var, next] : lowering.updateInPlace) {
-    const Tensor &from = lowered.tensor(next), &to = lowered.tensor(var);
-    if (from.runs() != to.runs()) // else updated in place
-      body.add(Copy(from, to));
-  }
-  for (const auto &o : spec_.outfeeds) {
-    const Tensor &t = lowered.tensor(module_.output(o));
-    if (!config_.syntheticData)
-      body.add(Copy(
-          t, graph.addDeviceToHostFIFO(o, t.elementType(), t.numElements())));
-  }
+  ir::LoweredModule lowered;
+  const bool pipelined = detail::isPipelined(module_);
+  const Sequence body =
+      pipelined ? detail::pipelinedStep(module_, config_, spec_, graph, lowered)
+                : stepProgram(module_, config_, spec_, graph, lowered);
+  // A pipelined body runs a whole step of micro-batches.
+  const unsigned runsPerBody = pipelined ? module_.updatePeriod() : 1;
   for (const ir::Variable &v : module_.variables()) {
     const std::string &name = module_.value(v.value).name;
     graph.createHostRead(kReadPrefix + name, lowered.tensor(v.value));
@@ -178,11 +222,12 @@ Executable Session::build(std::ostream *progress) {
   std::optional<CompileProgressBar> bar;
   if (progress)
     bar.emplace(*progress);
-  Executable exe = compileGraph(graph, {Repeat(spec_.stepsPerExecution, body)},
-                                {}, [&](const char *phase, double done) {
-                                  if (bar)
-                                    (*bar)(phase, done);
-                                });
+  Executable exe =
+      compileGraph(graph, {Repeat(spec_.stepsPerExecution / runsPerBody, body)},
+                   {}, [&](const char *phase, double done) {
+                     if (bar)
+                       (*bar)(phase, done);
+                   });
   if (bar)
     bar->finish();
   return exe;

@@ -66,8 +66,7 @@ Feeds train(
     Feeds feeds = rows(s * batch, batch);
     feeds.insert(vars.begin(), vars.end());
     const Evaluation e = interpret(m, feeds);
-    for (const auto &[var, next] : variableUpdates(m))
-      vars[m.value(var).name] = e.at(next);
+    vars = variablesAfterRun(m, e, std::move(vars));
     if (afterStep)
       afterStep(s, vars);
   }
@@ -106,11 +105,13 @@ TEST(GradientAccumulation, MeanOfMicroBatchesTrainsAsOneLargeBatch) {
   const Module acc = accumulated(kMicro, sgd, {.count = kCount});
   const Feeds want = train(big, kMicro * kCount, kApplications);
   std::vector<std::vector<double>> w{{0.1, -0.2, 0.3}}, momentum{{0, 0, 0}};
-  const Feeds got = train(acc, kMicro, kCount * kApplications,
-                          [&](std::size_t, const Feeds &v) {
-                            w.push_back(v.at("w").values);
-                            momentum.push_back(v.at("w/momentum").values);
-                          });
+  const Feeds got = train(
+      acc, kMicro, kCount * kApplications, [&](std::size_t, const Feeds &v) {
+        // Unset until the first update applies.
+        w.push_back(v.count("w") ? v.at("w").values : w.front());
+        momentum.push_back(v.count("w/momentum") ? v.at("w/momentum").values
+                                                 : momentum.front());
+      });
   // Between applications the weights and the momentum do not move.
   for (std::size_t step = 1; step < w.size(); ++step) {
     const bool applies = step % kCount == 0;

@@ -91,8 +91,7 @@ ir::Feeds trainInterpreted(const ir::Module &m) {
         {kMicro, 1},
         {ys.begin() + step * kMicro, ys.begin() + (step + 1) * kMicro}};
     const ir::Evaluation e = ir::interpret(m, feeds);
-    for (const auto &[var, next] : passes::variableUpdates(m))
-      vars[m.value(var).name] = e.at(next);
+    vars = ir::variablesAfterRun(m, e, std::move(vars));
   }
   return vars;
 }

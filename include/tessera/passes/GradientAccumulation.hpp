@@ -14,10 +14,12 @@
 /// optimizer passes, passes/Optimizer.hpp):
 ///
 /// - A counter variable "accumulation/micro_batch" (float, zero) counts the
-///   micro-batches accumulated so far, m in [0, N), wrapping after N.
+///   micro-batches accumulated before this one, m in [0, N); the module's
+///   update condition (Module::updateCondition) is m + 1 = N.
 /// - Each trainable variable w gets an accumulator "<w>/accumulator" of
 ///   the accumulator type (w's type by default), zero-initialised. With
-///   g = w's recorded gradient converted to that type, a step computes
+///   g = w's recorded gradient converted to that type, each micro-batch
+///   computes
 ///     SUM:          acc' = acc + g
 ///     MEAN:         acc' = acc + g / N
 ///     RUNNING_MEAN: acc' = acc * m / (m + 1) + g / (m + 1)
@@ -25,10 +27,14 @@
 ///   the accumulator in the range of one gradient throughout, which matters
 ///   for half accumulators. The optimizer's operations read acc' (converted
 ///   back to w's type) wherever they read the gradient.
-/// - Every recorded update (weights, momentum, Adam's moments and step,
-///   any other state) takes its new value only when m = N - 1 and keeps
-///   the old one otherwise; the accumulators return to zero after that
-///   step. The optimizer's step count therefore counts applied steps.
+/// - The operations no micro-batch result needs (the optimizer, and the
+///   last step of any other update) become the weight update: annotated
+///   @weight_update and moved after the others. They run, and their
+///   updates apply, only when the condition holds, once per N micro-batches
+///   (the session runs them under an If program; a pipeline once after its
+///   micro-batches). The accumulators and the counter are the module's
+///   resets: zeroed after each weight update. The optimizer's step count
+///   therefore counts applied steps.
 ///
 /// Other outputs (the loss, gradients) stay per micro-batch.
 #pragma once

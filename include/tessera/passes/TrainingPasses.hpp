@@ -1,6 +1,7 @@
 /// \file
 /// The training pass pipeline, as every product path runs it (nn models,
-/// the Python front ends) and the tests run it: autodiff, the optimizer and,
+/// the Python front ends) and the tests run it: autodiff, recomputation
+/// (when asked for, or when ops are marked @recompute), the optimizer and,
 /// for a gradient accumulation count above 1, gradient accumulation,
 /// through a PassManager that verifies the module after each pass and
 /// dumps it when asked (TESSERA_DUMP_IR=DIR).
@@ -24,6 +25,9 @@ struct TrainingPassOptions {
   std::string lossOutput = "loss";
   TrainingOptions training;
   GradientAccumulationOptions accumulation;
+  /// Recompute the pipeline stages' activations in the backward pass
+  /// (passes/Recompute.hpp, RecomputeOptions::stages).
+  bool recompute = false;
 };
 
 /// Runs the pipeline over \p module, which must have the loss output.

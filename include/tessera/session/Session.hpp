@@ -28,6 +28,7 @@
 #include "tessera/ir/Module.hpp"
 #include "tessera/session/Checkpoint.hpp"
 #include "tessera/session/Feeds.hpp"
+#include "tessera/session/Pipeline.hpp"
 
 #include <iosfwd>
 #include <memory>
@@ -98,6 +99,10 @@ struct Config {
   /// Further engine options ("autoReport.all", "autoReport.directory", ...;
   /// TESSERA_ENGINE_OPTIONS still overrides them).
   OptionFlags engineOptions;
+  /// How a module with pipeline stages (@stage annotations) runs
+  /// (session/Pipeline.hpp); one run then takes whole steps of the
+  /// module's gradient accumulation count of micro-batches.
+  PipelineConfig pipeline;
 };
 
 /// What a session runs: which inputs are fed, which outputs are outfed,

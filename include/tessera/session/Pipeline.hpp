@@ -1,0 +1,73 @@
+/// \file
+/// Pipelined training: a module whose operations carry @stage(s)
+/// annotations runs stage s's forward and backward passes on IPU
+/// deviceMapping[s], the N micro-batches of each step (N = the gradient
+/// accumulation count) flowing through the stages, and the weight update
+/// once after them.
+///
+/// A schedule is a list of ticks. In a tick every IPU runs at most one
+/// stage pass (forward F_s or backward B_s) on one micro-batch; then the
+/// values the passes made move to where later passes read them (inter-IPU
+/// copies, a global sync: the IPUs wait for the slowest). With S stages and
+/// N micro-batches:
+///
+/// - Grouped (TensorFlow for the IPU's default): step t is a forward tick,
+///   F_s on micro-batch t - s for every stage, then a backward tick, B_s on
+///   micro-batch t - (2S - 2 - s). N + S - 1 steps hold forward work and as
+///   many backward work, so with forward and backward passes of F and B
+///   cycles on every stage a step takes (N + S - 1)(F + B) cycles against
+///   the steady state's N(F + B): a ramp-up and ramp-down (bubble) fraction
+///   of (S - 1) / (N + S - 1). Stage s keeps the activations of
+///   2(S - 1 - s) + 1 micro-batches.
+/// - Interleaved: tick 2i + s runs F_s on micro-batch i and tick
+///   2i + 2S - 1 - s runs B_s on it, so each IPU alternates forward and
+///   backward passes: 2(N + S - 1) ticks of max(F, B) cycles, the same
+///   bubble fraction when F = B and slower when they differ, but stage s
+///   keeps only S - s micro-batches' activations.
+/// - Sequential: one micro-batch at a time through F_0 .. F_{S-1},
+///   B_{S-1} .. B_0, one pass per tick: the sharded model's time,
+///   N times the sum of the passes, with one micro-batch's activations.
+///
+/// Grouped and Interleaved need N >= S (every stage reaches the steady
+/// state).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tessera::session {
+
+/// TensorFlow for the IPU's PipelineSchedule.
+enum class PipelineSchedule { Grouped, Interleaved, Sequential };
+
+std::string_view scheduleName(PipelineSchedule s);
+/// "grouped", "interleaved" or "sequential" (any case); nullopt otherwise.
+std::optional<PipelineSchedule> parseSchedule(std::string_view name);
+
+/// How a staged module runs.
+struct PipelineConfig {
+  PipelineSchedule schedule = PipelineSchedule::Grouped;
+  /// The IPU of each stage (within a replica); empty: stage i on IPU i.
+  /// Several stages may share an IPU.
+  std::vector<unsigned> deviceMapping;
+};
+
+/// One stage pass of a tick.
+struct StagePass {
+  unsigned stage = 0;
+  bool backward = false;
+  unsigned microBatch = 0;
+  bool operator==(const StagePass &) const = default;
+};
+using PipelineTick = std::vector<StagePass>;
+
+/// The ticks of \p schedule for \p stages stages and \p microBatches
+/// micro-batches, as the file comment defines them. Throws OptionError
+/// for 0 stages or micro-batches, or fewer micro-batches than stages for
+/// Grouped and Interleaved (saying what to set).
+std::vector<PipelineTick> pipelineTicks(PipelineSchedule schedule,
+                                        unsigned stages, unsigned microBatches);
+
+} // namespace tessera::session

@@ -1,0 +1,467 @@
+// Pipelined training (Pipeline.hpp): the schedules' ticks, the stage of
+// every op, and the device program of one step, unrolled tick by tick so
+// each stash slot is a fixed tensor.
+#include "Steps.hpp"
+
+#include "tessera/ops/Elementwise.hpp"
+#include "tessera/passes/Optimizer.hpp"
+#include "tessera/session/Pipeline.hpp"
+#include "tessera/support/Error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <map>
+#include <numeric>
+
+namespace tessera::session {
+
+std::string_view scheduleName(PipelineSchedule s) {
+  switch (s) {
+  case PipelineSchedule::Grouped:
+    return "Grouped";
+  case PipelineSchedule::Interleaved:
+    return "Interleaved";
+  case PipelineSchedule::Sequential:
+    return "Sequential";
+  }
+  return "?";
+}
+
+std::optional<PipelineSchedule> parseSchedule(std::string_view name) {
+  const auto lower = [](std::string_view in) {
+    std::string out(in);
+    for (char &c : out)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  for (PipelineSchedule s :
+       {PipelineSchedule::Grouped, PipelineSchedule::Interleaved,
+        PipelineSchedule::Sequential})
+    if (lower(scheduleName(s)) == lower(name))
+      return s;
+  return std::nullopt;
+}
+
+std::vector<PipelineTick> pipelineTicks(PipelineSchedule schedule,
+                                        unsigned stages,
+                                        unsigned microBatches) {
+  const std::int64_t S = stages, N = microBatches;
+  if (S == 0 || N == 0)
+    throw OptionError(fmt::format("pipeline: {} stages and {} micro-batches "
+                                  "per step; both must be at least 1",
+                                  S, N));
+  if (schedule != PipelineSchedule::Sequential && N < S)
+    throw OptionError(fmt::format(
+        "pipeline: the {} schedule needs at least as many micro-batches per "
+        "step as stages, so every stage reaches its steady state, but the "
+        "gradient accumulation count is {} for {} stages; set it to at least "
+        "{} (or use the Sequential schedule)",
+        scheduleName(schedule), N, S, S));
+  std::vector<PipelineTick> ticks;
+  const auto add = [&](PipelineTick t) {
+    if (!t.empty())
+      ticks.push_back(std::move(t));
+  };
+  const auto pass = [](std::int64_t s, bool backward, std::int64_t i) {
+    return StagePass{unsigned(s), backward, unsigned(i)};
+  };
+  switch (schedule) {
+  case PipelineSchedule::Sequential:
+    for (std::int64_t i = 0; i < N; ++i) {
+      for (std::int64_t s = 0; s < S; ++s)
+        add({pass(s, false, i)});
+      for (std::int64_t s = S; s-- > 0;)
+        add({pass(s, true, i)});
+    }
+    break;
+  case PipelineSchedule::Grouped:
+    for (std::int64_t t = 0; t < N + 2 * S - 2; ++t) {
+      PipelineTick f, b;
+      for (std::int64_t s = 0; s < S; ++s) {
+        if (const std::int64_t i = t - s; i >= 0 && i < N)
+          f.push_back(pass(s, false, i));
+        if (const std::int64_t i = t - (2 * S - 2 - s); i >= 0 && i < N)
+          b.push_back(pass(s, true, i));
+      }
+      add(std::move(f));
+      add(std::move(b));
+    }
+    break;
+  case PipelineSchedule::Interleaved:
+    for (std::int64_t t = 0; t < 2 * (N + S - 1); ++t) {
+      PipelineTick tick;
+      for (std::int64_t s = 0; s < S; ++s) {
+        if (const std::int64_t f = t - s; f >= 0 && f % 2 == 0 && f / 2 < N)
+          tick.push_back(pass(s, false, f / 2));
+        if (const std::int64_t b = t - (2 * S - 1 - s);
+            b >= 0 && b % 2 == 0 && b / 2 < N)
+          tick.push_back(pass(s, true, b / 2));
+      }
+      add(std::move(tick));
+    }
+    break;
+  }
+  return ticks;
+}
+
+namespace detail {
+namespace {
+
+using namespace tessera::program;
+
+// Program indices: F_s = 2s, B_s = 2s + 1, the weight update 2S.
+unsigned passProgram(unsigned stage, bool backward) {
+  return 2 * stage + (backward ? 1 : 0);
+}
+
+std::string passName(unsigned program) {
+  return fmt::format("stage {} {}", program / 2,
+                     program % 2 ? "backward" : "forward");
+}
+
+bool isUpdateOp(const ir::Module &m, ir::ValueId v) {
+  return m.value(v).kind == ir::ValueKind::OpResult &&
+         m.producer(v).annotations.weightUpdate;
+}
+
+// Every op's stage and every value's: annotated ops keep theirs; ops the
+// passes made without one take their operands' latest stage (forward) or
+// earliest (backward); an input or variable belongs to its first reader's
+// stage; the weight update's ops take their operands' latest stage, so
+// each variable's update runs on its stage's IPU.
+struct Stages {
+  unsigned count = 0;
+  std::vector<unsigned> ofOp, ofValue;
+};
+
+Stages assignStages(const ir::Module &m) {
+  Stages st;
+  const auto &ops = m.ops();
+  for (const ir::Op &op : ops)
+    if (op.annotations.pipelineStage)
+      st.count = std::max(st.count, *op.annotations.pipelineStage + 1);
+  std::vector<std::optional<unsigned>> value(m.numValues());
+  st.ofOp.assign(ops.size(), 0);
+  const auto span = [&](const ir::Op &op) {
+    std::optional<unsigned> lo, hi;
+    for (ir::ValueId v : op.operands)
+      if (value[v]) {
+        lo = std::min(lo.value_or(*value[v]), *value[v]);
+        hi = std::max(hi.value_or(*value[v]), *value[v]);
+      }
+    return std::make_pair(lo, hi);
+  };
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const ir::Op &op = ops[i];
+    if (op.annotations.weightUpdate)
+      continue;
+    std::optional<unsigned> s = op.annotations.pipelineStage;
+    if (!s) {
+      const auto [lo, hi] = span(op);
+      s = op.annotations.backward ? lo.value_or(st.count - 1) : hi.value_or(0);
+    }
+    st.ofOp[i] = *s;
+    for (ir::ValueId r : op.results)
+      value[r] = *s;
+    for (ir::ValueId v : op.operands)
+      if (m.value(v).kind != ir::ValueKind::OpResult)
+        value[v] = std::min(value[v].value_or(*s), *s);
+  }
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].annotations.weightUpdate) {
+      st.ofOp[i] = span(ops[i]).second.value_or(0);
+      for (ir::ValueId r : ops[i].results)
+        value[r] = st.ofOp[i];
+    }
+  for (const auto &v : value)
+    st.ofValue.push_back(v.value_or(0));
+  return st;
+}
+
+class PipelineBuilder {
+public:
+  PipelineBuilder(const ir::Module &module, const Config &config,
+                  const RunSpec &spec, Graph &graph)
+      : module_(module), config_(config), spec_(spec), graph_(graph),
+        stages_(assignStages(module)), S_(stages_.count), U_(2 * S_) {}
+
+  Sequence build(ir::LoweredModule &lowered);
+
+private:
+  void checkModule();
+  void placeOps(ir::Module &m) const;
+  void timeTicks();
+  void checkOrder() const;
+  std::size_t depth(unsigned from, unsigned to) const;
+  unsigned programOfOp(std::size_t i) const;
+  void checkUpdates(const ir::LoweredModule &lowered) const;
+  Sequence tick(const PipelineTick &t, const ir::LoweredModule &lowered);
+
+  const ir::Module &module_;
+  const Config &config_;
+  const RunSpec &spec_;
+  Graph &graph_;
+  Stages stages_;
+  unsigned S_, U_, N_ = 1;
+  std::vector<unsigned> mapping_;
+  std::vector<PipelineTick> ticks_;
+  /// [program][micro-batch] -> tick.
+  std::vector<std::vector<std::size_t>> tickOf_;
+  std::vector<Sequence> programs_;
+  /// Per program: (stream, tensor) copies before it and after it, and the
+  /// update copies after it.
+  std::vector<std::vector<std::pair<DataStream, Tensor>>> feeds_;
+  std::vector<std::vector<std::pair<Tensor, DataStream>>> outfeeds_;
+  std::vector<std::vector<std::pair<Tensor, Tensor>>> updates_;
+  /// Per boundary: its stash slots (none when the boundary tensor is the
+  /// only one needed).
+  std::vector<std::vector<Tensor>> slots_;
+};
+
+void PipelineBuilder::checkModule() {
+  if (!module_.updateCondition())
+    throw OptionError(fmt::format(
+        "session: module \"{}\" has {} pipeline stages but does not "
+        "accumulate gradients; a pipeline runs the micro-batches of a step "
+        "through its stages and updates the weights once after them: set a "
+        "gradient accumulation count of at least {}",
+        module_.name(), S_, S_));
+  N_ = module_.updatePeriod();
+  ticks_ = pipelineTicks(config_.pipeline.schedule, S_, N_);
+  if (spec_.stepsPerExecution % N_ != 0)
+    throw OptionError(fmt::format(
+        "session: {} steps per execution is not a whole number of pipeline "
+        "steps of {} micro-batches (the gradient accumulation count); make "
+        "it a multiple of {}",
+        spec_.stepsPerExecution, N_, N_));
+  mapping_ = config_.pipeline.deviceMapping;
+  if (mapping_.empty()) {
+    mapping_.resize(S_);
+    std::iota(mapping_.begin(), mapping_.end(), 0u);
+  }
+  if (mapping_.size() != S_)
+    throw OptionError(fmt::format(
+        "session: the device mapping lists {} IPUs for {} pipeline stages; "
+        "give one IPU per stage",
+        mapping_.size(), S_));
+  for (unsigned s = 0; s < S_; ++s)
+    if (mapping_[s] >= config_.autoSelectIpus)
+      throw OptionError(fmt::format(
+          "session: the device mapping puts stage {} on IPU {}, but the model "
+          "has {} IPU{} (autoSelectIpus); select at least {} IPUs or map the "
+          "stage to IPU 0 to {}",
+          s, mapping_[s], config_.autoSelectIpus,
+          config_.autoSelectIpus == 1 ? "" : "s", mapping_[s] + 1,
+          config_.autoSelectIpus - 1));
+}
+
+unsigned PipelineBuilder::programOfOp(std::size_t i) const {
+  const ir::Op &op = module_.ops()[i];
+  return op.annotations.weightUpdate
+             ? U_
+             : passProgram(stages_.ofOp[i], op.annotations.backward);
+}
+
+void PipelineBuilder::placeOps(ir::Module &m) const {
+  for (std::size_t i = 0; i < m.ops().size(); ++i)
+    m.mutableOps()[i].annotations.ipu = mapping_[stages_.ofOp[i]];
+}
+
+void PipelineBuilder::timeTicks() {
+  tickOf_.assign(U_, std::vector<std::size_t>(N_, 0));
+  for (std::size_t t = 0; t < ticks_.size(); ++t)
+    for (const StagePass &p : ticks_[t])
+      tickOf_[passProgram(p.stage, p.backward)][p.microBatch] = t;
+}
+
+// A pass reads values of passes that run before it on the same
+// micro-batch; a stage reading a later stage's value cannot be scheduled.
+void PipelineBuilder::checkOrder() const {
+  const auto &ops = module_.ops();
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const unsigned to = programOfOp(i);
+    if (to == U_)
+      continue;
+    for (ir::ValueId v : ops[i].operands) {
+      if (module_.value(v).kind != ir::ValueKind::OpResult)
+        continue;
+      const unsigned from = programOfOp(module_.value(v).def);
+      if (from != to && tickOf_[to][0] <= tickOf_[from][0])
+        throw ir::IrError(fmt::format(
+            "session: op {} ({}) in {} reads {} from {}, which runs after it "
+            "in the pipeline; a forward stage can only use values of itself "
+            "or earlier stages: move the op to stage {} or later",
+            i, ir::opKindName(ops[i].kind), passName(to), module_.describe(v),
+            passName(from), from / 2));
+    }
+  }
+}
+
+// How many micro-batches of a value made by \p from must be kept for
+// \p to: those whose transfer (at the end of their tick) comes before the
+// tick in which \p to reads the oldest of them.
+std::size_t PipelineBuilder::depth(unsigned from, unsigned to) const {
+  if (to == U_)
+    return 1;
+  std::size_t d = 1;
+  for (std::size_t i = 0; i < N_; ++i) {
+    std::size_t k = 0;
+    while (i + k < N_ && tickOf_[from][i + k] < tickOf_[to][i])
+      ++k;
+    d = std::max(d, k);
+  }
+  return d;
+}
+
+// A variable that a pass updates every micro-batch must be read by that
+// pass alone: another pass would see it a varying number of micro-batches
+// later (the running-mean accumulation's counter, for one).
+void PipelineBuilder::checkUpdates(const ir::LoweredModule &) const {
+  const auto &ops = module_.ops();
+  for (const ir::VariableRecord &u : module_.updates()) {
+    if (isUpdateOp(module_, u.value) ||
+        module_.value(u.value).kind != ir::ValueKind::OpResult)
+      continue;
+    const unsigned writer = programOfOp(module_.value(u.value).def);
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const unsigned reader = programOfOp(i);
+      if (reader == writer || reader == U_)
+        continue;
+      for (ir::ValueId v : ops[i].operands)
+        if (v == u.variable)
+          throw UnsupportedError(fmt::format(
+              "session: variable \"{}\" is updated every micro-batch by {} "
+              "and read by {}, which sees it a varying number of "
+              "micro-batches later in a pipeline; use the SUM or MEAN "
+              "gradient accumulation (RUNNING_MEAN reads a shared counter)",
+              module_.value(u.variable).name, passName(writer),
+              passName(reader)));
+    }
+  }
+}
+
+Sequence PipelineBuilder::tick(const PipelineTick &t,
+                               const ir::LoweredModule &lowered) {
+  Sequence passes, transfers;
+  const auto &bounds = lowered.boundaries();
+  for (const StagePass &p : t) {
+    const unsigned prog = passProgram(p.stage, p.backward);
+    const unsigned i = p.microBatch;
+    for (std::size_t b = 0; b < bounds.size(); ++b)
+      if (bounds[b].to == prog && !slots_[b].empty())
+        passes.add(Copy(slots_[b][i % slots_[b].size()], bounds[b].tensor));
+    for (const auto &[stream, tensor] : feeds_[prog])
+      passes.add(Copy(stream, tensor));
+    passes.add(Sequence({programs_[prog]}, {fmt::format("{}, micro-batch {}",
+                                                        passName(prog), i)}));
+    for (const auto &[tensor, stream] : outfeeds_[prog])
+      passes.add(Copy(tensor, stream));
+    for (const auto &[from, to] : updates_[prog])
+      passes.add(Copy(from, to));
+    for (std::size_t b = 0; b < bounds.size(); ++b) {
+      if (bounds[b].from != prog || (bounds[b].to == U_ && i + 1 != N_))
+        continue;
+      const Tensor &dst = slots_[b].empty() ? bounds[b].tensor
+                                            : slots_[b][i % slots_[b].size()];
+      transfers.add(Copy(lowered.tensor(bounds[b].value), dst));
+    }
+  }
+  passes.add(transfers);
+  return passes;
+}
+
+Sequence PipelineBuilder::build(ir::LoweredModule &lowered) {
+  checkModule();
+  timeTicks();
+  checkOrder();
+  ir::Module m = module_;
+  placeOps(m);
+  ir::LoweringOptions lowering;
+  lowering.updateInPlace = passes::variableUpdates(m);
+  lowering.layoutLike = passes::optimizerState(m);
+  for (std::size_t i = 0; i < m.ops().size(); ++i)
+    lowering.programOf.push_back(programOfOp(i));
+  for (ir::ValueId in : m.inputs())
+    lowering.inputProgram[in] = passProgram(stages_.ofValue[in], false);
+  lowering.boundary = [this](unsigned from, unsigned to, bool sameIpu) {
+    return !sameIpu || depth(from, to) > 1;
+  };
+  programs_.resize(U_ + 1);
+  std::vector<Sequence *> targets;
+  for (Sequence &p : programs_)
+    targets.push_back(&p);
+  lowered = ir::lowerToGraph(m, graph_, targets, lowering);
+  checkUpdates(lowered);
+  for (const ir::Boundary &b : lowered.boundaries()) {
+    slots_.emplace_back();
+    const std::size_t d = depth(b.from, b.to);
+    for (std::size_t k = 0; d > 1 && k < d; ++k)
+      slots_.back().push_back(graph_.clone(
+          b.tensor, {fmt::format("stash {} of {}", k, m.describe(b.value))}));
+  }
+  feeds_.resize(U_ + 1);
+  outfeeds_.resize(U_ + 1);
+  updates_.resize(U_ + 1);
+  for (const std::string &f : spec_.feeds) {
+    const ir::ValueId v = *m.findValue(f);
+    const Tensor &t = lowered.tensor(v);
+    if (!config_.syntheticData)
+      feeds_[lowering.inputProgram.at(v)].emplace_back(
+          graph_.addHostToDeviceFIFO(f, t.elementType(), t.numElements()), t);
+  }
+  for (const std::string &o : spec_.outfeeds) {
+    const ir::ValueId v = m.output(o);
+    const unsigned prog = m.value(v).kind == ir::ValueKind::OpResult
+                              ? programOfOp(m.value(v).def)
+                              : 0;
+    if (prog == U_)
+      throw UnsupportedError(fmt::format(
+          "session: output \"{}\" is computed by the weight update, which a "
+          "pipeline runs once per step, not per micro-batch; outfeed a value "
+          "of the stages instead",
+          o));
+    const Tensor &t = lowered.tensor(v);
+    if (!config_.syntheticData)
+      outfeeds_[prog].emplace_back(
+          t, graph_.addDeviceToHostFIFO(o, t.elementType(), t.numElements()));
+  }
+  for (const auto &[var, next] : lowering.updateInPlace) {
+    const Tensor &from = lowered.tensor(next), &to = lowered.tensor(var);
+    if (from.runs() != to.runs())
+      updates_[m.value(next).kind == ir::ValueKind::OpResult
+                   ? programOfOp(m.value(next).def)
+                   : U_]
+          .emplace_back(from, to);
+  }
+  Sequence step;
+  for (const PipelineTick &t : ticks_)
+    step.add(tick(t, lowered));
+  step.add(programs_[U_]);
+  for (const auto &[from, to] : updates_[U_])
+    step.add(Copy(from, to));
+  for (ir::ValueId v : m.resets())
+    ops::zero(graph_, lowered.tensor(v), step,
+              {"weight_update/reset " + m.value(v).name});
+  return step;
+}
+
+} // namespace
+
+bool isPipelined(const ir::Module &module) {
+  return std::any_of(module.ops().begin(), module.ops().end(),
+                     [](const ir::Op &op) {
+                       return op.annotations.pipelineStage.has_value();
+                     });
+}
+
+Sequence pipelinedStep(const ir::Module &module, const Config &config,
+                       const RunSpec &spec, Graph &graph,
+                       ir::LoweredModule &lowered) {
+  return PipelineBuilder(module, config, spec, graph).build(lowered);
+}
+
+} // namespace detail
+} // namespace tessera::session
