@@ -53,8 +53,9 @@ Timeline::Timeline(const Executable &exe)
     : numIPUs_(std::max<unsigned>(exe.numIPUs, 1)),
       moves_(exe.steps.size(), Move::PerIpu),
       cycles_(exe.steps.size() * numIPUs_, 0) {
+  std::vector<std::uint64_t> c(numIPUs_);
   for (std::size_t s = 0; s < exe.steps.size(); ++s) {
-    std::vector<std::uint64_t> c(numIPUs_, 0);
+    std::fill(c.begin(), c.end(), 0);
     if (s < exe.estimates.size()) {
       const StepEstimate &e = exe.estimates[s];
       std::copy_n(e.ipuCycles.begin(),
