@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the four engine benchmarks (bench/run_benches.sh).
+# Runs the engine benchmarks (bench/run_benches.sh).
 # Usage: run_all.sh [BENCH_DIR] [extra Google Benchmark flags...]
 #   BENCH_DIR: the folder holding the bench_* binaries (default:
 #   build/bench/engine under the source tree).
@@ -7,4 +7,4 @@ here="$(cd "$(dirname "$0")" && pwd)"
 dir="${1:-$here/../../build/bench/engine}"
 shift || true
 exec "$here/../run_benches.sh" "$dir" bench_compute bench_exchange \
-  bench_compile bench_memory -- "$@"
+  bench_compile bench_memory bench_steps -- "$@"

@@ -365,6 +365,10 @@ std::vector<std::uint64_t> Engine::getCycleCounts() const {
   return total;
 }
 
+std::uint64_t Engine::getElapsedCycles() const {
+  return elapsedCycles(impl_->exe, impl_->runtime.counts());
+}
+
 std::size_t Engine::getHostMemoryBytes() const {
   return impl_->runtime.hostMemoryBytes();
 }

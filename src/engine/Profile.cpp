@@ -1,7 +1,9 @@
 // Profiles are built from the compiler's per-step estimates and the engine's
 // step counts: nothing here re-derives costs, so the JSON, the text summary
-// and Engine::getCycleCounts always agree.
+// and Engine::getCycleCounts always agree. Time (elapsed cycles, the trace's
+// starts) goes through Timeline, the one home of the multi-IPU clock rule.
 #include "tessera/engine/Profile.hpp"
+#include "tessera/engine/Timeline.hpp"
 
 #include "tessera/support/Error.hpp"
 #include "tessera/support/File.hpp"
@@ -130,8 +132,8 @@ std::uint64_t countOf(const ExecutionCounts &counts, std::size_t step) {
   return step < counts.stepCounts.size() ? counts.stepCounts[step] : 0;
 }
 
-// IPUs run a step in lockstep between syncs, so a step's wall time is its
-// slowest IPU's.
+// A step's rank is what it can add to the elapsed time at most: its slowest
+// IPU's cycles, each time it runs.
 std::uint64_t stepTotal(const Executable &exe, const ExecutionCounts &counts,
                         std::size_t step) {
   const auto c = stepCycles(exe, step);
@@ -146,6 +148,12 @@ void checkCounts(const Executable &exe, const ExecutionCounts &counts) {
     TESSERA_INTERNAL_ASSERT(s < exe.steps.size(),
                             "traced step " + std::to_string(s) +
                                 " is not in the executable");
+  TESSERA_INTERNAL_ASSERT(
+      exe.numIPUs <= 1 ? counts.ipuClocks.empty()
+                       : counts.ipuClocks.size() == exe.numIPUs ||
+                             (counts.ipuClocks.empty() && counts.runs == 0),
+      "execution counts of " + std::to_string(exe.numIPUs) + " IPUs carry " +
+          std::to_string(counts.ipuClocks.size()) + " IPU clocks");
 }
 
 struct ExecutionTotals {
@@ -254,6 +262,23 @@ CycleBreakdown cyclesPerRun(const Executable &exe,
   b.host = perRun(Group::Host);
   b.control = perRun(Group::Control);
   return b;
+}
+
+std::uint64_t elapsedCycles(const Executable &exe,
+                            const ExecutionCounts &counts) {
+  checkCounts(exe, counts);
+  if (!counts.ipuClocks.empty())
+    return *std::max_element(counts.ipuClocks.begin(), counts.ipuClocks.end()) +
+           counts.gatewayCycles;
+  if (counts.runs == 0)
+    return 0;
+  // One IPU: the Timeline adds every step's cycles, whatever the order.
+  std::uint64_t total = counts.gatewayCycles;
+  for (std::size_t s = 0; s < counts.stepCounts.size(); ++s)
+    if (counts.stepCounts[s] && s < exe.estimates.size() &&
+        !exe.estimates[s].ipuCycles.empty())
+      total += counts.stepCounts[s] * exe.estimates[s].ipuCycles[0];
+  return total;
 }
 
 MemorySummary memorySummary(const Executable &exe) {
@@ -406,18 +431,22 @@ json stepsJson(const Executable &exe) {
   return out;
 }
 
+// The starts follow the engine's clocks (Timeline): a step that syncs starts
+// on every IPU once the last is ready, and a complete trace ends where
+// Engine::getElapsedCycles does (less gateway cycles).
 json traceJson(const Executable &exe, const ExecutionCounts &counts) {
   json out = json::array();
-  std::vector<std::uint64_t> clock(exe.numIPUs, 0);
+  const Timeline timeline(exe);
+  std::vector<std::uint64_t> clock(timeline.numIPUs(), 0);
   for (std::uint32_t s : counts.trace) {
-    const auto c = stepCycles(exe, s);
+    timeline.begin(s, clock.data());
     out.push_back({{"step", s},
                    {"kind", std::string(kindName(exe.steps[s].kind))},
                    {"name", stepName(exe, s)},
-                   {"start", clock},
-                   {"cycles", c}});
-    for (std::size_t ipu = 0; ipu < c.size(); ++ipu)
-      clock[ipu] += c[ipu];
+                   {"start", std::vector<std::uint64_t>(
+                                 clock.begin(), clock.begin() + exe.numIPUs)},
+                   {"cycles", stepCycles(exe, s)}});
+    timeline.advance(s, clock.data());
   }
   return out;
 }
@@ -468,6 +497,7 @@ json executionJson(const Executable &exe, const ExecutionCounts &counts) {
   }
   return {{"runs", counts.runs},
           {"stepsExecuted", t.stepsExecuted},
+          {"elapsedCycles", elapsedCycles(exe, counts)},
           {"totalCycles", t.total},
           {"cyclesByKind", std::move(byKind)},
           {"steps", std::move(steps)},
@@ -639,7 +669,11 @@ void printExecution(std::ostream &os, const Executable &exe,
   os << "Execution:\n"
      << fmt::format("  {:<30}{}\n", "Runs:", groupedNumber(counts.runs))
      << fmt::format("  {:<30}{}\n",
-                    "Steps executed:", groupedNumber(t.stepsExecuted))
+                    "Steps executed:", groupedNumber(t.stepsExecuted));
+  const std::uint64_t elapsed = elapsedCycles(exe, counts);
+  const std::string elapsedTime = durationText(elapsed, exe.clockHz);
+  os << fmt::format("  {:<30}{}{}\n", "Elapsed cycles:", groupedNumber(elapsed),
+                    elapsedTime.empty() ? "" : " (" + elapsedTime + ")")
      << "  Total cycles:\n";
   for (std::size_t ipu = 0; ipu < t.total.size(); ++ipu) {
     const std::string time = durationText(t.total[ipu], exe.clockHz);

@@ -9,6 +9,7 @@
 #include "tessera/engine/ExecutionCounts.hpp"
 #include "tessera/engine/ReplicaExchange.hpp"
 #include "tessera/engine/StreamCallback.hpp"
+#include "tessera/engine/Timeline.hpp"
 #include "tessera/graph/VertexRegistry.hpp"
 #include "tessera/support/ThreadPool.hpp"
 
@@ -108,6 +109,7 @@ private:
   void buildVertices();
   void planChunks();
   void checkStreamsConnected(unsigned prog) const;
+  template <bool Timed> void runSteps(unsigned prog);
   void compute(const Step &st, std::size_t pc);
   /// The first vertex and count a compute step runs: its host kernel's
   /// when it has one, else its own.
@@ -146,6 +148,8 @@ private:
   std::vector<std::uint32_t> callStack_;
   std::vector<std::byte> transfer_;
   ExecutionCounts counts_;
+  /// Executables of several IPUs: the rule that moves counts_.ipuClocks.
+  std::unique_ptr<Timeline> timeline_;
   unsigned localFirst_ = 0, localCount_ = 0; ///< count 0: every replica
   std::shared_ptr<ReplicaExchange> hostExchange_;
   double gwBytesPerCycle_ = 1;

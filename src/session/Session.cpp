@@ -359,9 +359,7 @@ void Session::writeVariables(const Checkpoint &ckpt, const std::string &path) {
 std::uint64_t Session::estimatedCyclesPerRun() const {
   if (!engine_ || engine_->getExecutionCounts().runs == 0)
     return 0;
-  const std::vector<std::uint64_t> cycles = engine_->getCycleCounts();
-  return *std::max_element(cycles.begin(), cycles.end()) /
-         engine_->getExecutionCounts().runs;
+  return engine_->getElapsedCycles() / engine_->getExecutionCounts().runs;
 }
 
 CycleBreakdown Session::estimatedCyclesByKindPerRun() const {

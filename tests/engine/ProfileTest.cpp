@@ -125,6 +125,8 @@ ExecutionCounts makeCounts() {
   c.runs = 2;
   c.stepCounts = {2, 2, 6, 6, 6, 3, 2, 0};
   c.trace = {0, 1, 2, 3, 4, 2, 3, 4, 5};
+  c.ipuClocks = {14000, 13500}; // as an engine left them
+  c.gatewayCycles = 250;
   return c;
 }
 
@@ -240,7 +242,12 @@ TEST(Profile, TotalCyclesAreCountsTimesEstimatesPerIpu) {
     EXPECT_NE(s["step"], 7);
 }
 
-TEST(Profile, TraceStartsAreCumulativePerIpu) {
+// Each IPU's clock runs on its own, except at external syncs: the load
+// (streamed to both IPUs), the Sync and the exchange (cycles on both IPUs:
+// it crosses between them) start when the later IPU is ready. Before the
+// Timeline the starts were sums per IPU, as if IPU 1 could start the
+// exchange (at 4080) before IPU 0 had finished computing (at 4120).
+TEST(Profile, TraceStartsWaitForTheLaterIpuAtSyncs) {
   const Executable exe = makeExecutable();
   const ExecutionCounts counts = makeCounts();
   const json x = makeProfile(exe, &counts)["execution"];
@@ -248,8 +255,8 @@ TEST(Profile, TraceStartsAreCumulativePerIpu) {
   const json &trace = x["trace"];
   ASSERT_EQ(trace.size(), 9u);
   const std::vector<Cycles> starts = {{0, 0},       {3000, 3000}, {4000, 4000},
-                                      {4120, 4080}, {4170, 4150}, {4180, 4160},
-                                      {4300, 4240}, {4350, 4310}, {4360, 4320}};
+                                      {4120, 4120}, {4190, 4190}, {4200, 4200},
+                                      {4320, 4320}, {4390, 4390}, {4400, 4400}};
   for (std::size_t i = 0; i < trace.size(); ++i) {
     EXPECT_EQ(trace[i]["step"], counts.trace[i]) << "entry " << i;
     EXPECT_EQ(trace[i]["start"].get<Cycles>(), starts[i]) << "entry " << i;
@@ -266,9 +273,36 @@ TEST(Profile, TraceOfEveryStepIsComplete) {
   counts.runs = 1;
   counts.stepCounts = {1, 1, 1, 0, 0, 0, 0, 0};
   counts.trace = {0, 1, 2};
+  counts.ipuClocks = {4120, 4080};
   const json x = makeProfile(exe, &counts)["execution"];
   EXPECT_TRUE(x["traceComplete"].get<bool>());
   EXPECT_EQ(x["totalCycles"].get<Cycles>(), (Cycles{4120, 4080}));
+  EXPECT_EQ(x["elapsedCycles"], 4120);
+}
+
+TEST(Profile, ElapsedCyclesAreTheLatestClockPlusGatewayCycles) {
+  const Executable exe = makeExecutable();
+  const ExecutionCounts counts = makeCounts();
+  EXPECT_EQ(elapsedCycles(exe, counts), 14250u);
+  EXPECT_EQ(makeProfile(exe, &counts)["execution"]["elapsedCycles"], 14250);
+  EXPECT_THAT(summary(exe, counts),
+              HasSubstr("Elapsed cycles:               14,250 ("));
+}
+
+TEST(Profile, ElapsedCyclesOfOneIpuAreCountsTimesCycles) {
+  Executable exe = makeExecutable();
+  exe.numIPUs = 1;
+  for (StepEstimate &e : exe.estimates)
+    if (!e.ipuCycles.empty())
+      e.ipuCycles = {e.ipuCycles.front()};
+  ExecutionCounts counts = makeCounts();
+  counts.ipuClocks.clear();
+  // 6000 + 2000 + 720 + 300 + 60 + 0 + 4000, and the gateway's 250.
+  EXPECT_EQ(elapsedCycles(exe, counts), 13330u);
+  counts.runs = 0;
+  counts.gatewayCycles = 0;
+  counts.stepCounts.assign(8, 0);
+  EXPECT_EQ(elapsedCycles(exe, counts), 0u);
 }
 
 TEST(Profile, ComputeTileCyclesListCostliestComputeStepsFirst) {

@@ -22,6 +22,8 @@ struct TwoIpuProfile {
   TempDir dir{"profile"};
   /// Engine::getCycleCounts after the run, per IPU.
   std::vector<std::uint64_t> engineCycles;
+  /// Engine::getElapsedCycles after the run.
+  std::uint64_t engineElapsed = 0;
   std::vector<float> sums;
   nlohmann::json profile;
 };
@@ -44,6 +46,7 @@ inline const TwoIpuProfile &twoIpuProfile() {
       engine.load(device);
       p->sums = runTwoIpuProgram(engine, kFixtureTiles);
       p->engineCycles = engine.getCycleCounts();
+      p->engineElapsed = engine.getElapsedCycles();
     }
     std::ifstream in(p->dir.path() + "/profile.json");
     p->profile = nlohmann::json::parse(in);

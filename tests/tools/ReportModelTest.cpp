@@ -43,6 +43,19 @@ TEST(ReportModel, TheProgramRanCorrectly) {
   EXPECT_EQ(p.profile["target"]["numIPUs"], 2);
 }
 
+TEST(ReportModel, SummaryTimeIsTheEnginesElapsedCycles) {
+  const TwoIpuProfile &p = twoIpuProfile();
+  const json s = model(p.profile)["summary"];
+  EXPECT_EQ(p.profile["execution"]["elapsedCycles"], p.engineElapsed);
+  EXPECT_EQ(s["elapsedCycles"], p.engineElapsed);
+  EXPECT_EQ(s["maxCycles"],
+            *std::max_element(p.engineCycles.begin(), p.engineCycles.end()));
+  // A profile from before elapsed cycles were written: the busiest IPU's.
+  json old = p.profile;
+  old["execution"].erase("elapsedCycles");
+  EXPECT_EQ(model(old)["summary"]["elapsedCycles"], s["maxCycles"]);
+}
+
 TEST(ReportModel, TileMemoryAndWorstTilesMatchTheProfile) {
   const json &profile = twoIpuProfile().profile;
   const json m = model(profile);

@@ -234,6 +234,8 @@ void checkExecution(const Checker &c, const json &p, std::size_t numIPUs) {
     c.fail("execution", "must be an object, not " + describe(e));
   c.count(e, "runs", "execution");
   c.count(e, "stepsExecuted", "execution");
+  if (e.contains("elapsedCycles")) // absent from older profiles
+    c.count(e, "elapsedCycles", "execution");
   c.counts(e, "totalCycles", "execution", numIPUs);
   const json &byKind = c.object(e, "cyclesByKind", "execution");
   for (std::string_view g : kGroups)

@@ -262,6 +262,10 @@ json summaryModel(const json &profile, const json &memory) {
     s["runs"] = e["runs"];
     s["totalCycles"] = e["totalCycles"];
     s["maxCycles"] = maxOf(e["totalCycles"]);
+    // Profiles written before the engine kept per-IPU clocks have no
+    // elapsed figure; the busiest IPU's is what they reported as the time.
+    s["elapsedCycles"] =
+        e.contains("elapsedCycles") ? e["elapsedCycles"] : s["maxCycles"];
   }
   return s;
 }

@@ -110,8 +110,8 @@ struct OpRow {
 };
 
 // Adds one step, run \p count times with \p cycles in all (per IPU), to
-// its row. A step's cost is its slowest IPU's cycles: IPUs run a step in
-// lockstep between syncs.
+// its row. A step's cost is its slowest IPU's cycles: the most it can add
+// to the elapsed time.
 void addStep(OpRow &row, const json &step, std::size_t index,
              std::uint64_t count, const json &cycles) {
   if (row.ipuCycles.empty())

@@ -3,7 +3,11 @@
 /// IPU Model. Streams are connected to host buffers (circular), pointers or
 /// callbacks; named tensors are written and read; remote buffers live in
 /// host memory. Results are computed exactly on the host; cycles are the
-/// compiler's estimates summed over the steps that ran.
+/// compiler's estimates of the steps that ran: per IPU, the busy cycles
+/// (getCycleCounts); in all, the elapsed time (getElapsedCycles), where
+/// each IPU runs its own stream of steps and waits for the others only at
+/// external syncs (inter-IPU exchanges, Sync steps, cross-replica copies,
+/// the end of a run), as Timeline (Timeline.hpp) states.
 #pragma once
 
 #include "tessera/compiler/Executable.hpp"
@@ -105,8 +109,16 @@ public:
 
   const Executable &getExecutable() const;
   const ExecutionCounts &getExecutionCounts() const;
-  /// Estimated IPU cycles of everything run so far, per IPU.
+  /// Estimated busy cycles of everything run so far, per IPU: the sum of
+  /// count x cycles of the steps on that IPU (plus gateway cycles). For
+  /// per-IPU tables; the time a program takes is getElapsedCycles.
   std::vector<std::uint64_t> getCycleCounts() const;
+  /// Estimated cycles from the start of the first run to the end of the
+  /// last, the IPUs running in parallel between syncs (Timeline), plus
+  /// gateway cycles. With one IPU it equals getCycleCounts()[0]; with
+  /// several, work an IPU waits for counts, and work IPUs do side by side
+  /// counts once.
+  std::uint64_t getElapsedCycles() const;
   /// Host memory the loaded engine holds for the simulation, in bytes.
   std::size_t getHostMemoryBytes() const;
 

@@ -1,7 +1,7 @@
 /// \file
-/// What an engine records while it runs: how often each step ran, and the
-/// order of the first steps, from which the execution profile is derived
-/// with the compiler's per-step estimates.
+/// What an engine records while it runs: how often each step ran, the
+/// order of the first steps, and (several IPUs) each IPU's clock, from which
+/// the execution profile is derived with the compiler's per-step estimates.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +21,11 @@ struct ExecutionCounts {
   /// between IPU-Machines, which the compiler's per-step estimates (one
   /// machine's IPU-Links) leave out. Every IPU waits for it.
   std::uint64_t gatewayCycles = 0;
+  /// Executables of several IPUs only (empty for one): each IPU's clock
+  /// since the first run started, moved over every step run by the
+  /// Timeline rule (gateway cycles not included). With one IPU the elapsed
+  /// time is the sum of count x cycles over the steps, so nothing is kept.
+  std::vector<std::uint64_t> ipuClocks;
 };
 
 } // namespace tessera

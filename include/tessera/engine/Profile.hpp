@@ -2,9 +2,13 @@
 /// Profiles: the graph facts (memory per tile by category, variables,
 /// vertices per tile, compute sets) and execution facts (each step's cycles
 /// per IPU and per tile, how often it ran) of an executable, as JSON for the
-/// report tool and as Poplar-style text (printProfileSummary). Every cycle
-/// figure is the compiler's estimate (StepEstimate) times the step's run
-/// count, so the profile agrees with Engine::getCycleCounts.
+/// report tool and as Poplar-style text (printProfileSummary). Every busy
+/// cycle figure is the compiler's estimate (StepEstimate) times the step's
+/// run count, so the profile agrees with Engine::getCycleCounts. Time is
+/// another figure: IPUs run in parallel and wait for each other at external
+/// syncs (the rule is Timeline's), so with several IPUs the elapsed cycles
+/// (as Engine::getElapsedCycles gives them) are not the busiest IPU's busy
+/// cycles: an IPU waiting for another's data is idle, not busy.
 ///
 /// The JSON (profile.json) has this schema; arrays "per IPU" have numIPUs
 /// entries, arrays "per tile" numIPUs x tilesPerIPU (index = tile):
@@ -34,7 +38,9 @@
 ///                  "computeSet", "vertices" (compute steps only) } ] },
 ///   "execution": {            (only when execution counts were given)
 ///     "runs", "stepsExecuted",
-///     "totalCycles": [ per IPU ],
+///     "elapsedCycles": cycles from the start of the first run to the end
+///                      of the last (elapsedCycles below),
+///     "totalCycles": [ per IPU: busy cycles, count x ipuCycles summed ],
 ///     "cyclesByKind": { "compute", "exchange", "sync", "host",
 ///                       "control": [ per IPU ] },
 ///     "steps": [ { "step" (index into graph.steps), "count",
@@ -42,8 +48,10 @@
 ///              (only steps that ran),
 ///     "traceComplete": whether the trace holds every step executed,
 ///     "trace": [ { "step", "kind", "name",
-///                  "start" (cycle per IPU: the sum of the cycles of the
-///                           traced steps before it),
+///                  "start" (cycle per IPU: when the step starts on
+///                           that IPU, the traced steps before it moving
+///                           the clocks by the Timeline rule; a step that
+///                           syncs starts when the last IPU is ready),
 ///                  "cycles" (per IPU) } ]
 ///              (the first steps executed, in order),
 ///     "computeTileCycles": [ { "step", "name", "count",
@@ -52,7 +60,7 @@
 ///              (the 20 costliest compute steps, costliest first) } }
 /// \endcode
 /// A step's cost in rankings is its run count times its slowest IPU's
-/// cycles: IPUs run a step in lockstep between syncs.
+/// cycles: the most it can add to the elapsed time.
 #pragma once
 
 #include "tessera/compiler/Executable.hpp"
@@ -79,8 +87,17 @@ struct CycleBreakdown {
 /// The busiest IPU's estimated cycles per run of the steps \p counts
 /// recorded, by kind, each rounded down (all zero before the first run).
 /// Its total is what Engine::getCycleCounts gives for that IPU divided by
-/// the runs (exactly, when every run executes the same steps).
+/// the runs (exactly, when every run executes the same steps): where that
+/// IPU's work goes, not the time a run takes with several IPUs (see
+/// elapsedCycles).
 CycleBreakdown cyclesPerRun(const Executable &exe,
+                            const ExecutionCounts &counts);
+
+/// Estimated cycles from the start of the first run \p counts recorded to
+/// the end of the last, as Engine::getElapsedCycles gives them: the latest
+/// of counts.ipuClocks (several IPUs) or the sum of count x cycles over the
+/// steps (one IPU), plus the gateway cycles. 0 before the first run.
+std::uint64_t elapsedCycles(const Executable &exe,
                             const ExecutionCounts &counts);
 
 /// The program's tile memory: every tile's bytes summed by category, and
@@ -121,11 +138,12 @@ void writeProfile(const std::string &directory, const Executable &exe,
 
 /// The text summary: target, graph sizes, "Memory Usage:" (totals by
 /// category; the maximum (with its tile), mean and minimum over the tiles
-/// used), and "Execution:" (total cycles per IPU with the time at the clock
-/// rate, cycles by step kind, the costliest steps with kind, run count,
-/// cycles and debug name). Options: "showVarStorage" ("true" lists the
-/// largest variables), "maxVariables" (how many, default 20), "maxSteps"
-/// (how many steps to list, default 10), and Poplar's "showExecutionSteps"
+/// used), and "Execution:" (elapsed cycles, and total busy cycles per IPU,
+/// each with the time at the clock rate; cycles by step kind; the costliest
+/// steps with kind, run count, cycles and debug name). Options:
+/// "showVarStorage" ("true" lists the largest variables), "maxVariables" (how
+/// many, default 20), "maxSteps" (how many steps to list, default 10), and
+/// Poplar's "showExecutionSteps"
 /// ("true" lists every step) and "showPerIpuMemoryUsage" ("true" adds the
 /// memory of each IPU). An unknown option or bad value
 /// throws OptionError (with a "did you mean" hint) before anything is

@@ -148,7 +148,8 @@ public:
   void writeVariables(const Checkpoint &ckpt, const std::string &path);
 
   /// The estimated IPU cycles of one run, from the executable's estimates
-  /// (the busiest IPU's, counting each step once per loop iteration).
+  /// (Engine::getElapsedCycles over the runs: IPUs run side by side between
+  /// syncs and wait for each other at them).
   std::uint64_t estimatedCyclesPerRun() const;
   /// estimatedCyclesPerRun by kind of step (compute, exchange, sync, host
   /// streams, control); all zero before the first run.

@@ -182,9 +182,9 @@
        fmtInt(s.computeSets) + ' compute sets, ' + fmtInt(s.steps) + ' steps']
     ];
     if (s.hasExecution) {
-      cards.push(['Cycles (slowest IPU)', fmtInt(s.maxCycles),
-                  fmtTime(s.maxCycles) + ' over ' + fmtInt(s.runs) +
-                  ' run(s)']);
+      cards.push(['Elapsed cycles', fmtInt(s.elapsedCycles),
+                  fmtTime(s.elapsedCycles) + ' over ' + fmtInt(s.runs) +
+                  ' run(s); busiest IPU ' + fmtInt(s.maxCycles) + ' busy']);
     }
     p.appendChild(el('div', { 'class': 'cards' }, cards.map(function (c) {
       return el('div', { 'class': 'card' }, [
