@@ -131,7 +131,9 @@ private:
       perTile[inst.tile].emplace_back(inst.cycles, multi);
     }
     e.firstTileCycle = static_cast<std::uint32_t>(s_.exe.tileCycles.size());
+    std::vector<bool> touched(e.ipuCycles.size(), perTile.empty());
     for (auto &[tile, work] : perTile) {
+      touched[tile / perIpu] = true;
       const std::uint64_t cycles =
           tileCycles(work, workers, c.supervisorCyclesPerVertex);
       s_.exe.tileCycleTiles.push_back(tile);
@@ -142,11 +144,14 @@ private:
     e.numTileCycles =
         static_cast<std::uint32_t>(s_.exe.tileCycles.size()) - e.firstTileCycle;
     // A superstep is compute, sync, exchange (Graphcore's IPU Programmer's
-    // Guide): one sync per compute set. The exchange that gathers a compute
-    // set's operands is charged that sync; a compute set without one is.
+    // Guide): one sync per compute set, on the IPUs it runs on (each IPU
+    // syncs its own tiles; an IPU without vertices skips the compute set).
+    // The exchange that gathers a compute set's operands is charged that
+    // sync; a compute set without one is.
     if (plan.gathers.empty() && plan.costOnlyGathers.empty())
-      for (auto &ipu : e.ipuCycles)
-        ipu += c.syncCyclesOnChip;
+      for (std::size_t i = 0; i < e.ipuCycles.size(); ++i)
+        if (touched[i])
+          e.ipuCycles[i] += c.syncCyclesOnChip;
     return e;
   }
 

@@ -343,16 +343,34 @@ void PipelineBuilder::checkUpdates(const ir::LoweredModule &) const {
   }
 }
 
+// One copy per element type of every (source, destination) pair: a single
+// exchange (and, across IPUs, a single sync), as Poplar merges the copies
+// of a program into one exchange.
+void addMergedCopy(Sequence &prog,
+                   const std::vector<std::pair<Tensor, Tensor>> &pairs) {
+  std::map<Type, std::pair<std::vector<Tensor>, std::vector<Tensor>>> byType;
+  for (const auto &[from, to] : pairs) {
+    auto &[src, dst] = byType[from.elementType()];
+    src.push_back(from.flatten());
+    dst.push_back(to.flatten());
+  }
+  for (const auto &[type, tensors] : byType)
+    prog.add(Copy(concat(tensors.first), concat(tensors.second)));
+}
+
 Sequence PipelineBuilder::tick(const PipelineTick &t,
                                const ir::LoweredModule &lowered) {
-  Sequence passes, transfers;
+  Sequence passes;
+  std::vector<std::pair<Tensor, Tensor>> transfers;
   const auto &bounds = lowered.boundaries();
   for (const StagePass &p : t) {
     const unsigned prog = passProgram(p.stage, p.backward);
     const unsigned i = p.microBatch;
+    std::vector<std::pair<Tensor, Tensor>> pops;
     for (std::size_t b = 0; b < bounds.size(); ++b)
       if (bounds[b].to == prog && !slots_[b].empty())
-        passes.add(Copy(slots_[b][i % slots_[b].size()], bounds[b].tensor));
+        pops.emplace_back(slots_[b][i % slots_[b].size()], bounds[b].tensor);
+    addMergedCopy(passes, pops);
     for (const auto &[stream, tensor] : feeds_[prog])
       passes.add(Copy(stream, tensor));
     passes.add(Sequence({programs_[prog]}, {fmt::format("{}, micro-batch {}",
@@ -366,10 +384,10 @@ Sequence PipelineBuilder::tick(const PipelineTick &t,
         continue;
       const Tensor &dst = slots_[b].empty() ? bounds[b].tensor
                                             : slots_[b][i % slots_[b].size()];
-      transfers.add(Copy(lowered.tensor(bounds[b].value), dst));
+      transfers.emplace_back(lowered.tensor(bounds[b].value), dst);
     }
   }
-  passes.add(transfers);
+  addMergedCopy(passes, transfers);
   return passes;
 }
 
