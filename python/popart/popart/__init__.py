@@ -297,6 +297,9 @@ class SessionOptions:
         self.replicatedGraphCount = 1
         self.enableEngineCaching = False
         self.cachePath = "session_cache"
+        # Tessera's addition: initializers a TrainingSession leaves as they
+        # are (PyTorch's parameters with requires_grad=False).
+        self.frozenWeights = []
 
 
 class _Device:
@@ -405,6 +408,7 @@ class _Session:
             options["cachePath"] = opts.cachePath
         if training:
             options.update(training)
+            options["frozen"] = [str(n) for n in opts.frozenWeights]
             if opts.enableGradientAccumulation:
                 options["accumulation"] = opts.accumulationFactor
         anchors = {k: (v.kind, v.period) for k, v in dataFlow.anchors.items()}
@@ -430,6 +434,21 @@ class _Session:
 
     def modelToHost(self, path):
         self._s.modelToHost(path)
+
+    def setRandomSeed(self, seed):
+        """Restarts the random numbers of training-mode Dropout from
+        seed."""
+        self._s.setRandomSeed(int(seed) & (2**64 - 1))
+
+    def readState(self):
+        """Tessera's addition: every variable on the device by name
+        (weights, optimizer state, running statistics)."""
+        return self._s.readState()
+
+    def writeState(self, state):
+        """Tessera's addition: sets the variables readState gave (those
+        of this model with the same shapes); returns how many."""
+        return self._s.writeState(state)
 
     def readWeights(self):
         return self._s.readWeights()
