@@ -440,6 +440,11 @@ class _Session:
         seed."""
         self._s.setRandomSeed(int(seed) & (2**64 - 1))
 
+    def opIpus(self):
+        """Tessera's addition: the IPUs the model's operations (training's
+        too) are placed on, sorted."""
+        return list(self._s.opIpus())
+
     def readState(self):
         """Tessera's addition: every variable on the device by name
         (weights, optimizer state, running statistics)."""

@@ -9,6 +9,8 @@
 
 #include <pybind11/stl.h>
 
+#include <set>
+
 namespace py = pybind11;
 using namespace tessera;
 
@@ -209,6 +211,14 @@ PYBIND11_MODULE(_popart, m) {
              return s.writeState(w);
            })
       .def("setRandomSeed", &onnx::ModelSession::setRandomSeed)
+      .def("opIpus",
+           [](const onnx::ModelSession &s) {
+             // The IPUs the operations are placed on (unplaced: IPU 0).
+             std::set<unsigned> ipus;
+             for (const ir::Op &op : s.module().ops())
+               ipus.insert(op.annotations.ipu.value_or(0));
+             return std::vector<unsigned>(ipus.begin(), ipus.end());
+           })
       .def("anchorShape", &onnx::ModelSession::anchorShape)
       .def("inputs", &onnx::ModelSession::inputs);
 }
