@@ -328,14 +328,16 @@ void softmaxLike(Context &ctx, bool log) {
 }
 
 // Training drops (inverted dropout, as PyTorch); inference, and a node
-// whose training_mode is false, is the identity.
+// whose training_mode input is false or absent, is the identity.
 void dropout(Context &ctx) {
   if (ctx.outputConsumed(1))
     ctx.unsupported("the mask output of Dropout is read, which is not "
                     "supported");
   double ratio = ctx.attrFloat("ratio", 0.5);
   bool active = ctx.training();
-  if (ctx.opset() >= 12) {
+  // A ratio attribute is the form of opsets 7-11 (PopART's builders write
+  // it at later opsets too), where the session, not the node, decides.
+  if (ctx.opset() >= 12 && !ctx.attr("ratio")) {
     if (ctx.has(1)) {
       const ir::HostValue &r = ctx.known(1, "ratio");
       if (r.values.size() != 1)

@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -660,4 +661,24 @@ TEST(OnnxImporter, FrozenInitializersAreNotTrainable) {
   EXPECT_THAT([&] { mm.import(o); },
               ::testing::ThrowsMessage<OptionError>(HasSubstr(
                   "frozen names 'c', which is no float initializer")));
+}
+
+TEST(OnnxImporter, DropoutWithARatioAttributeDropsInTraining) {
+  // The opset 7-11 form, which PopART's builders write at later opsets.
+  ModelMaker mm;
+  mm.input("x", {1000});
+  auto &node = mm.node("Dropout", {"x"}, {"y"});
+  auto *ratio = node.add_attribute();
+  ratio->set_name("ratio");
+  ratio->set_type(::onnx::AttributeProto::FLOAT);
+  ratio->set_f(0.5f);
+  mm.output("y");
+  tessera::onnx::ImportOptions o;
+  o.training = true;
+  const ir::Feeds feeds{{"x", {FLOAT, {1000}, std::vector<double>(1000, 1)}}};
+  const auto y = run(mm.import(o), feeds);
+  const auto zeros = std::count(y.begin(), y.end(), 0.0);
+  EXPECT_EQ(zeros + std::count(y.begin(), y.end(), 2.0), 1000);
+  EXPECT_NEAR(double(zeros) / 1000, 0.5, 0.06);
+  EXPECT_EQ(run(mm.import(), feeds), std::vector<double>(1000, 1));
 }

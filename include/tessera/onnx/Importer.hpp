@@ -57,7 +57,8 @@ struct ImportOptions {
   /// updates its running mean and variance initializers each step, with
   /// its momentum attribute and, as PyTorch (which writes these nodes),
   /// the unbiased batch variance (n / (n - 1)); a Dropout in training
-  /// mode (training_mode true from opset 12, always before) zeroes each
+  /// mode (training_mode true from opset 12, always before and for a node
+  /// with a ratio attribute, as PopART's builders write) zeroes each
   /// element with probability ratio and scales the rest by 1 / (1 -
   /// ratio). Unset: both are their inference forms (running statistics;
   /// the identity), whatever mode the file says.

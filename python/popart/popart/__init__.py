@@ -176,8 +176,16 @@ class _AiOnnx:
         return self._op("LogSoftmax", args, {"axis": axis}, name=debugPrefix)
 
     def dropout(self, args, num_outputs=1, ratio=0.5, debugPrefix=""):
-        return self._b.addNode("Dropout", list(args), {"ratio": float(ratio)},
+        """Drops in a TrainingSession, the identity in an
+        InferenceSession (written as opset 12 has it: the ratio and
+        training_mode true as inputs)."""
+        r = self._b.addConstant(np.array(ratio, np.float32), False, "")
+        one = self._b.addConstant(np.array(1, np.int32), True, "")
+        mode = self._b.addNode("Cast", [one], {"to": _ONNX_TYPES["BOOL"]},
+                               1, "")[0]
+        outs = self._b.addNode("Dropout", list(args) + [r, mode], {},
                                num_outputs, debugPrefix)
+        return outs
 
     def cast(self, args, to, debugPrefix=""):
         return self._op("Cast", args, {"to": _ONNX_TYPES[str(to).upper()]},
