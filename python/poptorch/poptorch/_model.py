@@ -422,10 +422,13 @@ def trainingModel(model, options=None, optimizer=None):
     """Wraps model (whose forward returns its loss, alone or as the
     last scalar output) for training on the IPU Model with optimizer
     (poptorch.optim or torch.optim SGD, Adam, AdamW; default SGD lr
-    0.01)."""
+    0.01). Parameters with requires_grad=False are not trained and take
+    no optimizer state; the model is traced in train() mode."""
     return PoplarExecutor(model, options, True, optimizer)
 
 
 def inferenceModel(model, options=None):
-    """Wraps model for inference on the IPU Model."""
+    """Wraps model for inference on the IPU Model; the model is traced
+    in eval() mode (Dropout is the identity, BatchNorm uses its running
+    statistics)."""
     return PoplarExecutor(model, options, False)
