@@ -201,8 +201,8 @@ def initializer_names(proto):
 
 def place_nodes(proto, scopes):
     """proto with every node given the IPU of the innermost block scope
-    (block_scopes) it is in, or else of the node before it (IPU 0 before the first); also returns the
-    number of IPUs used."""
+    (block_scopes) it is in, or else of the node before it (IPU 0 before
+    the first); also returns the number of IPUs used."""
     if not scopes:
         return proto, 1
     model = _schema()()
