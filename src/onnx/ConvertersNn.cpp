@@ -177,10 +177,57 @@ void globalPool(Context &ctx, bool max) {
           max ? ir::reduceMax(x, axes, true) : ir::reduceMean(x, axes, true));
 }
 
+// Whether a BatchNormalization node is in training mode: the attribute
+// from opset 14, the running-statistics outputs before.
+bool batchNormTrainingMode(Context &ctx) {
+  if (ctx.opset() >= 14)
+    return ctx.attrInt("training_mode", 0) != 0;
+  for (int i = 1; i < 5; ++i)
+    if (ctx.wantsOutput(i))
+      return true;
+  return false;
+}
+
+// Training: the batch's statistics normalise; the running ones move
+// towards them (PyTorch's unbiased variance) and are updated each step.
+void batchNormTraining(Context &ctx) {
+  Value x = ctx.value(0);
+  if (x.rank() < 2)
+    ctx.shapeError("the input is " + x.type().toString() +
+                   "; batch normalisation needs [N, C, ...]");
+  const std::size_t n = x.type().numElements() / x.shape()[1];
+  if (n < 2)
+    ctx.shapeError("training needs more than one value per channel, but " +
+                   x.type().toString() + " has " + std::to_string(n) +
+                   " (a larger batch, or the model in eval mode)");
+  const double eps = ctx.attrFloat("epsilon", 1e-5);
+  // The attribute is float: 0.9f, not 0.9; PyTorch's momentum is 1 minus it.
+  const double momentum = ctx.attrFloat("momentum", 0.9);
+  ir::NormResult r = ir::batchNorm(x, ctx.value(1), ctx.value(2), eps);
+  const Value variance = ir::inv(ir::square(r.invStdDev)) - eps;
+  const Value unbiased = variance * (double(n) / double(n - 1));
+  Value mean = ctx.value(3), var = ctx.value(4);
+  const Value newMean = mean * momentum + r.mean * (1 - momentum);
+  const Value newVar = var * momentum + unbiased * (1 - momentum);
+  for (auto [running, next] : {std::pair{mean, newMean}, {var, newVar}})
+    if (ctx.module().value(running.id()).kind == ir::ValueKind::Variable)
+      ctx.addStateUpdate(running, next);
+  ctx.out(0, r.y);
+  ctx.out(1, newMean);
+  ctx.out(2, newVar);
+  ctx.out(3, r.mean);
+  ctx.out(4, variance);
+}
+
 void batchNormalization(Context &ctx) {
-  if (ctx.attrInt("training_mode", 0) != 0 || ctx.wantsOutput(1))
-    ctx.unsupported("batch normalisation in training mode is not "
-                    "supported; export the model in eval() mode");
+  if (ctx.training() && batchNormTrainingMode(ctx))
+    return batchNormTraining(ctx);
+  for (int i = 1; i < 5; ++i)
+    if (ctx.outputConsumed(i))
+      ctx.unsupported("output " + std::to_string(i) +
+                      " (running or saved statistics) is read, which only "
+                      "training computes; train it in a training session, or "
+                      "export the model in eval() mode");
   ctx.out(0, ir::batchNormInference(ctx.value(0), ctx.value(1), ctx.value(2),
                                     ctx.value(3), ctx.value(4),
                                     ctx.attrFloat("epsilon", 1e-5)));
@@ -280,10 +327,37 @@ void softmaxLike(Context &ctx, bool log) {
   }
 }
 
+// Training drops (inverted dropout, as PyTorch); inference, and a node
+// whose training_mode input is false or absent, is the identity.
 void dropout(Context &ctx) {
-  if (ctx.wantsOutput(1))
-    ctx.unsupported("the mask output of Dropout is not supported");
-  ctx.out(0, ctx.in(0)); // inference: the identity
+  if (ctx.outputConsumed(1))
+    ctx.unsupported("the mask output of Dropout is read, which is not "
+                    "supported");
+  double ratio = ctx.attrFloat("ratio", 0.5);
+  bool active = ctx.training();
+  // A ratio attribute is the form of opsets 7-11 (PopART's builders write
+  // it at later opsets too), where the session, not the node, decides.
+  if (ctx.opset() >= 12 && !ctx.attr("ratio")) {
+    if (ctx.has(1)) {
+      const ir::HostValue &r = ctx.known(1, "ratio");
+      if (r.values.size() != 1)
+        ctx.shapeError("the ratio must be a scalar");
+      ratio = r.values[0];
+    }
+    active =
+        active && ctx.has(2) && ctx.known(2, "training_mode").values.at(0) != 0;
+  }
+  if (!(ratio >= 0 && ratio < 1))
+    ctx.unsupported("the ratio " + std::to_string(ratio) +
+                    " is outside [0, 1)");
+  Slot &x = ctx.in(0);
+  if (!active || ratio == 0)
+    return ctx.out(0, x); // the identity
+  const Type t = x.type().dtype;
+  if (t != FLOAT && t != HALF)
+    ctx.unsupported("Dropout of " + x.type().toString() + " in training");
+  ctx.out(0, ir::dropout(ctx.materialise(x), ratio, ctx.dropoutSeed(),
+                         ctx.nextDropoutModifier()));
 }
 
 void clip(Context &ctx) {

@@ -298,6 +298,30 @@ bool Context::wantsOutput(int i) const {
   return i < node_->output_size() && !node_->output(i).empty();
 }
 
+bool Context::outputConsumed(int i) const {
+  return wantsOutput(i) && consumed_.count(node_->output(i)) != 0;
+}
+
+ir::Value Context::dropoutSeed() {
+  if (!dropoutSeed_) {
+    // The variable is made outside any node's scopes: it is the model's.
+    const ir::Annotations saved = module_.currentAnnotations();
+    const std::string prefix = module_.currentNamePrefix();
+    module_.currentAnnotations() = {};
+    module_.currentNamePrefix().clear();
+    ir::Value seed = builder_.variable(
+        "tessera/dropout_seed", {2},
+        ir::init::values({double(seed_ & 0xffffffffu), double(seed_ >> 32)}),
+        UNSIGNED_INT, /*trainable=*/false);
+    // Each step adds one to the second word: new masks every step.
+    addStateUpdate(seed, seed + builder_.constant({0, 1}, {2}, UNSIGNED_INT));
+    module_.currentAnnotations() = saved;
+    module_.currentNamePrefix() = prefix;
+    dropoutSeed_ = seed;
+  }
+  return *dropoutSeed_;
+}
+
 void Context::out(int i, Slot slot) {
   if (wantsOutput(i))
     define(node_->output(i), std::move(slot));
@@ -457,18 +481,27 @@ std::set<std::string> statistics(const ::onnx::GraphProto &g) {
 void defineLeaves(const ::onnx::GraphProto &g, Context &ctx,
                   const ImportOptions &options, ImportedModel &result) {
   const std::set<std::string> fixed = statistics(g);
+  std::set<std::string, std::less<>> frozen = options.frozen;
   for (const auto &t : g.initializer()) {
     const std::string what = "initializer '" + t.name() + "'";
     ir::HostValue v = detail::tensorValue(t, options.maxElements, what);
     if (v.dtype == FLOAT || v.dtype == HALF) {
+      const bool trainable = options.trainableInitializers &&
+                             !fixed.count(t.name()) && !frozen.count(t.name());
+      frozen.erase(t.name());
       ir::Value var = ctx.builder().variable(
           t.name(), v.shape, ir::init::values(std::move(v.values)), v.dtype,
-          options.trainableInitializers && !fixed.count(t.name()));
+          trainable);
       ctx.define(t.name(), Slot{var, {}});
     } else {
       ctx.define(t.name(), Slot{{}, std::move(v)});
     }
   }
+  if (!frozen.empty())
+    throw OptionError("ImportOptions::frozen names '" + *frozen.begin() +
+                      "', which is no float initializer of the model (" +
+                      std::to_string(frozen.size()) +
+                      " such names); name weights as the file does");
   for (const auto &vi : g.input()) {
     if (ctx.defined(vi.name()))
       continue; // an initializer listed as an input too (IR version < 4)
@@ -549,8 +582,16 @@ ImportedModel importGraph(const ::onnx::ModelProto &model,
       {},
       {},
       opset,
+      {},
       {}};
   Context ctx(result.module, opset, options.maxElements);
+  ctx.setTraining(options.training, options.seed);
+  std::set<std::string> consumed;
+  for (const auto &node : g.node())
+    consumed.insert(node.input().begin(), node.input().end());
+  for (const auto &o : g.output())
+    consumed.insert(o.name());
+  ctx.setConsumed(std::move(consumed));
   defineLeaves(g, ctx, options, result);
   convertNodes(g, ctx, options);
   ctx.clearNode();
@@ -560,6 +601,7 @@ ImportedModel importGraph(const ::onnx::ModelProto &model,
     result.outputs.push_back(o.name());
   }
   result.tensors = ctx.valueTensors();
+  result.stateUpdates = ctx.stateUpdates();
   return result;
 }
 

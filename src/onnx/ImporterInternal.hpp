@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -78,8 +79,33 @@ public:
   std::vector<std::int64_t> knownInts(int i, const std::string &what);
   /// Whether output \p i is used by the graph (named).
   bool wantsOutput(int i) const;
+  /// Whether output \p i is read by a later node or is a graph output
+  /// (exporters name outputs nothing reads, such as Dropout's mask).
+  bool outputConsumed(int i) const;
+  void setConsumed(std::set<std::string> names) {
+    consumed_ = std::move(names);
+  }
   void out(int i, Slot slot);
   void out(int i, ir::Value v) { out(i, Slot{v, {}}); }
+
+  // ---- Training-mode operators (ImportOptions::training) -----------------
+  void setTraining(bool training, std::uint64_t seed) {
+    training_ = training;
+    seed_ = seed;
+  }
+  bool training() const { return training_; }
+  /// The UNSIGNED_INT[2] seed variable of dropout masks (made on first
+  /// use; its counter moves on each step) and a modifier per call, so each
+  /// Dropout node draws its own masks.
+  ir::Value dropoutSeed();
+  std::uint32_t nextDropoutModifier() { return dropoutModifier_++; }
+  /// Records \p next as \p variable's value after each step.
+  void addStateUpdate(ir::Value variable, ir::Value next) {
+    stateUpdates_.emplace_back(variable.id(), next.id());
+  }
+  const std::vector<std::pair<ir::ValueId, ir::ValueId>> &stateUpdates() const {
+    return stateUpdates_;
+  }
 
   // ---- Attributes ----------------------------------------------------------
   const ::onnx::AttributeProto *attr(const std::string &name) const;
@@ -106,6 +132,12 @@ private:
   std::size_t maxElements_;
   std::map<std::string, Slot> tensors_;
   const ::onnx::NodeProto *node_ = nullptr;
+  std::set<std::string> consumed_;
+  bool training_ = false;
+  std::uint64_t seed_ = 0;
+  std::optional<ir::Value> dropoutSeed_;
+  std::uint32_t dropoutModifier_ = 0;
+  std::vector<std::pair<ir::ValueId, ir::ValueId>> stateUpdates_;
 };
 
 using Converter = void (*)(Context &);

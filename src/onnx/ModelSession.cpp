@@ -101,6 +101,11 @@ void ModelSession::Impl::makeTraining(const TrainingSpec &t) {
   passes::makeTrainingStep(m, loss, o);
   accumulation = t.accumulationFactor;
   passes::accumulateGradients(m, {accumulation});
+  // After accumulation, which would hold them back to every N-th batch:
+  // running statistics and dropout seeds move on every micro-batch.
+  ir::Builder b(m);
+  for (const auto &[variable, next] : imported.stateUpdates)
+    b.update(ir::Value(m, variable), ir::Value(m, next));
 }
 
 ModelSession::ModelSession(const std::string &modelProto, DataFlow dataFlow,
@@ -111,6 +116,9 @@ ModelSession::ModelSession(const std::string &modelProto, DataFlow dataFlow,
     throw OptionError("batchesPerStep must be at least 1");
   s.flow = std::move(dataFlow);
   s.options = std::move(options);
+  // A training session runs training-mode operators as training does.
+  if (s.options.training)
+    s.options.import.training = true;
   s.imported = importModel(modelProto, s.options.import);
   s.model.ParseFromString(modelProto); // importModel has checked it
   for (const auto &t : s.model.graph().initializer())
@@ -165,6 +173,42 @@ std::map<std::string, data::HostTensor> ModelSession::readWeights() {
     if (impl_->initializers.count(name))
       r[name] = std::move(t);
   return r;
+}
+
+std::map<std::string, data::HostTensor> ModelSession::readState() {
+  std::map<std::string, data::HostTensor> r;
+  for (auto &[name, t] : impl_->device("readState").readVariables().variables)
+    r[name] = std::move(t);
+  return r;
+}
+
+std::size_t
+ModelSession::writeState(const std::map<std::string, data::HostTensor> &state) {
+  session::Session &d = impl_->device("writeState");
+  session::Checkpoint now = d.readVariables();
+  std::size_t written = 0;
+  for (auto &[name, t] : now.variables) {
+    auto it = state.find(name);
+    if (it == state.end() || it->second.type() != t.type() ||
+        it->second.shape() != t.shape())
+      continue;
+    t = it->second;
+    ++written;
+  }
+  d.writeVariables(now, "the state written");
+  return written;
+}
+
+void ModelSession::setRandomSeed(std::uint64_t seed) {
+  session::Session &d = impl_->device("setRandomSeed");
+  session::Checkpoint now = d.readVariables();
+  for (auto &[name, t] : now.variables)
+    if (name == "tessera/dropout_seed") {
+      auto *words = static_cast<std::uint32_t *>(t.data());
+      words[0] = static_cast<std::uint32_t>(seed);
+      words[1] = static_cast<std::uint32_t>(seed >> 32);
+    }
+  d.writeVariables(now, "the random seed");
 }
 
 std::map<std::string, data::HostTensor>

@@ -8,8 +8,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 using namespace tessera;
 using ::testing::HasSubstr;
@@ -527,4 +529,156 @@ TEST(OnnxImporter, ErfIsWithinFloatResolutionOfStdErf) {
   const auto y = run(mm.import(), {{"x", {FLOAT, {9}, xs}}});
   for (std::size_t i = 0; i < xs.size(); ++i)
     EXPECT_NEAR(y[i], std::erf(xs[i]), 2e-7) << xs[i];
+}
+
+namespace {
+
+// x [2, 2, 1, 1] through a BatchNormalization with its training outputs
+// (opset 13: the running mean and variance are outputs 1 and 2).
+ModelMaker trainingBatchNorm() {
+  ModelMaker mm;
+  mm.input("x", {2, 2, 1, 1});
+  mm.initializer("scale", {2}, {1, 2});
+  mm.initializer("bias", {2}, {0, 1});
+  mm.initializer("mean", {2}, {1, 1});
+  mm.initializer("var", {2}, {4, 1});
+  auto &bn =
+      mm.node("BatchNormalization", {"x", "scale", "bias", "mean", "var"},
+              {"y", "running_mean", "running_var", "saved_mean", "saved_var"});
+  auto *momentum = bn.add_attribute();
+  momentum->set_name("momentum");
+  momentum->set_type(::onnx::AttributeProto::FLOAT);
+  momentum->set_f(0.75f);
+  mm.output("y");
+  mm.output("running_mean");
+  mm.output("running_var");
+  return mm;
+}
+
+} // namespace
+
+TEST(OnnxImporter, TrainingBatchNormUsesBatchStatisticsAndMovesRunningOnes) {
+  tessera::onnx::ImportOptions o;
+  o.training = true;
+  const auto im = trainingBatchNorm().import(o);
+  // Channel 0 holds 1 and 5 (mean 3, variance 4, unbiased 8); channel 1
+  // holds 2 and 4 (mean 3, variance 1, unbiased 2).
+  const ir::Feeds feeds{{"x", {FLOAT, {2, 2, 1, 1}, {1, 2, 5, 4}}}};
+  const auto y = run(im, feeds);
+  const double s0 = std::sqrt(4 + 1e-5), s1 = std::sqrt(1 + 1e-5);
+  const std::vector<double> expected{-2 / s0, -1 / s1 * 2 + 1, 2 / s0,
+                                     1 / s1 * 2 + 1};
+  ASSERT_EQ(y.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i)
+    EXPECT_NEAR(y[i], expected[i], 1e-5) << i;
+  const auto mean = run(im, feeds, "running_mean");
+  const auto var = run(im, feeds, "running_var");
+  EXPECT_NEAR(mean[0], 1 * 0.75 + 3 * 0.25, 1e-5);
+  EXPECT_NEAR(mean[1], 1 * 0.75 + 3 * 0.25, 1e-5);
+  EXPECT_NEAR(var[0], 4 * 0.75 + 8 * 0.25, 1e-4);
+  EXPECT_NEAR(var[1], 1 * 0.75 + 2 * 0.25, 1e-4);
+  // The running statistics are the state the importer reports.
+  std::set<std::string> updated;
+  for (const auto &[variable, next] : im.stateUpdates)
+    updated.insert(im.module.value(variable).name);
+  EXPECT_EQ(updated, (std::set<std::string>{"mean", "var"}));
+}
+
+TEST(OnnxImporter, TrainingBatchNormOutsideTrainingIsTheInferenceForm) {
+  ModelMaker mm = trainingBatchNorm();
+  mm.graph().mutable_output()->DeleteSubrange(1, 2);
+  const auto im = mm.import();
+  EXPECT_TRUE(im.stateUpdates.empty());
+  const auto y = run(im, {{"x", {FLOAT, {2, 2, 1, 1}, {1, 2, 5, 4}}}});
+  EXPECT_NEAR(y[0], (1 - 1) / std::sqrt(4 + 1e-5), 1e-6);
+  EXPECT_NEAR(y[2], (5 - 1) / std::sqrt(4 + 1e-5), 1e-6);
+  // Reading the running statistics needs training.
+  EXPECT_THAT([] { trainingBatchNorm().import(); },
+              ::testing::ThrowsMessage<UnsupportedError>(
+                  HasSubstr("running or saved statistics) is read")));
+}
+
+namespace {
+
+ModelMaker dropoutModel(bool trainingMode) {
+  ModelMaker mm;
+  mm.input("x", {4, 250});
+  mm.initializer("ratio", {}, {0.25f});
+  TP &mode = *mm.graph().add_initializer();
+  mode.set_name("mode");
+  mode.set_data_type(TP::BOOL);
+  mode.add_int32_data(trainingMode ? 1 : 0);
+  mm.node("Dropout", {"x", "ratio", "mode"}, {"y", "mask"});
+  mm.output("y");
+  return mm;
+}
+
+} // namespace
+
+TEST(OnnxImporter, TrainingDropoutZeroesAboutRatioAndScalesTheRest) {
+  tessera::onnx::ImportOptions o;
+  o.training = true;
+  o.seed = 11;
+  const auto im = dropoutModel(true).import(o);
+  ASSERT_EQ(im.stateUpdates.size(), 1u);
+  EXPECT_EQ(im.module.value(im.stateUpdates[0].first).name,
+            "tessera/dropout_seed");
+  const ir::Feeds feeds{{"x", {FLOAT, {4, 250}, std::vector<double>(1000, 3)}}};
+  const auto y = run(im, feeds);
+  std::size_t zeros = 0;
+  for (double v : y) {
+    if (v == 0)
+      ++zeros;
+    else
+      EXPECT_NEAR(v, 3 / 0.75, 1e-6);
+  }
+  EXPECT_NEAR(double(zeros) / 1000, 0.25, 0.05);
+  // Inference, or a node whose training_mode is false: the identity.
+  for (const auto &model :
+       {dropoutModel(true).import(), dropoutModel(false).import(o)}) {
+    EXPECT_TRUE(model.stateUpdates.empty());
+    EXPECT_EQ(run(model, feeds), std::vector<double>(1000, 3));
+  }
+}
+
+TEST(OnnxImporter, FrozenInitializersAreNotTrainable) {
+  ModelMaker mm;
+  mm.input("x", {2, 3});
+  mm.initializer("w", {3, 2}, {1, 2, 3, 4, 5, 6});
+  mm.initializer("b", {2}, {1, 1});
+  mm.node("MatMul", {"x", "w"}, {"xw"});
+  mm.node("Add", {"xw", "b"}, {"y"});
+  mm.output("y");
+  tessera::onnx::ImportOptions o;
+  o.frozen = {"b"};
+  const auto im = mm.import(o);
+  std::map<std::string, bool> trainable;
+  for (const ir::Variable &v : im.module.variables())
+    trainable[im.module.value(v.value).name] = v.trainable;
+  EXPECT_EQ(trainable,
+            (std::map<std::string, bool>{{"b", false}, {"w", true}}));
+  o.frozen = {"b", "c"};
+  EXPECT_THAT([&] { mm.import(o); },
+              ::testing::ThrowsMessage<OptionError>(HasSubstr(
+                  "frozen names 'c', which is no float initializer")));
+}
+
+TEST(OnnxImporter, DropoutWithARatioAttributeDropsInTraining) {
+  // The opset 7-11 form, which PopART's builders write at later opsets.
+  ModelMaker mm;
+  mm.input("x", {1000});
+  auto &node = mm.node("Dropout", {"x"}, {"y"});
+  auto *ratio = node.add_attribute();
+  ratio->set_name("ratio");
+  ratio->set_type(::onnx::AttributeProto::FLOAT);
+  ratio->set_f(0.5f);
+  mm.output("y");
+  tessera::onnx::ImportOptions o;
+  o.training = true;
+  const ir::Feeds feeds{{"x", {FLOAT, {1000}, std::vector<double>(1000, 1)}}};
+  const auto y = run(mm.import(o), feeds);
+  const auto zeros = std::count(y.begin(), y.end(), 0.0);
+  EXPECT_EQ(zeros + std::count(y.begin(), y.end(), 2.0), 1000);
+  EXPECT_NEAR(double(zeros) / 1000, 0.5, 0.06);
+  EXPECT_EQ(run(mm.import(), feeds), std::vector<double>(1000, 1));
 }

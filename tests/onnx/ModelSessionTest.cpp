@@ -254,3 +254,50 @@ TEST(ModelSession, AccumulationAndReplicationAverageTwoBatchesPerStep) {
     EXPECT_NEAR(w[1], -0.5 - lr * (g1[1] + g2[1]) / 2, 1e-5) << replicate;
   }
 }
+
+namespace {
+
+// loss = mean(batchNorm(x) * w) on x [4, 2], the batch norm in training
+// mode (opset 15's attribute) with momentum 0.5.
+std::string batchNormModel() {
+  tx::ModelBuilder b(15);
+  const std::string x = b.addInput(FLOAT, {4, 2}, "x");
+  const std::string scale = b.addInitializer(FLOAT, {2}, {1, 1}, "scale");
+  const std::string bias = b.addInitializer(FLOAT, {2}, {0, 0}, "bias");
+  const std::string mean = b.addInitializer(FLOAT, {2}, {0, 0}, "mean");
+  const std::string var = b.addInitializer(FLOAT, {2}, {1, 1}, "var");
+  const std::string w = b.addInitializer(FLOAT, {2}, {1, -1}, "w");
+  const auto bn = b.addNode("BatchNormalization", {x, scale, bias, mean, var},
+                            {{"momentum", 0.5}, {"training_mode", 1}}, 3);
+  const std::string yw = b.addNode("Mul", {bn[0], w})[0];
+  b.addOutput(b.addNode("ReduceMean", {yw}, {{"keepdims", std::int64_t{0}}}, 1,
+                        "loss")[0]);
+  return b.modelProto();
+}
+
+} // namespace
+
+TEST(ModelSession, TrainingMovesRunningStatisticsOnEveryMicroBatch) {
+  tx::ModelSessionOptions o = smallIpu();
+  o.training = tx::TrainingSpec{"loss:0", passes::SGD{.learningRate = 0.1}};
+  o.training->accumulationFactor = 2;
+  tx::ModelSession s(batchNormModel(), {.anchors = {{"loss:0", {}}}}, o);
+  s.prepareDevice();
+  // Channel 0: mean 2.5 then 10; channel 1: constant 1 then 0, 2, 0, 2.
+  s.run({{"x", tensor({2, 4, 2}, {1, 1, 2, 1, 3, 1, 4, 1, //
+                                  10, 0, 9, 2, 11, 0, 10, 2})}});
+  const auto state = s.readState();
+  const auto mean = floats(state.at("mean"));
+  const auto var = floats(state.at("var"));
+  EXPECT_NEAR(mean[0], (0 * 0.5 + 2.5 * 0.5) * 0.5 + 10 * 0.5, 1e-5);
+  EXPECT_NEAR(mean[1], (0 * 0.5 + 1 * 0.5) * 0.5 + 1 * 0.5, 1e-5);
+  // Unbiased batch variances: 5/3 then 2/3; 0 then 4/3.
+  EXPECT_NEAR(var[0], (1 * 0.5 + 5.0 / 3 * 0.5) * 0.5 + 2.0 / 3 * 0.5, 1e-4);
+  EXPECT_NEAR(var[1], (1 * 0.5 + 0 * 0.5) * 0.5 + 4.0 / 3 * 0.5, 1e-4);
+
+  // Another session of the model takes this one's state.
+  tx::ModelSession t(batchNormModel(), {.anchors = {{"loss:0", {}}}}, o);
+  t.prepareDevice();
+  EXPECT_EQ(t.writeState(state), state.size());
+  EXPECT_EQ(floats(t.readState().at("var")), var);
+}

@@ -114,3 +114,37 @@ def test_bytes_that_are_not_onnx_are_an_error():
     with pytest.raises(popart.popart_exception, match="not a valid ONNX"):
         popart.InferenceSession(b"\x0a\x05hello\xff",
                                 popart.DataFlow(1, {}), _device())
+
+
+def _dropout_model():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [10, 100]), "x")
+    w = builder.addInitializedInputTensor(np.ones([1], np.float32), "w")
+    y = builder.aiOnnx.dropout([builder.aiOnnx.mul([x, w])], 1, 0.4)[0]
+    zero = builder.aiOnnx.constant(np.array(0.0, np.float32))
+    loss = builder.aiOnnx.mul([builder.aiOnnx.reducesum([y], keepdims=0),
+                               zero])
+    builder.addOutputTensor(y)
+    return builder.getModelProto(), x, y, loss
+
+
+def test_dropout_drops_in_training_and_not_in_inference():
+    proto, x, y, loss = _dropout_model()
+    xs = np.full((2, 10, 100), 3.0, np.float32)
+    flow = popart.DataFlow(2, {y: popart.AnchorReturnType("ALL")})
+    training = popart.TrainingSession(
+        fnModel=proto, dataFlow=flow, loss=loss,
+        optimizer=popart.ConstSGD(0.1), deviceInfo=_device())
+    training.prepareDevice()
+    training.setRandomSeed(3)
+    anchors = training.initAnchorArrays()
+    training.run(popart.PyStepIO({x: xs}, anchors))
+    kept = anchors[y] != 0
+    assert abs(1 - kept.mean() - 0.4) < 0.05
+    np.testing.assert_allclose(anchors[y][kept], 3 / 0.6, rtol=1e-6)
+    assert (kept[0] != kept[1]).any()  # each step its own mask
+    inference = popart.InferenceSession(proto, flow, _device())
+    inference.prepareDevice()
+    anchors = inference.initAnchorArrays()
+    inference.run(popart.PyStepIO({x: xs}, anchors))
+    np.testing.assert_array_equal(anchors[y], xs)

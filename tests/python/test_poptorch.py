@@ -256,11 +256,45 @@ def test_compile_then_run_and_executable_cache(tmp_path, monkeypatch):
     assert sorted(tmp_path.iterdir()) == sorted(cached)
 
 
-def test_frozen_parameters_are_refused_until_supported():
+def test_frozen_parameters_are_not_trained_and_take_no_state():
+    torch.manual_seed(0)
+    model = WithLoss(SmallCnn())
+    reference = WithLoss(SmallCnn())
+    reference.load_state_dict(model.state_dict())
+    for m in (model, reference):
+        m.model.classifier.bias.requires_grad_(False)
+        m.model.features[0].weight.requires_grad_(False)
+    frozen = {n: p.detach().clone() for n, p in model.named_parameters()
+              if not p.requires_grad}
+    xs, ys = _data(STEPS, MICRO)
+    got = _poptorch_losses(model, _options(10), "momentum", xs, ys)
+    expected = _torch_losses(reference, "momentum", xs, ys, MICRO)
+    np.testing.assert_allclose(got, expected, rtol=1e-4)
+    for (name, a), b in zip(model.named_parameters(),
+                            reference.parameters()):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(),
+                                   rtol=1e-4, atol=1e-5, err_msg=name)
+    for name, before in frozen.items():
+        assert torch.equal(dict(model.named_parameters())[name], before)
+
+
+def test_frozen_parameters_have_no_optimizer_state():
     net = SmallCnn()
     net.classifier.bias.requires_grad_(False)
-    with pytest.raises(poptorch.Error, match=r"\['model.classifier.bias'\] "
-                                             r"have requires_grad=False"):
+    training = poptorch.trainingModel(
+        WithLoss(net), _options(),
+        poptorch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9))
+    xs, ys = _data(1, MICRO)
+    training(xs, ys)
+    state = training._session.readState()
+    assert "model.classifier.weight/momentum" in state
+    assert not [k for k in state if k.startswith("model.classifier.bias/")]
+
+
+def test_a_model_without_trainable_parameters_is_an_error():
+    net = SmallCnn()
+    net.requires_grad_(False)
+    with pytest.raises(poptorch.Error, match="nothing to train"):
         poptorch.trainingModel(WithLoss(net), _options())
 
 
@@ -308,15 +342,50 @@ def test_set_optimizer_changes_the_learning_rate_between_calls():
                                    rtol=1e-4, atol=1e-5)
 
 
-def test_set_optimizer_refuses_to_drop_momentum_state():
+@pytest.mark.parametrize("kind", ["momentum", "adam"])
+def test_changed_learning_rate_keeps_optimizer_state(kind):
+    # Changed through setOptimizer, and (the second time) only in the
+    # optimizer's param_groups, which the next call picks up.
+    torch.manual_seed(0)
+    model = WithLoss(SmallCnn())
+    reference = WithLoss(SmallCnn())
+    reference.load_state_dict(model.state_dict())
+    xs, ys = _data(6, MICRO)
+    optimizer = _optimizer(kind, model.parameters(), poptorch.optim)
+    training = poptorch.trainingModel(model, _options(2), optimizer)
+    rates = [optimizer.param_groups[0]["lr"] * f for f in (1, 3, 0.5)]
+    got = []
+    for c in range(3):
+        optimizer.param_groups[0]["lr"] = rates[c]
+        if c == 1:
+            training.setOptimizer(optimizer)
+        _, loss = training(xs[c * 8:(c + 1) * 8], ys[c * 8:(c + 1) * 8])
+        got.append(loss.numpy())
+    opt = _optimizer(kind, reference.parameters(), torch.optim)
+    expected = []
+    for s in range(6):
+        opt.param_groups[0]["lr"] = rates[s // 2]
+        opt.zero_grad()
+        _, loss = reference(xs[s * MICRO:(s + 1) * MICRO],
+                            ys[s * MICRO:(s + 1) * MICRO])
+        loss.backward()
+        opt.step()
+        expected.append(loss.item())
+    np.testing.assert_allclose(np.concatenate(got), expected, rtol=1e-4)
+    for a, b in zip(model.parameters(), reference.parameters()):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(),
+                                   rtol=1e-4, atol=1e-5)
+
+
+def test_set_optimizer_of_another_kind_is_an_error():
     net = SmallCnn()
-    optimizer = poptorch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-    training = poptorch.trainingModel(WithLoss(net), _options(), optimizer)
+    training = poptorch.trainingModel(
+        WithLoss(net), _options(),
+        poptorch.optim.SGD(net.parameters(), lr=0.01))
     xs, ys = _data(1, MICRO)
     training(xs, ys)
-    optimizer.param_groups[0]["lr"] = 0.001
-    with pytest.raises(poptorch.Error, match="momentum or Adam state"):
-        training.setOptimizer(optimizer)
+    with pytest.raises(poptorch.Error, match="other state"):
+        training.setOptimizer(poptorch.optim.Adam(net.parameters()))
 
 
 def test_begin_block_places_later_layers_on_the_next_ipu():

@@ -28,7 +28,9 @@
 #include "tessera/ir/Module.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +46,26 @@ struct ImportOptions {
   std::size_t maxElements = std::size_t{1} << 28;
   /// Whether float initializers become trainable variables.
   bool trainableInitializers = true;
+  /// Float initializers that become non-trainable variables (PyTorch's
+  /// parameters with requires_grad=False); a name that is no float
+  /// initializer is an OptionError.
+  std::set<std::string, std::less<>> frozen;
+  /// Import training-mode operators as training runs them (a
+  /// TrainingSession does): a BatchNormalization in training mode
+  /// (training_mode=1 from opset 14, its running-statistics outputs
+  /// before) normalises with the batch's mean and biased variance and
+  /// updates its running mean and variance initializers each step, with
+  /// its momentum attribute and, as PyTorch (which writes these nodes),
+  /// the unbiased batch variance (n / (n - 1)); a Dropout in training
+  /// mode (training_mode true from opset 12, always before and for a node
+  /// with a ratio attribute, as PopART's builders write) zeroes each
+  /// element with probability ratio and scales the rest by 1 / (1 -
+  /// ratio). Unset: both are their inference forms (running statistics;
+  /// the identity), whatever mode the file says.
+  bool training = false;
+  /// Seeds the dropout masks (ImportedModel::stateUpdates advances them
+  /// each step).
+  std::uint64_t seed = 0;
   /// The module's name (empty: the ONNX graph's name).
   std::string moduleName;
 };
@@ -59,6 +81,13 @@ struct ImportedModel {
   /// The module value of every ONNX tensor computed on the device (those
   /// folded at import have none), by ONNX name.
   std::map<std::string, ir::ValueId, std::less<>> tensors;
+  /// With ImportOptions::training: (variable, its value after a step) of
+  /// the state training-mode operators keep (running statistics, the
+  /// dropout seed "tessera/dropout_seed"). They are not recorded on the
+  /// module: the caller records them (ir::Builder::update) once its
+  /// training step is built, after gradient accumulation, so they move on
+  /// every micro-batch as in PyTorch.
+  std::vector<std::pair<ir::ValueId, ir::ValueId>> stateUpdates;
 };
 
 /// Imports a serialised ModelProto held in \p bytes; \p source names it in

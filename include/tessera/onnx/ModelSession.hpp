@@ -18,8 +18,11 @@
 /// named loss (a scalar) with respect to every float initializer and
 /// applies the optimizer each step (passes/Optimizer.hpp), accumulating
 /// gradients over accumulationFactor batches first when it is above 1.
-/// Dropout is the identity and batch normalisation uses the model's
-/// running statistics, in training too.
+/// A training session imports with ImportOptions::training: dropout and
+/// batch normalisation nodes in training mode (as PyTorch exports a model
+/// in train() mode) drop and use the batch's statistics, and the running
+/// statistics are updated every batch; an inference session runs them in
+/// their inference forms.
 #pragma once
 
 #include "tessera/data/HostTensor.hpp"
@@ -95,6 +98,18 @@ public:
   void writeWeights(const std::map<std::string, data::HostTensor> &weights);
   /// The device's weights by initializer name.
   std::map<std::string, data::HostTensor> readWeights();
+  /// Every variable on the device by name: the weights and what else
+  /// training keeps (optimizer state, the accumulators, running
+  /// statistics, the dropout seed).
+  std::map<std::string, data::HostTensor> readState();
+  /// Sets the device's variables that \p state holds with the same type
+  /// and shape (readState of another session of the model, say one with
+  /// other optimizer hyper-parameters), leaving the others; returns how
+  /// many it set.
+  std::size_t writeState(const std::map<std::string, data::HostTensor> &state);
+  /// Restarts the dropout masks from \p seed (as ImportOptions::seed);
+  /// nothing for a model without training-mode dropout.
+  void setRandomSeed(std::uint64_t seed);
   /// Writes the model with the device's current weights as an ONNX file.
   void modelToHost(const std::string &path);
   /// The serialised model with the device's current weights.

@@ -176,8 +176,16 @@ class _AiOnnx:
         return self._op("LogSoftmax", args, {"axis": axis}, name=debugPrefix)
 
     def dropout(self, args, num_outputs=1, ratio=0.5, debugPrefix=""):
-        return self._b.addNode("Dropout", list(args), {"ratio": float(ratio)},
+        """Drops in a TrainingSession, the identity in an
+        InferenceSession (written as opset 12 has it: the ratio and
+        training_mode true as inputs)."""
+        r = self._b.addConstant(np.array(ratio, np.float32), False, "")
+        one = self._b.addConstant(np.array(1, np.int32), True, "")
+        mode = self._b.addNode("Cast", [one], {"to": _ONNX_TYPES["BOOL"]},
+                               1, "")[0]
+        outs = self._b.addNode("Dropout", list(args) + [r, mode], {},
                                num_outputs, debugPrefix)
+        return outs
 
     def cast(self, args, to, debugPrefix=""):
         return self._op("Cast", args, {"to": _ONNX_TYPES[str(to).upper()]},
@@ -297,6 +305,9 @@ class SessionOptions:
         self.replicatedGraphCount = 1
         self.enableEngineCaching = False
         self.cachePath = "session_cache"
+        # Tessera's addition: initializers a TrainingSession leaves as they
+        # are (PyTorch's parameters with requires_grad=False).
+        self.frozenWeights = []
 
 
 class _Device:
@@ -405,6 +416,7 @@ class _Session:
             options["cachePath"] = opts.cachePath
         if training:
             options.update(training)
+            options["frozen"] = [str(n) for n in opts.frozenWeights]
             if opts.enableGradientAccumulation:
                 options["accumulation"] = opts.accumulationFactor
         anchors = {k: (v.kind, v.period) for k, v in dataFlow.anchors.items()}
@@ -430,6 +442,26 @@ class _Session:
 
     def modelToHost(self, path):
         self._s.modelToHost(path)
+
+    def setRandomSeed(self, seed):
+        """Restarts the random numbers of training-mode Dropout from
+        seed."""
+        self._s.setRandomSeed(int(seed) & (2**64 - 1))
+
+    def opIpus(self):
+        """Tessera's addition: the IPUs the model's operations (training's
+        too) are placed on, sorted."""
+        return list(self._s.opIpus())
+
+    def readState(self):
+        """Tessera's addition: every variable on the device by name
+        (weights, optimizer state, running statistics)."""
+        return self._s.readState()
+
+    def writeState(self, state):
+        """Tessera's addition: sets the variables readState gave (those
+        of this model with the same shapes); returns how many."""
+        return self._s.writeState(state)
 
     def readWeights(self):
         return self._s.readWeights()

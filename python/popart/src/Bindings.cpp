@@ -9,6 +9,8 @@
 
 #include <pybind11/stl.h>
 
+#include <set>
+
 namespace py = pybind11;
 using namespace tessera;
 
@@ -71,20 +73,23 @@ makeSession(const py::bytes &model, unsigned batchesPerStep,
   o.config.ipuModel.tilesPerIpu = get("tiles", 1216u);
   o.config.replicationFactor = get("replicas", 1u);
   o.config.executableCachePath = get("cachePath", std::string());
+  o.import.seed = get("seed", std::uint64_t{0});
+  if (options.contains("frozen"))
+    for (const auto &name : options["frozen"])
+      o.import.frozen.insert(name.cast<std::string>());
   if (options.contains("loss")) {
     onnx::TrainingSpec t;
     t.loss = options["loss"].cast<std::string>();
     t.accumulationFactor = get("accumulation", 1u);
     const std::string kind = get("optimizer", std::string("sgd"));
     if (kind == "adam")
-      t.optimizer = passes::Adam{get("lr", 0.001),       get("beta1", 0.9),
-                                 get("beta2", 0.999),    get("eps", 1e-8),
-                                 get("weightDecay", 0.0), get("decoupled", false)};
+      t.optimizer = passes::Adam{
+          get("lr", 0.001), get("beta1", 0.9),       get("beta2", 0.999),
+          get("eps", 1e-8), get("weightDecay", 0.0), get("decoupled", false)};
     else
-      t.optimizer =
-          passes::SGD{get("lr", 0.01), get("momentum", 0.0),
-                      get("dampening", 0.0), get("weightDecay", 0.0),
-                      get("nesterov", false)};
+      t.optimizer = passes::SGD{get("lr", 0.01), get("momentum", 0.0),
+                                get("dampening", 0.0), get("weightDecay", 0.0),
+                                get("nesterov", false)};
     o.training = t;
   }
   return std::make_unique<onnx::ModelSession>(model, flow, o);
@@ -107,8 +112,9 @@ py::dict run(onnx::ModelSession &s, const py::dict &inputs) {
   py::dict r;
   for (auto &[name, t] : out) {
     const ir::Shape shape = s.anchorShape(name);
-    r[name.c_str()] = python::toNumpy(std::move(t)).attr("reshape")(
-        py::tuple(py::cast(std::vector<std::size_t>(shape))));
+    r[name.c_str()] = python::toNumpy(std::move(t))
+                          .attr("reshape")(py::tuple(
+                              py::cast(std::vector<std::size_t>(shape))));
   }
   return r;
 }
@@ -153,12 +159,13 @@ PYBIND11_MODULE(_popart, m) {
       .def("setTensorIpu", &onnx::ModelBuilder::setTensorIpu)
       .def("setTensorPipelineStage",
            &onnx::ModelBuilder::setTensorPipelineStage)
-      .def("modelProto",
-           [](const onnx::ModelBuilder &b) { return py::bytes(b.modelProto()); })
-      .def("tensorShape", [](const onnx::ModelBuilder &b,
-                             const std::string &t) {
-        return b.tensorType(t).shape;
-      });
+      .def(
+          "modelProto",
+          [](const onnx::ModelBuilder &b) { return py::bytes(b.modelProto()); })
+      .def("tensorShape",
+           [](const onnx::ModelBuilder &b, const std::string &t) {
+             return b.tensorType(t).shape;
+           });
 
   py::class_<onnx::ModelSession>(m, "ModelSession")
       .def(py::init(&makeSession))
@@ -170,8 +177,9 @@ PYBIND11_MODULE(_popart, m) {
       .def("weightsFromHost", &onnx::ModelSession::weightsFromHost)
       .def("run", &run)
       .def("modelToHost", &onnx::ModelSession::modelToHost)
-      .def("modelWithWeights",
-           [](onnx::ModelSession &s) { return py::bytes(s.modelWithWeights()); })
+      .def(
+          "modelWithWeights",
+          [](onnx::ModelSession &s) { return py::bytes(s.modelWithWeights()); })
       .def("readWeights",
            [](onnx::ModelSession &s) {
              py::dict r;
@@ -186,6 +194,30 @@ PYBIND11_MODULE(_popart, m) {
                w.emplace(k.cast<std::string>(),
                          python::toHostTensor(v, FLOAT, "weight"));
              s.writeWeights(w);
+           })
+      .def("readState",
+           [](onnx::ModelSession &s) {
+             py::dict r;
+             for (auto &[name, t] : s.readState())
+               r[name.c_str()] = python::toNumpy(std::move(t));
+             return r;
+           })
+      .def("writeState",
+           [](onnx::ModelSession &s, const py::dict &state) {
+             std::map<std::string, data::HostTensor> w;
+             for (const auto &[k, v] : state)
+               w.emplace(k.cast<std::string>(),
+                         python::toHostTensor(v, std::nullopt, "state"));
+             return s.writeState(w);
+           })
+      .def("setRandomSeed", &onnx::ModelSession::setRandomSeed)
+      .def("opIpus",
+           [](const onnx::ModelSession &s) {
+             // The IPUs the operations are placed on (unplaced: IPU 0).
+             std::set<unsigned> ipus;
+             for (const ir::Op &op : s.module().ops())
+               ipus.insert(op.annotations.ipu.value_or(0));
+             return std::vector<unsigned>(ipus.begin(), ipus.end());
            })
       .def("anchorShape", &onnx::ModelSession::anchorShape)
       .def("inputs", &onnx::ModelSession::inputs);

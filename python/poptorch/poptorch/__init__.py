@@ -21,11 +21,14 @@ importer (the popart package, tessera::onnx), then compiled for and run
 on the IPU Model; the optimizer step runs inside the compiled program.
 """
 
-from ._blocks import BeginBlock
+from ._blocks import BeginBlock, Block, Stage
 from ._dataloader import DataLoader
 from ._model import Error, PoplarExecutor, inferenceModel, trainingModel
-from ._options import AnchorMode, Options, OutputMode
+from ._options import (AnchorMode, AutoStage, Options, OutputMode,
+                       PipelinedExecution, ShardedExecution)
 from . import optim
 
-__all__ = ["AnchorMode", "BeginBlock", "DataLoader", "Error", "Options", "OutputMode",
-           "PoplarExecutor", "inferenceModel", "optim", "trainingModel"]
+__all__ = ["AnchorMode", "AutoStage", "BeginBlock", "Block", "DataLoader",
+           "Error", "Options", "OutputMode", "PipelinedExecution",
+           "PoplarExecutor", "ShardedExecution", "Stage", "inferenceModel",
+           "optim", "trainingModel"]

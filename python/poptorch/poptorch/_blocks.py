@@ -1,17 +1,29 @@
-"""BeginBlock: placing a model's layers on IPUs.
+"""BeginBlock and Block: placing a model's layers on IPUs.
 
 A traced model's ONNX nodes are named after the module that made them
-("/layer2/conv/Conv"), so the nodes of a marked module and everything
-after it, until the next marked module, take its IPU: the
+("/layer2/conv/Conv"), so the nodes of a placed module and everything
+after it, until the next placed module, take its IPU: the
 "__ipu_number" node attribute Tessera's ONNX importer places them by.
-The model is edited through protobuf with a schema of just the fields
-touched (model.graph.node[].name and .attribute[]); every other field is
-kept as an unknown field and written back unchanged.
+BeginBlock marks a module; a Block is a context manager in forward whose
+IPU the modules called inside it take (found by a forward pre-hook while
+the model is traced). The model is edited through protobuf with a schema
+of just the fields touched (model.graph.node[].name and .attribute[]);
+every other field is kept as an unknown field and written back unchanged.
 """
 
+import contextlib
+
+import torch
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 _PACKAGE = "tessera_poptorch_onnx_subset"
+
+
+def _check_ipu(what, ipu_id):
+    if ipu_id is None or int(ipu_id) < 0:
+        raise ValueError(f"{what}: ipu_id {ipu_id!r} must be an IPU "
+                         "number (0, 1, ...)")
+    return int(ipu_id)
 
 
 def BeginBlock(module, user_id=None, ipu_id=None):
@@ -19,22 +31,129 @@ def BeginBlock(module, user_id=None, ipu_id=None):
     BeginBlock) are placed on IPU ipu_id. Returns the module itself, so
     ``model.layer2 = poptorch.BeginBlock(model.layer2, ipu_id=1)``
     keeps the parameter names."""
-    if ipu_id is None or int(ipu_id) < 0:
-        raise ValueError(f"BeginBlock: ipu_id {ipu_id!r} must be an IPU "
-                         "number (0, 1, ...)")
-    module._poptorch_ipu_id = int(ipu_id)
+    module._poptorch_ipu_id = _check_ipu("BeginBlock", ipu_id)
     module._poptorch_user_id = user_id
     return module
 
 
-def block_scopes(model):
-    """(node name prefix, ipu) of every BeginBlock in model."""
+class Block(contextlib.ContextDecorator):
+    """The layers called inside ``with poptorch.Block(ipu_id=1):`` in a
+    model's forward run on IPU ipu_id, and so do the operations after
+    them until the next block. Without an ipu_id a block runs on the IPU
+    of the block before it (IPU 0 for the first), or, after
+    ``Block.useAutoId()``, on the IPU numbered as its automatic id
+    (0, 1, 2, ... in the order the blocks are entered). user_id names the
+    block for a poptorch.Stage. Outside a model traced for the IPU Model
+    (a plain PyTorch run) a block does nothing."""
+
+    _active = []
+    _auto_id = None
+    _last_ipu = 0
+
+    def __init__(self, user_id=None, ipu_id=None):
+        self.user_id = user_id
+        self.ipu_id = None if ipu_id is None else _check_ipu("Block",
+                                                             ipu_id)
+
+    @staticmethod
+    def useAutoId():
+        """Numbers the blocks entered from now on 0, 1, 2, ...: their
+        user_id when they have none, and their IPU when they have no
+        ipu_id. Call it at the start of forward."""
+        Block._auto_id = 0
+
+    def __enter__(self):
+        ipu = self.ipu_id
+        if Block._auto_id is not None:
+            if self.user_id is None:
+                self.user_id = str(Block._auto_id)
+            if ipu is None:
+                ipu = Block._auto_id
+            Block._auto_id += 1
+        if ipu is None:
+            ipu = Block._last_ipu
+        Block._last_ipu = ipu
+        Block._active.append((self.user_id, ipu))
+        return self
+
+    def __exit__(self, *exc):
+        Block._active.pop()
+        return False
+
+
+class Stage:
+    """Blocks (by user_id) that run together; ``.ipu(n)`` puts them on
+    IPU n, whatever their own ipu_id says."""
+
+    def __init__(self, *block_ids):
+        self.block_ids = [str(b) for b in block_ids]
+        self.ipu_id = None
+
+    def ipu(self, ipu_id):
+        self.ipu_id = _check_ipu("Stage.ipu", ipu_id)
+        return self
+
+
+def _stage_ipus(strategy):
+    """{block user_id: IPU} of the strategy's stages with an IPU."""
+    ipus = {}
+    for stage in getattr(strategy, "stages", ()):
+        if stage.ipu_id is not None:
+            for b in stage.block_ids:
+                ipus[b] = stage.ipu_id
+    return ipus
+
+
+def scope_path(name):
+    """The ONNX node name prefix of the module called name in
+    named_modules(): PyTorch's exporter names a scope by the module's
+    attribute, and a container's numbered child by the container's scope
+    with the number ("/features/features.0/Conv")."""
+    scopes = []
+    for part in name.split("."):
+        scopes.append(f"{scopes[-1]}.{part}" if part.isdigit() and scopes
+                      else part)
+    return "/" + "/".join(scopes) + "/"
+
+
+@contextlib.contextmanager
+def recording_blocks(model):
+    """While active, records the modules of model called inside a Block:
+    yields the list of (node name prefix, user_id, ipu) it fills."""
+    names = {id(m): n for n, m in model.named_modules() if n}
+    seen = set()
+    found = []
+
+    def hook(module, _inputs):
+        name = names.get(id(module))
+        if Block._active and name is not None and name not in seen:
+            seen.add(name)
+            user_id, ipu = Block._active[-1]
+            found.append((scope_path(name), user_id, ipu))
+
+    Block._auto_id, Block._last_ipu = None, 0
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(hook)
+    try:
+        yield found
+    finally:
+        handle.remove()
+        Block._auto_id, Block._last_ipu = None, 0
+
+
+def block_scopes(model, recorded=(), strategy=None):
+    """(node name prefix, ipu) of every BeginBlock in model and every
+    module recorded inside a Block; a stage of strategy that names the
+    block's user_id sets its IPU."""
+    stages = _stage_ipus(strategy)
     scopes = []
     for name, m in model.named_modules():
         ipu = getattr(m, "_poptorch_ipu_id", None)
         if ipu is not None:
-            path = "/" + name.replace(".", "/") + "/" if name else "/"
-            scopes.append((path, ipu))
+            user_id = getattr(m, "_poptorch_user_id", None)
+            ipu = stages.get(str(user_id), ipu)
+            scopes.append((scope_path(name) if name else "/", ipu))
+    for path, user_id, ipu in recorded:
+        scopes.append((path, stages.get(str(user_id), ipu)))
     return scopes
 
 
@@ -58,7 +177,9 @@ def _schema():
                           ("type", 20, f.TYPE_INT32, one, None)])
     message("Node", [("name", 3, f.TYPE_STRING, one, None),
                      ("attribute", 5, f.TYPE_MESSAGE, many, "Attribute")])
-    message("Graph", [("node", 1, f.TYPE_MESSAGE, many, "Node")])
+    message("Tensor", [("name", 8, f.TYPE_STRING, one, None)])
+    message("Graph", [("node", 1, f.TYPE_MESSAGE, many, "Node"),
+                      ("initializer", 5, f.TYPE_MESSAGE, many, "Tensor")])
     message("Model", [("graph", 7, f.TYPE_MESSAGE, one, "Graph")])
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fd)
@@ -71,10 +192,17 @@ def _schema():
 _ATTRIBUTE_INT = 2  # AttributeProto.INT
 
 
+def initializer_names(proto):
+    """The names of the ONNX model's initializers."""
+    model = _schema()()
+    model.ParseFromString(proto)
+    return {t.name for t in model.graph.initializer}
+
+
 def place_nodes(proto, scopes):
-    """proto with every node given the IPU of the last BeginBlock scope
-    entered at or before it (IPU 0 before the first); also returns the
-    number of IPUs used."""
+    """proto with every node given the IPU of the innermost block scope
+    (block_scopes) it is in, or else of the node before it (IPU 0 before
+    the first); also returns the number of IPUs used."""
     if not scopes:
         return proto, 1
     model = _schema()()

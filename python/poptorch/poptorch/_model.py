@@ -8,10 +8,16 @@ micro-batches) and returns the outputs that the OutputMode asks for,
 joined along the first dimension.
 
 The weights stay in step with the wrapped module: after a training call
-they are copied into its parameters, and before any call parameters
-changed on the host (their version counters moved) are copied to the
-device, so a training model and an inference model of the same module
-see each other's weights.
+they are copied into its parameters and buffers (batch normalisation's
+running statistics too), and before any call parameters changed on the
+host (their version counters moved) are copied to the device, so a
+training model and an inference model of the same module see each
+other's weights.
+
+A training model is traced in train() mode and an inference model in
+eval() mode (the module's own mode is left as it was): in training,
+Dropout drops and BatchNorm normalises with the batch's statistics and
+updates its running statistics, as PyTorch's training does.
 """
 
 import io
@@ -22,7 +28,8 @@ import torch
 import popart
 
 from . import optim as _optim
-from ._blocks import block_scopes, place_nodes
+from ._blocks import (block_scopes, initializer_names, place_nodes,
+                      recording_blocks)
 from ._options import Options, OutputMode
 
 
@@ -65,14 +72,10 @@ class PoplarExecutor:
             _ranks=None, _ipus=1, _floats=None,
             _weights={}, _versions=None)
         if training:
-            frozen = [n for n, p in model.named_parameters()
-                      if not p.requires_grad]
-            if frozen:
-                # The compiled step updates every float weight it imports.
-                raise Error(
-                    f"trainingModel: parameters {frozen[:5]} have "
-                    "requires_grad=False; freezing parameters is not "
-                    "supported yet; set requires_grad=True on them")
+            if not any(p.requires_grad for p in model.parameters()):
+                raise Error("trainingModel: no parameter of the model has "
+                            "requires_grad=True, so there is nothing to "
+                            "train; use inferenceModel")
             if optimizer is None:
                 self.__dict__["_optimizer"] = _optim.SGD(
                     model.parameters(), lr=0.01)
@@ -117,6 +120,8 @@ class PoplarExecutor:
                 "detachFromDevice(); call attachToDevice() before running "
                 "it again")
         inputs = self._feeds(args)
+        if self._training:
+            self._apply_optimizer()
         if self._host_changed():
             self.copyWeightsToDevice()
         # Integer outputs come back as int32 (the device has no int64).
@@ -125,6 +130,7 @@ class PoplarExecutor:
         self._session.run(popart.PyStepIO(inputs, out))
         if self._training:
             self.copyWeightsToHost()
+            self._count_batches()
         results = [self._result(out[name], name) for name in self._outputs]
         return tuple(results) if self._tuple else results[0]
 
@@ -140,6 +146,18 @@ class PoplarExecutor:
 
     def _host_versions(self):
         return tuple(t._version for t in self._host_tensors().values())
+
+    def _count_batches(self):
+        """Moves the num_batches_tracked of the batch norms on as
+        PyTorch's training would (one per micro-batch of a replica)."""
+        o = self._options
+        n = o.device_iterations * o.Training.gradient_accumulation
+        with torch.no_grad():
+            for m in self._model.modules():
+                if (isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
+                        and m.track_running_stats
+                        and m.num_batches_tracked is not None):
+                    m.num_batches_tracked.add_(n)
 
     def copyWeightsToHost(self):
         """Copies the device's weights into the wrapped module."""
@@ -179,32 +197,47 @@ class PoplarExecutor:
         self.copyWeightsToDevice()
 
     def setOptimizer(self, optimizer):
-        """Trains with optimizer from the next call (for example the
-        same optimizer after changing its learning rate). The compiled
-        program is rebuilt around the current weights, so only an
-        optimizer without state (SGD without momentum) can change after
-        the first call; changing a stateful one is an error for now."""
+        """Trains with optimizer from the next call (for example the same
+        optimizer after changing its learning rate; changes made to the
+        optimizer given to trainingModel are also picked up by the next
+        call). Tessera compiles the hyper-parameters into the program, so
+        a change recompiles the model (or loads it from the executable
+        cache) and carries the weights and the optimizer's state
+        (momentum, Adam's moments and step count) over. The optimizer
+        must be of the same kind (SGD, Adam or AdamW) as the first."""
         if not self._training:
             raise Error("setOptimizer(): an inference model has no "
                         "optimizer")
         new = _optim.to_popart(optimizer)
         if self._session is not None:
-            old = self._optimizer_params
-            if old != new.params:
-                if old["optimizer"] != "sgd" or old.get("momentum"):
-                    raise Error(
-                        "setOptimizer(): changing a compiled model's "
-                        f"{type(self._optimizer).__name__} with momentum "
-                        "or Adam state is not supported yet (the state "
-                        "would be lost); set the optimizer before the first "
-                        "call")
-                self.copyWeightsToHost()
-                self.__dict__["_optimizer"] = optimizer
-                self.__dict__["_session"] = self._make_session(
-                    self._proto, self._outputs, self._loss)
-                self._session.prepareDevice()
-                self.copyWeightsToDevice()
+            self._check_same_kind(new.params)
         self.__dict__["_optimizer"] = optimizer
+        if self._session is not None and self._attached:
+            self._apply_optimizer()
+
+    def _check_same_kind(self, params):
+        old = self._optimizer_params
+        if (params["optimizer"] != old["optimizer"]
+                or bool(params.get("momentum")) != bool(old.get("momentum"))):
+            raise Error(
+                "setOptimizer(): the model was compiled with "
+                f"{type(self._optimizer).__name__} ({old}); the new "
+                f"optimizer ({params}) keeps other state, which would be "
+                "lost; change the hyper-parameters of the same kind of "
+                "optimizer, or wrap the module in a new trainingModel")
+
+    def _apply_optimizer(self):
+        """Recompiles when the optimizer's hyper-parameters changed since
+        the program was compiled."""
+        params = _optim.to_popart(self._optimizer).params
+        if params == self._optimizer_params:
+            return
+        self._check_same_kind(params)
+        state = self._session.readState()
+        self.__dict__["_session"] = self._make_session(
+            self._proto, self._outputs, self._loss)
+        self._session.prepareDevice()
+        self._session.writeState(state)
 
     def _need_session(self, what):
         if self._session is None:
@@ -273,26 +306,47 @@ class PoplarExecutor:
 
     def _export(self, example, num_outputs):
         buf = io.BytesIO()
+        mode = (torch.onnx.TrainingMode.TRAINING if self._training
+                else torch.onnx.TrainingMode.EVAL)
         with torch.no_grad():
             torch.onnx.export(
                 self._model, example, buf, opset_version=13,
                 input_names=[f"input{i}" for i in range(len(example))],
                 output_names=[f"output{i}" for i in range(num_outputs)],
-                do_constant_folding=False,
-                training=torch.onnx.TrainingMode.EVAL)
+                do_constant_folding=False, training=mode)
         return buf.getvalue()
+
+    def _trace(self, example, what):
+        """Runs forward once (for the outputs and the Blocks) and exports
+        the model, in the mode it compiles in, leaving the module's mode,
+        its buffers (running statistics) and PyTorch's random numbers as
+        they were."""
+        model = self._model
+        was_training = model.training
+        saved = [(b, b.detach().clone()) for b in model.buffers()]
+        try:
+            with torch.random.fork_rng(devices=[]):
+                model.train(self._training)
+                with recording_blocks(model) as recorded, \
+                        torch.set_grad_enabled(self._training):
+                    outs, is_tuple = _flatten(model(*example), what)
+                proto = self._export(example, len(outs))
+        finally:
+            model.train(was_training)
+            with torch.no_grad():
+                for b, value in saved:
+                    b.copy_(value)
+        scopes = block_scopes(model, recorded,
+                              self._options.execution_strategy)
+        return outs, is_tuple, proto, scopes
 
     def _compile(self, args):
         micro = self._split(args)
         example = tuple(a[:micro] for a in args)
         what = "trainingModel" if self._training else "inferenceModel"
-        was_training = self._model.training
-        with torch.set_grad_enabled(self._training):
-            outs, is_tuple = _flatten(self._model(*example), what)
-        self._model.train(was_training)
+        outs, is_tuple, proto, scopes = self._trace(example, what)
         loss = self._find_loss(outs) if self._training else None
-        proto, ipus = place_nodes(self._export(example, len(outs)),
-                                  block_scopes(self._model))
+        proto, ipus = place_nodes(proto, scopes)
         names = [f"output{i}" for i in range(len(outs))]
         self.__dict__.update(_micro=micro, _outputs=names, _tuple=is_tuple,
                              _ranks={n: o.dim() for n, o in zip(names, outs)},
@@ -303,6 +357,11 @@ class PoplarExecutor:
         self.__dict__.update(_proto=proto, _loss=loss, _ipus=ipus)
         self.__dict__["_session"] = self._make_session(proto, names, loss)
         self._session.prepareDevice()
+        if self._training:
+            seed = self._options.random_seed
+            if seed is None:  # from PyTorch's generator, as its dropout
+                seed = int(torch.randint(0, 2**62, ()).item())
+            self._session.setRandomSeed(seed)
         self.__dict__["_weights"] = self._session.readWeights()
         self.__dict__["_attached"] = True
         self.copyWeightsToDevice()
@@ -330,6 +389,10 @@ class PoplarExecutor:
         if not self._training:
             return popart.InferenceSession(proto, flow, device,
                                            userOptions=so)
+        # Parameters with requires_grad=False stay as they are.
+        weights = initializer_names(proto)
+        so.frozenWeights = [n for n, p in self._model.named_parameters()
+                            if not p.requires_grad and n in weights]
         optimizer = _optim.to_popart(self._optimizer)
         self.__dict__["_optimizer_params"] = optimizer.params
         return popart.TrainingSession(
@@ -359,10 +422,13 @@ def trainingModel(model, options=None, optimizer=None):
     """Wraps model (whose forward returns its loss, alone or as the
     last scalar output) for training on the IPU Model with optimizer
     (poptorch.optim or torch.optim SGD, Adam, AdamW; default SGD lr
-    0.01)."""
+    0.01). Parameters with requires_grad=False are not trained and take
+    no optimizer state; the model is traced in train() mode."""
     return PoplarExecutor(model, options, True, optimizer)
 
 
 def inferenceModel(model, options=None):
-    """Wraps model for inference on the IPU Model."""
+    """Wraps model for inference on the IPU Model; the model is traced
+    in eval() mode (Dropout is the identity, BatchNorm uses its running
+    statistics)."""
     return PoplarExecutor(model, options, False)

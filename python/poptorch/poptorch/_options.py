@@ -20,6 +20,32 @@ class OutputMode(enum.Enum):
 AnchorMode = OutputMode
 
 
+class AutoStage(enum.Enum):
+    """How blocks without a stage are grouped (accepted; with sharded
+    execution each block runs on its own IPU either way)."""
+    SameAsIpu = 0
+    AutoIncrement = 1
+
+
+class ShardedExecution:
+    """Each block runs on its IPU, one after the other (what Tessera does
+    with blocks on several IPUs). stages: poptorch.Stage objects that map
+    block ids to IPUs, or an AutoStage."""
+
+    def __init__(self, *stages):
+        from ._blocks import Stage
+        self.stages = [s for s in stages if isinstance(s, Stage)]
+        for s in stages:
+            if not isinstance(s, (Stage, AutoStage)):
+                raise ValueError(f"ShardedExecution({s!r}): give "
+                                 "poptorch.Stage objects or an AutoStage")
+
+
+class PipelinedExecution(ShardedExecution):
+    """Blocks as stages of a pipeline (not available in Tessera's poptorch
+    yet: setExecutionStrategy refuses it)."""
+
+
 class _TrainingOptions:
     def __init__(self):
         self.gradient_accumulation = 1
@@ -52,6 +78,7 @@ class Options:
         self.cache_dir = os.environ.get("POPTORCH_CACHE_DIR") or None
         self.random_seed = None
         self.tiles_per_ipu = 1216
+        self.execution_strategy = ShardedExecution()
         self.Training = _TrainingOptions()
 
     def deviceIterations(self, n):
@@ -105,10 +132,26 @@ class Options:
         return self
 
     def randomSeed(self, seed):
-        """Seeds PyTorch's generator (used by shuffling DataLoaders)."""
+        """Seeds PyTorch's generator (used by shuffling DataLoaders) and
+        the dropout masks of training models."""
         import torch
         self.random_seed = int(seed)
         torch.manual_seed(self.random_seed)
+        return self
+
+    def setExecutionStrategy(self, strategy):
+        """How blocks on several IPUs run: poptorch.ShardedExecution (the
+        default). Pipelined execution is not available yet."""
+        if isinstance(strategy, PipelinedExecution):
+            raise NotImplementedError(
+                "setExecutionStrategy(PipelinedExecution(...)): pipelined "
+                "execution is not available in Tessera's poptorch yet; use "
+                "poptorch.ShardedExecution(...), which runs each block on "
+                "its IPU in turn and gives the same results")
+        if not isinstance(strategy, ShardedExecution):
+            raise ValueError(f"setExecutionStrategy({strategy!r}): give a "
+                             "poptorch.ShardedExecution")
+        self.execution_strategy = strategy
         return self
 
     def tilesPerIpu(self, tiles):
