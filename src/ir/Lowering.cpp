@@ -302,7 +302,9 @@ void Lowering::createLeaf(ValueId v, unsigned ipu, const Op *op,
     t = g.addVariable(info.type.dtype, info.type.shape, nameOf(v));
     mapTensorLinearly(g, t);
   }
-  if (info.kind == ValueKind::Variable && options_.initialiseVariables) {
+  if (info.kind == ValueKind::Variable && options_.initialiseVariables &&
+      std::find(options_.uninitialised.begin(), options_.uninitialised.end(),
+                v) == options_.uninitialised.end()) {
     detail::setInitialValues(
         g, t,
         materialise(m_.variableOf(v).init, info.type.dtype, info.type.shape));

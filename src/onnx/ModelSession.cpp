@@ -100,12 +100,15 @@ void ModelSession::Impl::makeTraining(const TrainingSpec &t) {
   o.crossReplicaMean = replicas() > 1;
   passes::makeTrainingStep(m, loss, o);
   accumulation = t.accumulationFactor;
-  passes::accumulateGradients(m, {accumulation});
-  // After accumulation, which would hold them back to every N-th batch:
-  // running statistics and dropout seeds move on every micro-batch.
+  // Running statistics and dropout seeds move on every micro-batch, not
+  // with the weight update once every N.
   ir::Builder b(m);
-  for (const auto &[variable, next] : imported.stateUpdates)
+  passes::GradientAccumulationOptions a{.count = accumulation};
+  for (const auto &[variable, next] : imported.stateUpdates) {
     b.update(ir::Value(m, variable), ir::Value(m, next));
+    a.microBatchUpdates.push_back(variable);
+  }
+  passes::accumulateGradients(m, a);
 }
 
 ModelSession::ModelSession(const std::string &modelProto, DataFlow dataFlow,

@@ -153,6 +153,14 @@ private:
     for (const ir::Output &o : m_.outputs())
       if (!updateValues.count(o.value))
         microRoots_.push_back(o.value);
+    for (ir::ValueId v : o_.microBatchUpdates) {
+      const auto next = m_.updateOf(v);
+      if (!next)
+        throw ir::IrError("gradient accumulation: \"" + m_.describe(v) +
+                          "\" is listed as updated every micro-batch but "
+                          "has no recorded update");
+      microRoots_.push_back(*next);
+    }
     std::vector<bool> needed(m_.numValues(), false);
     for (ir::ValueId v : microRoots_)
       needed[v] = true;

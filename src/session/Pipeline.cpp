@@ -398,6 +398,8 @@ Sequence PipelineBuilder::build(ir::LoweredModule &lowered) {
   ir::Module m = module_;
   placeOps(m);
   ir::LoweringOptions lowering;
+  const std::vector<ir::ValueId> offloaded = offloadedState(m, config_);
+  lowering.uninitialised = offloaded;
   lowering.updateInPlace = passes::variableUpdates(m);
   lowering.layoutLike = passes::optimizerState(m);
   for (std::size_t i = 0; i < m.ops().size(); ++i)
@@ -457,12 +459,13 @@ Sequence PipelineBuilder::build(ir::LoweredModule &lowered) {
   Sequence step;
   for (const PipelineTick &t : ticks_)
     step.add(tick(t, lowered));
-  step.add(programs_[U_]);
+  Sequence update({programs_[U_]});
   for (const auto &[from, to] : updates_[U_])
-    step.add(Copy(from, to));
+    update.add(Copy(from, to));
   for (ir::ValueId v : m.resets())
-    ops::zero(graph_, lowered.tensor(v), step,
+    ops::zero(graph_, lowered.tensor(v), update,
               {"weight_update/reset " + m.value(v).name});
+  step.add(withOffloadedState(graph_, m, offloaded, lowered, update));
   return step;
 }
 

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstring>
 #include <ostream>
+#include <set>
 
 namespace tessera::session {
 namespace {
@@ -110,6 +111,9 @@ Sequence stepProgram(const ir::Module &module, const Config &config,
     lowering.keep.push_back(*condition);
   for (const ir::Op &op : module.ops())
     lowering.programOf.push_back(op.annotations.weightUpdate ? 1 : 0);
+  const std::vector<ir::ValueId> offloaded =
+      detail::offloadedState(module, config);
+  lowering.uninitialised = offloaded;
   Sequence micro, update;
   lowered = ir::lowerToGraph(module, graph, {&micro, &update}, lowering);
   Sequence body;
@@ -125,8 +129,10 @@ Sequence stepProgram(const ir::Module &module, const Config &config,
     for (ir::ValueId v : module.resets())
       ops::zero(graph, lowered.tensor(v), update,
                 {"weight_update/reset " + module.value(v).name});
-    body.add(
-        If(lowered.tensor(*condition), update, Sequence(), {"weight_update"}));
+    body.add(If(
+        lowered.tensor(*condition),
+        detail::withOffloadedState(graph, module, offloaded, lowered, update),
+        Sequence(), {"weight_update"}));
   } else {
     body.add(update);
   }
@@ -140,6 +146,40 @@ Sequence stepProgram(const ir::Module &module, const Config &config,
 }
 
 } // namespace
+
+namespace detail {
+
+std::vector<ir::ValueId> offloadedState(const ir::Module &module,
+                                        const Config &config) {
+  std::vector<ir::ValueId> out;
+  if (!config.pipeline.offloadOptimizerState || !module.updateCondition())
+    return out;
+  for (const ir::VariableRecord &r : module.states())
+    if (module.variableOf(r.variable).init.kind == ir::InitKind::Zeros)
+      out.push_back(r.variable);
+  return out;
+}
+
+std::string remoteHandle(const std::string &name) { return "remote/" + name; }
+
+Sequence withOffloadedState(Graph &graph, const ir::Module &module,
+                            const std::vector<ir::ValueId> &state,
+                            const ir::LoweredModule &lowered, Sequence update) {
+  if (state.empty())
+    return update;
+  Sequence load({}, {"weight_update/load offloaded state"}),
+      store({}, {"weight_update/store offloaded state"});
+  for (ir::ValueId v : state) {
+    const Tensor &t = lowered.tensor(v);
+    const RemoteBuffer buffer = graph.addRemoteBuffer(
+        remoteHandle(module.value(v).name), t.elementType(), t.numElements());
+    load.add(Copy(buffer, t.flatten()));
+    store.add(Copy(t.flatten(), buffer));
+  }
+  return Sequence({load, update, store});
+}
+
+} // namespace detail
 
 std::string cacheKey(const ir::Module &module, const Config &config,
                      const RunSpec &spec) {
@@ -214,7 +254,13 @@ Executable Session::build(std::ostream *progress) {
                 : stepProgram(module_, config_, spec_, graph, lowered);
   // A pipelined body runs a whole step of micro-batches.
   const unsigned runsPerBody = pipelined ? module_.updatePeriod() : 1;
+  // Offloaded state lives in its remote buffer, which the host reads.
+  const std::vector<ir::ValueId> offloaded =
+      detail::offloadedState(module_, config_);
   for (const ir::Variable &v : module_.variables()) {
+    if (std::find(offloaded.begin(), offloaded.end(), v.value) !=
+        offloaded.end())
+      continue;
     const std::string &name = module_.value(v.value).name;
     graph.createHostRead(kReadPrefix + name, lowered.tensor(v.value));
     graph.createHostWrite(kWritePrefix + name, lowered.tensor(v.value));
@@ -329,11 +375,17 @@ Checkpoint Session::readVariables(std::uint64_t step,
   Checkpoint c;
   c.model = module_.name();
   c.step = step;
+  const std::vector<ir::ValueId> offloaded =
+      detail::offloadedState(module_, config_);
   for (const ir::Variable &v : module_.variables()) {
     const ir::ValueInfo &info = module_.value(v.value);
     data::HostTensor t(info.type.dtype, info.type.shape);
     auto *p = static_cast<std::byte *>(t.data());
-    engine().readTensor(kReadPrefix + info.name, r, p, p + t.numBytes());
+    if (std::find(offloaded.begin(), offloaded.end(), v.value) !=
+        offloaded.end())
+      engine().copyFromRemoteBuffer(detail::remoteHandle(info.name), p, 0, r);
+    else
+      engine().readTensor(kReadPrefix + info.name, r, p, p + t.numBytes());
     c.variables.emplace_back(info.name, std::move(t));
   }
   return c;
@@ -350,9 +402,18 @@ std::vector<VariableSpec> Session::variableSpecs() const {
 
 void Session::writeVariables(const Checkpoint &ckpt, const std::string &path) {
   checkCheckpointMatches(ckpt, path, module_.name(), variableSpecs());
+  std::set<std::string> offloaded;
+  for (ir::ValueId v : detail::offloadedState(module_, config_))
+    offloaded.insert(module_.value(v).name);
+  const auto [first, count] = engine().getLocalReplicas();
   for (const auto &[name, t] : ckpt.variables) {
     const auto *p = static_cast<const std::byte *>(t.data());
-    engine().writeTensor(kWritePrefix + name, p, p + t.numBytes());
+    if (!offloaded.count(name)) {
+      engine().writeTensor(kWritePrefix + name, p, p + t.numBytes());
+      continue;
+    }
+    for (unsigned r = first; r < first + count; ++r)
+      engine().copyToRemoteBuffer(p, detail::remoteHandle(name), 0, r);
   }
 }
 

@@ -28,6 +28,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 
 using namespace tessera;
 using namespace tessera::session;
@@ -41,7 +42,8 @@ enum class Split { Stages, Shards };
 // S equal stages h = tanh(h w_s), each adding its squared error to the
 // loss.
 ir::Module equalStages(Split split, unsigned count, bool recompute = false,
-                       std::size_t batch = kBatch, std::size_t width = kWidth) {
+                       std::size_t batch = kBatch, std::size_t width = kWidth,
+                       double momentum = 0) {
   ir::Module m("equal_stages");
   ir::Builder b(m);
   ir::Value h = b.input("x", FLOAT, {batch, width});
@@ -64,7 +66,7 @@ ir::Module equalStages(Split split, unsigned count, bool recompute = false,
   }
   b.output("loss", loss);
   passes::TrainingPassOptions o;
-  o.training.optimizer = passes::SGD{0.01};
+  o.training.optimizer = passes::SGD{0.01, momentum};
   o.accumulation.count = count;
   o.recompute = recompute;
   passes::runTrainingPasses(m, o);
@@ -177,4 +179,34 @@ TEST(PipelineMemory, InterleavedStashesLessThanGroupedAndRecomputeLess) {
       ipu0DataBytes(PipelineSchedule::Grouped, true);
   EXPECT_LT(interleaved, grouped);
   EXPECT_LT(recomputed, grouped);
+}
+
+// Offloading keeps the momentum in a remote buffer: on the tiles it lives
+// only during the weight update, which streams it in and out.
+TEST(PipelineMemory, OffloadedMomentumLeavesTheTilesBetweenUpdates) {
+  const auto compile = [](bool offload) {
+    Config c = fourIpus(PipelineSchedule::Grouped, 32);
+    c.pipeline.offloadOptimizerState = offload;
+    auto s = std::make_unique<Session>(
+        equalStages(Split::Stages, 4, false, 16, 64, 0.9), c,
+        RunSpec{{"x", "y"}, {}, 4});
+    s->compile();
+    s->run();
+    return s;
+  };
+  const auto kept = compile(false), offloaded = compile(true);
+  const auto momentum = [](const Session &s) {
+    for (const VariableInfo &v :
+         const_cast<Session &>(s).engine().getExecutable().variables)
+      if (v.name == "w0/momentum")
+        return v;
+    ADD_FAILURE() << "no w0/momentum";
+    return VariableInfo{};
+  };
+  EXPECT_TRUE(momentum(*kept).alwaysLive);
+  EXPECT_FALSE(momentum(*offloaded).alwaysLive);
+  EXPECT_LT(offloaded->memorySummary().total.alwaysLive,
+            kept->memorySummary().total.alwaysLive);
+  // The streams cost cycles.
+  EXPECT_GT(offloaded->estimatedCyclesPerRun(), kept->estimatedCyclesPerRun());
 }

@@ -79,6 +79,9 @@ struct LoweringOptions {
   std::function<bool(unsigned from, unsigned to, bool sameIpu)> boundary;
   /// With boundary: the program each listed input is fed in.
   std::map<ValueId, unsigned> inputProgram;
+  /// Variables whose tensors get no initial value: the caller loads them
+  /// (optimizer state offloaded to remote buffers, for one).
+  std::vector<ValueId> uninitialised;
 };
 
 /// A value read through a boundary (LoweringOptions::boundary), and the

@@ -28,7 +28,8 @@
 ///   for half accumulators. The optimizer's operations read acc' (converted
 ///   back to w's type) wherever they read the gradient.
 /// - The operations no micro-batch result needs (the optimizer, and the
-///   last step of any other update) become the weight update: annotated
+///   last step of any other update not listed in microBatchUpdates) become
+///   the weight update: annotated
 ///   @weight_update and moved after the others. They run, and their
 ///   updates apply, only when the condition holds, once per N micro-batches
 ///   (the session runs them under an If program; a pipeline once after its
@@ -44,6 +45,7 @@
 
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace tessera::passes {
 
@@ -58,6 +60,10 @@ struct GradientAccumulationOptions {
   /// The accumulators' element type (float or half); unset: each
   /// variable's own type.
   std::optional<Type> accumulatorType = std::nullopt;
+  /// Variables whose recorded updates apply every micro-batch rather than
+  /// with the weight update (running statistics, random seeds): their ops
+  /// stay in the micro-batch.
+  std::vector<ir::ValueId> microBatchUpdates = {};
 };
 
 /// Rewrites \p module's training step to accumulate gradients as the file

@@ -52,6 +52,11 @@ struct PipelineConfig {
   /// The IPU of each stage (within a replica); empty: stage i on IPU i.
   /// Several stages may share an IPU.
   std::vector<unsigned> deviceMapping;
+  /// TensorFlow for the IPU's offload_weight_update_variables, on by
+  /// default: in a module that accumulates gradients (pipelined or not),
+  /// the optimizer state (momentum, Adam's moments) lives in remote
+  /// buffers and is streamed onto the tiles only for the weight update.
+  bool offloadOptimizerState = true;
 };
 
 /// One stage pass of a tick.
