@@ -8,8 +8,9 @@ namespace tessera {
 namespace {
 
 // The IPUs whose tiles run a compute step's vertices, from the compiler's
-// per-tile cycles. The compiler charges a compute set's sync to every IPU;
-// an IPU without its vertices does not take part in that sync.
+// per-tile cycles (it charges a compute set's sync to those IPUs only;
+// executables compiled before it did charged every IPU, and an IPU without
+// the vertices still takes no part).
 std::vector<bool> computeIpus(const Executable &exe, const StepEstimate &e,
                               unsigned ipus) {
   std::vector<bool> touched(ipus, false);
