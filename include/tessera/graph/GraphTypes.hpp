@@ -67,6 +67,13 @@ inline FieldRef VertexRef::operator[](const std::string &field) const {
   return FieldRef(*this, field);
 }
 
+/// How a host-to-device FIFO of a replicated graph feeds its replicas
+/// (Poplar's ReplicatedStreamMode): REPLICATE gives each replica its own
+/// connection (connect them one by one, or all to one buffer, each replica
+/// then reading it from its start); BROADCAST takes each transfer once,
+/// from the one connection, and gives it to every replica.
+enum class ReplicatedStreamMode : std::uint8_t { REPLICATE, BROADCAST };
+
 /// A host-to-device or device-to-host FIFO.
 class DataStream {
 public:
