@@ -84,6 +84,9 @@ public:
         numElements_(numElements) {}
   unsigned getId() const { return id_; }
   const std::string &handle() const { return handle_; }
+  /// The handle, so a DataStream can be passed wherever the engine takes
+  /// one (engine.connectStream(stream, ...)), as in Poplar.
+  operator const std::string &() const { return handle_; } // NOLINT
   Type elementType() const { return type_; }
   std::size_t numElements() const { return numElements_; }
 
