@@ -103,6 +103,8 @@ public:
   T *data() const { return data_; }
   T *begin() const { return data_; }
   T *end() const { return data_ + size_; }
+  /// `x->size()`, as Poplar codelets write it for vector fields.
+  const SpanView *operator->() const { return this; }
 
 private:
   T *data_ = nullptr;

@@ -138,7 +138,7 @@ Executable compileGraph(const Graph &graph,
     s.exe.computeSetNames.push_back(cs.name);
   for (const auto &st : graph.data().streams)
     s.exe.streams.push_back(
-        {st.handle, st.type, st.numElements, st.hostToDevice});
+        {st.handle, st.type, st.numElements, st.hostToDevice, st.broadcast});
   for (const auto &rb : graph.data().remoteBuffers)
     s.exe.remoteBuffers.push_back(
         {rb.handle, rb.type, rb.numElements, rb.repeats});

@@ -86,7 +86,7 @@ template <class IO, class T> void field(IO &io, T &x) {
   } else if constexpr (std::is_same_v<U, CodeletSourceRef>) {
     each(io, x.name, x.source, x.flags);
   } else if constexpr (std::is_same_v<U, StreamInfo>) {
-    each(io, x.handle, x.type, x.numElements, x.hostToDevice);
+    each(io, x.handle, x.type, x.numElements, x.hostToDevice, x.broadcast);
   } else if constexpr (std::is_same_v<U, HostAccessInfo>) {
     each(io, x.handle, x.type, x.numElements, x.write, x.firstOp, x.numOps);
   } else if constexpr (std::is_same_v<U, RemoteBufferInfo>) {

@@ -26,9 +26,6 @@ const std::vector<InertEngineOption> &inertEngineOptions() {
       {"debug.outputAllSymbols", "the IPU Model writes no IPU object code"},
       {"exchange.streamBufferOverlap",
        "stream buffers live in host memory, not in tile memory"},
-      {"exchange.enablePrefetch",
-       "host streams are read when the copy runs; there is no IPU-side "
-       "prefetch buffer"},
       {"exchange.maxStreamBufferSize",
        "stream buffers live in host memory, not in tile memory"},
       {"opt.maxCopyMergeSize", "the model merges copies by its own rule"},
@@ -86,6 +83,7 @@ OptionParser engineParser(EngineOptions &o, std::string &inert) {
   p.add("debug.instrument", o.instrument);
   p.add("engine.hostThreads", o.hostThreads, 0, EngineOptions::kMaxHostThreads);
   p.add("engine.hostKernels", o.hostKernels);
+  p.add("exchange.enablePrefetch", o.enablePrefetch);
   p.add("debug.floatingPointBehaviour.inv", o.fpInv);
   p.add("debug.floatingPointBehaviour.div0", o.fpDiv0);
   p.add("debug.floatingPointBehaviour.oflo", o.fpOflo);

@@ -96,6 +96,16 @@ struct Engine::Impl {
                         "first");
   }
 
+  /// One replica's connection of a BROADCAST stream would feed nothing:
+  /// the first local replica's connection feeds them all.
+  void checkNotBroadcast(const std::string &handle, unsigned replica) const {
+    if (exe.streams[stream(handle)].broadcast)
+      throw StreamError("stream \"" + handle + "\" is a BROADCAST stream: " +
+                        "one connection feeds every replica, so it cannot " +
+                        "be connected for replica " + str(replica) +
+                        " alone; connect it without a replica index");
+  }
+
   void connect(const std::string &handle, unsigned replica,
                engine::StreamConnection c) {
     const std::uint32_t id = stream(handle);
@@ -217,19 +227,24 @@ void Engine::connectStream(const std::string &handle, void *p) {
 
 void Engine::connectStream(const std::string &handle, unsigned replica,
                            void *begin, void *end) {
+  impl_->checkNotBroadcast(handle, replica);
   impl_->connect(handle, replica, impl_->buffer(handle, begin, end));
 }
 
 void Engine::connectStreamToCallback(
     const std::string &handle, const std::function<void(void *)> &callback) {
+  engine::StreamConnection c;
+  c.kind = engine::StreamConnection::Kind::Function;
+  c.function = callback;
   for (unsigned r = impl_->runtime.localBegin(); r < impl_->runtime.localEnd();
        ++r)
-    connectStreamToCallback(handle, r, callback);
+    impl_->connect(handle, r, c);
 }
 
 void Engine::connectStreamToCallback(const std::string &handle,
                                      unsigned replica,
                                      std::function<void(void *)> callback) {
+  impl_->checkNotBroadcast(handle, replica);
   engine::StreamConnection c;
   c.kind = engine::StreamConnection::Kind::Function;
   c.function = std::move(callback);
@@ -244,6 +259,21 @@ void Engine::connectStream(const std::string &handle,
   for (unsigned r = impl_->runtime.localBegin(); r < impl_->runtime.localEnd();
        ++r)
     impl_->connect(handle, r, c);
+}
+
+void Engine::connectStreamToCallback(const std::string &handle,
+                                     std::unique_ptr<StreamCallback> callback) {
+  connectStream(handle, std::move(callback));
+}
+
+void Engine::connectStreamToCallback(const std::string &handle,
+                                     unsigned replica,
+                                     std::unique_ptr<StreamCallback> callback) {
+  impl_->checkNotBroadcast(handle, replica);
+  engine::StreamConnection c;
+  c.kind = engine::StreamConnection::Kind::Callback;
+  c.callback = std::shared_ptr<StreamCallback>(std::move(callback));
+  impl_->connect(handle, replica, std::move(c));
 }
 
 namespace {

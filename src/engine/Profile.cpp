@@ -572,8 +572,13 @@ void printTarget(std::ostream &os, const Executable &exe) {
                     bytesText(exe.bytesPerTile * exe.numTiles()))
      << fmt::format("  {:<30}{}\n", "Clock:",
                     exe.clockHz > 0 ? clockText(exe.clockHz) : "unknown")
-     << fmt::format("  {:<30}{}\n\n",
-                    "Replication factor:", exe.replicationFactor);
+     << fmt::format("  {:<30}{}\n",
+                    "Number of replicas:", exe.replicationFactor)
+     << fmt::format("  {:<30}{}\n", "IPUs per replica:", exe.numIPUs)
+     << fmt::format("  {:<30}{}\n",
+                    "Tiles per replica:", groupedNumber(exe.numTiles()))
+     << fmt::format("  {:<30}{}\n\n", "Memory per replica:",
+                    bytesText(exe.bytesPerTile * exe.numTiles()));
   os << "Graph:\n"
      << fmt::format("  {:<30}{}\n",
                     "Number of variables:", groupedNumber(exe.variables.size()))
@@ -597,7 +602,7 @@ void printMemory(std::ostream &os, const Executable &exe) {
     os << fmt::format("    {:<28}{}\n", std::string(c.label) + ":",
                       bytesText(e.sum.*c.field));
   if (!e.used) {
-    os << "  No tile uses any memory.\n\n";
+    os << "  No tile uses any memory.\n";
     return;
   }
   const std::uint64_t mean = e.sum.total() / e.used;
@@ -607,23 +612,46 @@ void printMemory(std::ostream &os, const Executable &exe) {
                     "Maximum:", bytesText(e.maxBytes), e.maxTile,
                     percent(e.maxBytes, exe.bytesPerTile))
      << fmt::format("    {:<28}{}\n", "Mean:", bytesText(mean))
-     << fmt::format("    {:<28}{} (tile {})\n\n",
+     << fmt::format("    {:<28}{} (tile {})\n",
                     "Minimum:", bytesText(e.minBytes), e.minTile);
 }
 
-// Poplar's showPerIpuMemoryUsage: the memory of each IPU's tiles.
+// Poplar's showPerIpuMemoryUsage: the memory of each IPU's tiles, by
+// category, as the last part of "Memory Usage".
 void printPerIpuMemory(std::ostream &os, const Executable &exe) {
   const std::uint64_t capacity = exe.bytesPerTile * exe.tilesPerIPU;
-  os << "Memory Usage per IPU:\n";
+  os << "  By IPU:\n";
   for (std::uint32_t ipu = 0; ipu < exe.numIPUs; ++ipu) {
-    std::uint64_t bytes = 0;
+    TileMemory sum;
     for (std::uint32_t t = ipu * exe.tilesPerIPU;
          t < (ipu + 1) * exe.tilesPerIPU && t < exe.tileMemory.size(); ++t)
-      bytes += exe.tileMemory[t].total();
-    os << fmt::format("  IPU {}: {}, {:.1f}% of {}\n", ipu, bytesText(bytes),
-                      percent(bytes, capacity), bytesText(capacity));
+      for (const Category &c : kCategories)
+        sum.*c.field += exe.tileMemory[t].*c.field;
+    os << fmt::format("    IPU {}: {}, {:.1f}% of {}\n", ipu,
+                      bytesText(sum.total()), percent(sum.total(), capacity),
+                      bytesText(capacity));
+    for (const Category &c : kCategories)
+      os << fmt::format("      {:<26}{}\n", std::string(c.label) + ":",
+                        bytesText(sum.*c.field));
   }
   os << "\n";
+}
+
+// Poplar's showVarStorage: how the variables' bytes split by liveness.
+void printVariableStorage(std::ostream &os, const Executable &exe) {
+  std::uint64_t bytes[2] = {0, 0};
+  std::size_t count[2] = {0, 0};
+  for (const VariableInfo &v : exe.variables) {
+    bytes[v.alwaysLive ? 0 : 1] += v.bytes;
+    ++count[v.alwaysLive ? 0 : 1];
+  }
+  os << "Variable Storage:\n"
+     << fmt::format("  {:<30}{} in {} variables\n",
+                    "Always live:", bytesText(bytes[0]),
+                    groupedNumber(count[0]))
+     << fmt::format("  {:<30}{} in {} variables\n",
+                    "Not always live:", bytesText(bytes[1]),
+                    groupedNumber(count[1]));
 }
 
 void printVariables(std::ostream &os, const Executable &exe,
@@ -636,15 +664,16 @@ void printVariables(std::ostream &os, const Executable &exe,
                       const auto &x = exe.variables[a], &y = exe.variables[b];
                       return x.bytes != y.bytes ? x.bytes > y.bytes : a < b;
                     });
-  os << fmt::format("Largest variables ({} of {}):\n", n, order.size())
-     << fmt::format("  {:>16} {:>6}  {:<14} {:<16} {:<18} {}\n", "bytes",
+  printVariableStorage(os, exe);
+  os << fmt::format("  Largest variables ({} of {}):\n", n, order.size())
+     << fmt::format("    {:>16} {:>6}  {:<14} {:<16} {:<18} {}\n", "bytes",
                     "tiles", "type", "shape", "live", "name");
   for (std::size_t i = 0; i < n; ++i) {
     const VariableInfo &v = exe.variables[order[i]];
     const std::string live =
         v.alwaysLive ? "always"
                      : fmt::format("steps {}-{}", v.liveBegin, v.liveEnd);
-    os << fmt::format("  {:>16} {:>6}  {:<14} {:<16} {:<18} {}\n",
+    os << fmt::format("    {:>16} {:>6}  {:<14} {:<16} {:<18} {}\n",
                       groupedNumber(v.bytes), v.tiles, typeName(v.type),
                       shapeText(v.shape), live, v.name);
   }
@@ -660,6 +689,17 @@ std::string perIpuText(const std::vector<std::uint64_t> &values) {
     out += groupedNumber(values[i]);
   }
   return out;
+}
+
+// One row of the step tables: step, kind, runs, cycles of all its runs.
+void printStepRow(std::ostream &os, const Executable &exe,
+                  const ExecutionCounts &counts, std::uint32_t s) {
+  auto c = stepCycles(exe, s);
+  for (auto &x : c)
+    x *= countOf(counts, s);
+  os << fmt::format(
+      "    {:>7}  {:<13} {:>12} {:>24}  {}\n", s, kindName(exe.steps[s].kind),
+      groupedNumber(countOf(counts, s)), perIpuText(c), stepName(exe, s));
 }
 
 void printExecution(std::ostream &os, const Executable &exe,
@@ -702,14 +742,24 @@ void printExecution(std::ostream &os, const Executable &exe,
                     exe.numIPUs > 1 ? "per IPU" : "in all runs")
      << fmt::format("    {:>7}  {:<13} {:>12} {:>24}  {}\n", "step", "kind",
                     "runs", "cycles", "name");
-  for (std::uint32_t s : top) {
-    auto c = stepCycles(exe, s);
-    for (auto &x : c)
-      x *= countOf(counts, s);
-    os << fmt::format(
-        "    {:>7}  {:<13} {:>12} {:>24}  {}\n", s, kindName(exe.steps[s].kind),
-        groupedNumber(countOf(counts, s)), perIpuText(c), stepName(exe, s));
-  }
+  for (std::uint32_t s : top)
+    printStepRow(os, exe, counts, s);
+}
+
+// Poplar's showExecutionSteps: every step that ran, in program order.
+void printExecutionSteps(std::ostream &os, const Executable &exe,
+                         const ExecutionCounts &counts) {
+  std::vector<std::uint32_t> ran;
+  for (std::uint32_t s = 0; s < exe.steps.size(); ++s)
+    if (countOf(counts, s))
+      ran.push_back(s);
+  os << fmt::format("  Execution steps ({} of {} ran; cycles {}):\n",
+                    ran.size(), exe.steps.size(),
+                    exe.numIPUs > 1 ? "per IPU" : "in all runs")
+     << fmt::format("    {:>7}  {:<13} {:>12} {:>24}  {}\n", "step", "kind",
+                    "runs", "cycles", "name");
+  for (std::uint32_t s : ran)
+    printStepRow(os, exe, counts, s);
 }
 
 } // namespace
@@ -759,16 +809,20 @@ void printProfileSummary(std::ostream &os, const Executable &exe,
   parser.add("showPerIpuMemoryUsage", o.showPerIpuMemoryUsage);
   parser.parse(options);
   checkCounts(exe, counts);
-  if (o.showExecutionSteps) // every step, not only the costliest
-    o.maxSteps = static_cast<unsigned>(exe.steps.size());
 
+  // Poplar's order: target, graph, memory (per IPU last), variables,
+  // execution (every step last).
   printTarget(os, exe);
   printMemory(os, exe);
   if (o.showPerIpuMemoryUsage)
     printPerIpuMemory(os, exe);
+  else
+    os << "\n";
   if (o.showVarStorage)
     printVariables(os, exe, o.maxVariables);
   printExecution(os, exe, counts, o);
+  if (o.showExecutionSteps)
+    printExecutionSteps(os, exe, counts);
 }
 
 } // namespace tessera

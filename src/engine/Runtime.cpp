@@ -462,6 +462,11 @@ std::int64_t Runtime::scalar(const Step &st, const char *what) const {
 
 void Runtime::run(unsigned prog) {
   checkStreamsConnected(prog);
+  // Prefetched transfers do not outlive the run, even one that throws.
+  struct DropPrefetched {
+    Runtime &rt;
+    ~DropPrefetched() { rt.invalidatePrefetched(); }
+  } dropPrefetched{*this};
   ++counts_.runs;
   if (timeline_)
     runSteps<true>(prog);
@@ -723,38 +728,84 @@ void Runtime::scatterOps(const CopyOp *ops, std::size_t n,
   }
 }
 
+const std::byte *Runtime::takeTransfer(StreamConnection &c, std::size_t bytes) {
+  const std::byte *src = nullptr;
+  switch (c.kind) {
+  case StreamConnection::Kind::Buffer:
+    src = c.begin + c.pos;
+    c.pos = (c.pos + bytes) % static_cast<std::size_t>(c.end - c.begin);
+    break;
+  case StreamConnection::Kind::Pointer:
+    src = c.begin;
+    break;
+  case StreamConnection::Kind::Function:
+    transfer_.resize(bytes);
+    c.function(transfer_.data());
+    src = transfer_.data();
+    break;
+  case StreamConnection::Kind::Callback:
+    if (c.prefetched) {
+      c.prefetched = false;
+      src = c.prefetchedData.data();
+      break;
+    }
+    transfer_.resize(bytes);
+    c.callback->fetch(transfer_.data());
+    src = transfer_.data();
+    break;
+  case StreamConnection::Kind::None:
+    TESSERA_INTERNAL_ASSERT(false, "unconnected stream reached a copy");
+  }
+  return src;
+}
+
 void Runtime::streamIn(const Step &st) {
   const StreamInfo &info = exe_.streams[st.a];
   const std::size_t bytes = info.numElements * typeSize(info.type);
   const CopyOp *ops = exe_.copyOps.data() + st.b;
+  // A broadcast stream's transfer comes once, from the first local
+  // replica's connection; each replica otherwise takes its own.
+  const std::byte *src = nullptr;
   for (unsigned r = localBegin(); r < localEnd(); ++r) {
-    StreamConnection &c = streams_[st.a][r];
-    const std::byte *src = nullptr;
-    switch (c.kind) {
-    case StreamConnection::Kind::Buffer:
-      src = c.begin + c.pos;
-      c.pos = (c.pos + bytes) % static_cast<std::size_t>(c.end - c.begin);
-      break;
-    case StreamConnection::Kind::Pointer:
-      src = c.begin;
-      break;
-    case StreamConnection::Kind::Function:
-      transfer_.resize(bytes);
-      c.function(transfer_.data());
-      src = transfer_.data();
-      break;
-    case StreamConnection::Kind::Callback:
-      transfer_.resize(bytes);
-      c.callback->fetch(transfer_.data());
-      src = transfer_.data();
-      break;
-    case StreamConnection::Kind::None:
-      TESSERA_INTERNAL_ASSERT(false, "unconnected stream reached a copy");
-    }
+    const bool own = !info.broadcast || r == localBegin();
+    StreamConnection &c = streams_[st.a][own ? r : localBegin()];
+    if (own)
+      src = takeTransfer(c, bytes);
     applyOps(ops, st.c, src, replicaMemory(r));
-    if (c.kind == StreamConnection::Kind::Callback)
+    if (own && c.kind == StreamConnection::Kind::Callback)
       c.callback->complete();
   }
+  if (options_.enablePrefetch)
+    prefetchNext(st.a, bytes, info.broadcast);
+}
+
+// After every replica's transfer, not after each: replicas sharing one
+// callback then take its transfers in replica order, prefetched or not.
+void Runtime::prefetchNext(std::uint32_t stream, std::size_t bytes,
+                           bool broadcast) {
+  const unsigned end = broadcast ? localBegin() + 1 : localEnd();
+  for (unsigned r = localBegin(); r < end; ++r) {
+    StreamConnection &c = streams_[stream][r];
+    if (c.kind != StreamConnection::Kind::Callback || c.prefetched)
+      continue;
+    c.prefetchedData.resize(bytes);
+    c.prefetched = c.callback->prefetch(c.prefetchedData.data()) ==
+                   StreamCallback::Result::Success;
+  }
+}
+
+void Runtime::invalidatePrefetched() {
+  std::vector<const StreamCallback *> told;
+  for (std::vector<StreamConnection> &replicas : streams_)
+    for (StreamConnection &c : replicas) {
+      if (!c.prefetched)
+        continue;
+      c.prefetched = false;
+      if (std::find(told.begin(), told.end(), c.callback.get()) != told.end())
+        continue;
+      told.push_back(c.callback.get());
+      c.callback->invalidatePrefetched();
+    }
 }
 
 void Runtime::streamOut(const Step &st) {

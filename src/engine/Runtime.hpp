@@ -42,6 +42,9 @@ struct StreamConnection {
   std::size_t pos = 0;
   std::function<void(void *)> function;
   std::shared_ptr<StreamCallback> callback;
+  /// The next transfer, when callback->prefetch() gave it early.
+  std::vector<std::byte> prefetchedData;
+  bool prefetched = false;
 };
 
 /// Memory released with free().
@@ -110,6 +113,15 @@ private:
   void planChunks();
   void checkStreamsConnected(unsigned prog) const;
   template <bool Timed> void runSteps(unsigned prog);
+  /// The bytes of the next transfer from host connection \p c.
+  const std::byte *takeTransfer(StreamConnection &c, std::size_t bytes);
+  /// After a transfer of host-to-device stream \p stream: asks each local
+  /// replica's StreamCallback (only the first's when \p broadcast) for the
+  /// next transfer (exchange.enablePrefetch).
+  void prefetchNext(std::uint32_t stream, std::size_t bytes, bool broadcast);
+  /// At the end of a run: drops the prefetched transfers no copy used,
+  /// telling each callback once through invalidatePrefetched().
+  void invalidatePrefetched();
   void compute(const Step &st, std::size_t pc);
   /// The first vertex and count a compute step runs: its host kernel's
   /// when it has one, else its own.

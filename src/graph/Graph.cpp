@@ -609,8 +609,16 @@ void Graph::checkHandle(const std::string &handle, const char *what) const {
 
 DataStream Graph::addHostToDeviceFIFO(const std::string &handle, Type type,
                                       std::size_t numElements) {
+  return addHostToDeviceFIFO(handle, type, numElements,
+                             ReplicatedStreamMode::REPLICATE);
+}
+
+DataStream Graph::addHostToDeviceFIFO(const std::string &handle, Type type,
+                                      std::size_t numElements,
+                                      ReplicatedStreamMode mode) {
   checkHandle(handle, "addHostToDeviceFIFO");
-  data_->streams.push_back({handle, type, numElements, true});
+  data_->streams.push_back({handle, type, numElements, true,
+                            mode == ReplicatedStreamMode::BROADCAST});
   return DataStream(static_cast<unsigned>(data_->streams.size() - 1), handle,
                     type, numElements);
 }
@@ -618,7 +626,7 @@ DataStream Graph::addHostToDeviceFIFO(const std::string &handle, Type type,
 DataStream Graph::addDeviceToHostFIFO(const std::string &handle, Type type,
                                       std::size_t numElements) {
   checkHandle(handle, "addDeviceToHostFIFO");
-  data_->streams.push_back({handle, type, numElements, false});
+  data_->streams.push_back({handle, type, numElements, false, false});
   return DataStream(static_cast<unsigned>(data_->streams.size() - 1), handle,
                     type, numElements);
 }

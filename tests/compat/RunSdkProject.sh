@@ -16,5 +16,5 @@ cp -r "$source/tests/sdk" "$scratch/project"
 cd "$scratch/project"
 # A clean shell environment: only what enable.sh sets up.
 env -i HOME="$HOME" PATH=/usr/bin:/bin TESSERA_CACHE_DIR="$scratch/cache" \
-  bash -c 'source "$1/enable.sh" && make && ./tutorial && ./load' \
+  bash -c 'source "$1/enable.sh" && make run' \
   _ "$scratch/prefix"

@@ -98,7 +98,8 @@ void addVertices(Executable &e) {
 }
 
 void addHostInterface(Executable &e) {
-  e.streams = {{"in", Type::HALF, 8, true}, {"out", Type::INT, 2, false}};
+  e.streams = {{"in", Type::HALF, 8, true, true},
+               {"out", Type::INT, 2, false, false}};
   e.hostAccesses = {{"w", Type::UNSIGNED_INT, 2, true, 6, 1},
                     {"r", Type::FLOAT, 1, false, 7, 1}};
   e.remoteBuffers = {{"rb", Type::SHORT, 8, 3}};
@@ -162,7 +163,7 @@ auto tied(const CodeletSourceRef &c) {
   return std::tie(c.name, c.source, c.flags);
 }
 auto tied(const StreamInfo &s) {
-  return std::tie(s.handle, s.type, s.numElements, s.hostToDevice);
+  return std::tie(s.handle, s.type, s.numElements, s.hostToDevice, s.broadcast);
 }
 auto tied(const HostAccessInfo &h) {
   return std::tie(h.handle, h.type, h.numElements, h.write, h.firstOp,
@@ -400,7 +401,7 @@ TEST(ExecutableIO, FutureVersionSaysWhichVersions) {
   const auto payload = detail::encodeExecutablePayload(richExecutable());
   EXPECT_THAT(readError(fileAround(payload, 7)),
               HasSubstr("was written by format version 7 but this Tessera "
-                        "reads version 1; recompile it with this version"));
+                        "reads version 2; recompile it with this version"));
 }
 
 TEST(ExecutableIO, UnknownFlagsAreRejected) {

@@ -396,6 +396,12 @@ TEST(ProfileSummary, ShowVarStorageListsLargestVariablesFirst) {
   const std::string s =
       summary(exe, makeCounts(), {{"showVarStorage", "true"}});
   EXPECT_THAT(s, HasSubstr("Largest variables (3 of 3):"));
+  // Poplar's variable storage: weights always live, acts and big not.
+  EXPECT_THAT(s, HasSubstr("Variable Storage:\n"));
+  EXPECT_THAT(s, HasSubstr("Always live:                  128 B in 1 "));
+  EXPECT_THAT(s, HasSubstr("Not always live:              4,032 B (3.9 KB) "
+                           "in 2 variables"));
+  EXPECT_THAT(summary(exe, makeCounts()), Not(HasSubstr("Variable Storage")));
   const auto big = s.find("big");
   const auto weights = s.find("weights");
   const auto acts = s.find("acts");
@@ -416,13 +422,41 @@ TEST(ProfileSummary, PoplarsShowOptionsListEveryStepAndEachIpusMemory) {
                                 {{"maxSteps", "2"},
                                  {"showExecutionSteps", "true"},
                                  {"showPerIpuMemoryUsage", "true"}});
-  EXPECT_THAT(s, HasSubstr("Costliest steps (7 of 7 executed"));
-  EXPECT_THAT(s, HasSubstr("Memory Usage per IPU:"));
-  // Tiles 0-3 hold 1300 + 1050 + 0 + 64 bytes, tiles 4-7 2388 + 4240 + 250.
-  EXPECT_THAT(s, HasSubstr("IPU 0: 2,414"));
+  // maxSteps still bounds the costliest steps; every step that ran is
+  // listed after them, in program order (step 7 never ran).
+  EXPECT_THAT(s, HasSubstr("Costliest steps (2 of 7 executed"));
+  const auto steps = s.find("Execution steps (7 of 8 ran");
+  ASSERT_NE(steps, std::string::npos) << s;
+  std::size_t at = steps;
+  for (const char *row : {"      0  ", "      1  ", "      2  ", "      3  ",
+                          "      4  ", "      5  ", "      6  "}) {
+    const auto next = s.find(row, at);
+    ASSERT_NE(next, std::string::npos) << row << " after " << at << "\n" << s;
+    at = next;
+  }
+  EXPECT_EQ(s.find("      7  ", steps), std::string::npos) << s;
+  // Each IPU's memory closes "Memory Usage", before "Execution". Tiles 0-3
+  // hold 1300 + 1050 + 0 + 64 bytes, tiles 4-7 2388 + 4240 + 250.
+  const auto byIpu = s.find("  By IPU:\n    IPU 0: 2,414");
+  ASSERT_NE(byIpu, std::string::npos) << s;
+  EXPECT_LT(s.find("Memory Usage:"), byIpu);
+  EXPECT_LT(byIpu, s.find("Execution:"));
   EXPECT_THAT(s, HasSubstr("IPU 1: 6,878"));
-  EXPECT_THAT(summary(exe, makeCounts()),
-              Not(HasSubstr("Memory Usage per IPU")));
+  // IPU 1's always-live variables: tiles 4 and 6.
+  EXPECT_THAT(s.substr(s.find("IPU 1: 6,878")),
+              HasSubstr("Always-live variables:    2,010 B"));
+  const std::string plain = summary(exe, makeCounts());
+  EXPECT_THAT(plain, Not(HasSubstr("By IPU")));
+  EXPECT_THAT(plain, Not(HasSubstr("Execution steps")));
+}
+
+TEST(ProfileSummary, TargetShowsReplicasAsPoplarDoes) {
+  Executable exe = makeExecutable();
+  exe.replicationFactor = 4;
+  const std::string s = summary(exe, makeCounts());
+  EXPECT_THAT(s, HasSubstr("Number of replicas:           4\n"));
+  EXPECT_THAT(s, HasSubstr("IPUs per replica:             2\n"));
+  EXPECT_THAT(s, HasSubstr("Tiles per replica:            8\n"));
 }
 
 TEST(ProfileSummary, UnknownOptionIsAnErrorSuggestingTheClosestKey) {

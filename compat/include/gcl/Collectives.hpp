@@ -6,6 +6,7 @@
 #include <poplar/Graph.hpp>
 #include <poplar/OptionFlags.hpp>
 #include <poplar/Program.hpp>
+#include <poputil/exceptions.hpp>
 #include <tessera/ops/Collectives.hpp>
 
 namespace gcl {

@@ -1,11 +1,10 @@
 /// \file
 /// Poplar's Graph and the names that come with it: Tensor, ComputeSet,
 /// VertexRef, FieldRef, DataStream, RemoteBuffer, Function, TileMapping,
-/// Interval, replication_factor, VariableMappingMethod, concat, append,
-/// DebugContext, OptionFlags and the element types.
+/// Interval, replication_factor, ReplicatedStreamMode, VariableMappingMethod,
+/// concat, append, DebugContext, OptionFlags and the element types.
 #pragma once
 
-#include <poplar/exceptions.hpp>
 #include <poplar/DebugContext.hpp>
 #include <poplar/Interval.hpp>
 #include <poplar/OptionFlags.hpp>
@@ -13,6 +12,7 @@
 #include <poplar/Target.hpp>
 #include <poplar/Tensor.hpp>
 #include <poplar/Type.hpp>
+#include <poplar/exceptions.hpp>
 
 #include <tessera/graph/Graph.hpp>
 
@@ -27,13 +27,14 @@
 
 namespace poplar {
 
+using tessera::CodeletFileType;
 using tessera::ComputeSet;
 using tessera::DataStream;
 using tessera::FieldRef;
 using tessera::Function;
-using tessera::CodeletFileType;
 using tessera::Graph;
 using tessera::RemoteBuffer;
+using tessera::ReplicatedStreamMode;
 using tessera::replication_factor;
 using tessera::TileMapping;
 using tessera::VariableMappingMethod;

@@ -4,6 +4,7 @@
 
 #include <poplar/Graph.hpp>
 #include <poplar/Program.hpp>
+#include <poputil/exceptions.hpp>
 #include <tessera/ops/Norms.hpp>
 
 namespace popnn {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <poplar/Graph.hpp>
+#include <poputil/exceptions.hpp>
 #include <tessera/ops/Elementwise.hpp>
 
 namespace popops {

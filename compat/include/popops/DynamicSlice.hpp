@@ -5,6 +5,7 @@
 
 #include <poplar/Graph.hpp>
 #include <poplar/Program.hpp>
+#include <poputil/exceptions.hpp>
 #include <tessera/ops/DynamicSlice.hpp>
 
 namespace popops {

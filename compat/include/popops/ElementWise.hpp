@@ -3,9 +3,10 @@
 /// operations, select and clamp, as Tessera's.
 #pragma once
 
-#include <popops/Expr.hpp>
 #include <poplar/Graph.hpp>
 #include <poplar/Program.hpp>
+#include <popops/Expr.hpp>
+#include <poputil/exceptions.hpp>
 #include <tessera/ops/Elementwise.hpp>
 
 namespace popops {

@@ -2,6 +2,7 @@
 /// popops::expr: Tessera's elementwise expressions under PopLibs' names.
 #pragma once
 
+#include <poputil/exceptions.hpp>
 #include <tessera/ops/Expr.hpp>
 
 namespace popops {

@@ -6,6 +6,7 @@
 
 #include <poplar/Graph.hpp>
 #include <poplar/Tensor.hpp>
+#include <poputil/exceptions.hpp>
 
 #include <tessera/graph/Graph.hpp>
 

@@ -95,6 +95,9 @@ struct StreamInfo {
   Type type = Type::FLOAT;
   std::uint64_t numElements = 0;
   bool hostToDevice = true;
+  /// ReplicatedStreamMode::BROADCAST: each transfer is taken once, from the
+  /// first local replica's connection, and given to every replica.
+  bool broadcast = false;
 };
 
 /// A named host read or write: element pieces of a tensor.

@@ -46,6 +46,10 @@ struct EngineOptions {
   /// engine.hostKernels: run the host kernels ops give their compute sets
   /// (Graph::setHostKernel); false runs every tile's vertices.
   bool hostKernels = true;
+  /// exchange.enablePrefetch: after each transfer of a host-to-device
+  /// stream connected to a StreamCallback, ask its prefetch() for the next
+  /// one (see Engine::connectStreamToCallback).
+  bool enablePrefetch = true;
 
   bool profileGraph() const { return autoReportAll || autoReportGraph; }
   /// The options that change what is compiled (not how it runs), as text

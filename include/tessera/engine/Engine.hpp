@@ -64,6 +64,13 @@ public:
                                std::function<void(void *)> callback);
   void connectStream(const std::string &handle,
                      std::unique_ptr<StreamCallback> callback);
+  /// Connects every local replica of a stream to \p callback (shared by
+  /// them; see StreamCallback for when each of its functions is called).
+  void connectStreamToCallback(const std::string &handle,
+                               std::unique_ptr<StreamCallback> callback);
+  /// Connects one replica's stream to \p callback.
+  void connectStreamToCallback(const std::string &handle, unsigned replica,
+                               std::unique_ptr<StreamCallback> callback);
 
   /// Runs only replicas [first, first + count) here: another process (an
   /// instance, see src/dist) runs each other block of \p count replicas,

@@ -136,16 +136,20 @@ nlohmann::json makeDebugInfo(const nlohmann::json &profile);
 void writeProfile(const std::string &directory, const Executable &exe,
                   const ExecutionCounts *counts);
 
-/// The text summary: target, graph sizes, "Memory Usage:" (totals by
-/// category; the maximum (with its tile), mean and minimum over the tiles
-/// used), and "Execution:" (elapsed cycles, and total busy cycles per IPU,
-/// each with the time at the clock rate; cycles by step kind; the costliest
-/// steps with kind, run count, cycles and debug name). Options:
-/// "showVarStorage" ("true" lists the largest variables), "maxVariables" (how
-/// many, default 20), "maxSteps" (how many steps to list, default 10), and
-/// Poplar's "showExecutionSteps"
-/// ("true" lists every step) and "showPerIpuMemoryUsage" ("true" adds the
-/// memory of each IPU). An unknown option or bad value
+/// The text summary, in the sections of Poplar's: "Target:" (IPUs, tiles,
+/// memory, clock, replicas and what each holds), "Graph:" (variables,
+/// vertices, compute sets, steps), "Memory Usage:" (totals by category; the
+/// maximum (with its tile), mean and minimum over the tiles used), and
+/// "Execution:" (elapsed cycles, and total busy cycles per IPU, each with
+/// the time at the clock rate,
+/// cycles by step kind, the costliest steps with kind, run count, cycles
+/// and debug name). Options: Poplar's "showPerIpuMemoryUsage" ("true" ends
+/// "Memory Usage" with each IPU's totals by category), "showVarStorage"
+/// ("true" adds "Variable Storage:", the bytes of always-live and other
+/// variables, and the largest variables) and "showExecutionSteps" ("true"
+/// ends "Execution" with every step that ran, in program order); and
+/// "maxVariables" (how many variables to list, default 20) and "maxSteps"
+/// (how many costliest steps, default 10). An unknown option or bad value
 /// throws OptionError (with a "did you mean" hint) before anything is
 /// printed.
 void printProfileSummary(std::ostream &os, const Executable &exe,

@@ -5,10 +5,16 @@
 
 namespace tessera {
 
-/// Poplar's StreamCallback: prefetch() may fill a transfer early (return
-/// Success) or decline (NotAvailable); fetch() fills it when the device asks
-/// (host-to-device) or receives it (device-to-host); complete() follows each
-/// transfer.
+/// Poplar's StreamCallback. For a host-to-device stream: fetch() fills the
+/// transfer a copy needs now; with the engine option exchange.enablePrefetch
+/// (on by default), after each transfer the engine calls prefetch() for the
+/// next one, which may fill it early (return Success) or decline
+/// (NotAvailable: fetch() is called when the copy runs). complete() follows
+/// each transfer the device consumed, fetched or prefetched, in order.
+/// Prefetched data that no copy consumed before the run ended is dropped
+/// and invalidatePrefetched() is called (once per callback): the callback
+/// must then give that data again. For a device-to-host stream, fetch()
+/// receives each transfer and complete() follows it.
 class StreamCallback {
 public:
   enum class Result { Success, NotAvailable };

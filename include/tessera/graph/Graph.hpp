@@ -176,6 +176,10 @@ public:
 
   DataStream addHostToDeviceFIFO(const std::string &handle, Type type,
                                  std::size_t numElements);
+  /// A host-to-device FIFO feeding the replicas as \p mode says.
+  DataStream addHostToDeviceFIFO(const std::string &handle, Type type,
+                                 std::size_t numElements,
+                                 ReplicatedStreamMode mode);
   DataStream addDeviceToHostFIFO(const std::string &handle, Type type,
                                  std::size_t numElements);
   void createHostWrite(const std::string &handle, const Tensor &t);

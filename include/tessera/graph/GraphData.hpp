@@ -74,6 +74,7 @@ struct StreamData {
   Type type = Type::FLOAT;
   std::size_t numElements = 0;
   bool hostToDevice = true;
+  bool broadcast = false; ///< ReplicatedStreamMode::BROADCAST
 };
 
 /// A tensor the host may write or read by name (createHostWrite/Read).

@@ -67,6 +67,13 @@ inline FieldRef VertexRef::operator[](const std::string &field) const {
   return FieldRef(*this, field);
 }
 
+/// How a host-to-device FIFO of a replicated graph feeds its replicas
+/// (Poplar's ReplicatedStreamMode): REPLICATE gives each replica its own
+/// connection (connect them one by one, or all to one buffer, each replica
+/// then reading it from its start); BROADCAST takes each transfer once,
+/// from the one connection, and gives it to every replica.
+enum class ReplicatedStreamMode : std::uint8_t { REPLICATE, BROADCAST };
+
 /// A host-to-device or device-to-host FIFO.
 class DataStream {
 public:
@@ -77,6 +84,9 @@ public:
         numElements_(numElements) {}
   unsigned getId() const { return id_; }
   const std::string &handle() const { return handle_; }
+  /// The handle, so a DataStream can be passed wherever the engine takes
+  /// one (engine.connectStream(stream, ...)), as in Poplar.
+  operator const std::string &() const { return handle_; } // NOLINT
   Type elementType() const { return type_; }
   std::size_t numElements() const { return numElements_; }
 

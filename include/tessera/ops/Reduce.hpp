@@ -121,6 +121,22 @@ void reduceWithOutput(Graph &graph, const Tensor &in, const Tensor &out,
                       Sequence &prog, const DebugContext &dc = {},
                       const OptionFlags &options = {});
 
+/// PopLibs' compute-set forms of the three above: the reduction's compute
+/// sets are appended to \p css, to be run in order (Execute) after
+/// whatever fills \p in, so several reductions can share one superstep.
+Tensor reduce(Graph &graph, const Tensor &in, Type outType,
+              const std::vector<std::size_t> &dims, ReduceParams params,
+              std::vector<ComputeSet> &css, const DebugContext &dc = {},
+              const OptionFlags &options = {});
+Tensor reduce(Graph &graph, const Tensor &in,
+              const std::vector<std::size_t> &dims, ReduceParams params,
+              std::vector<ComputeSet> &css, const DebugContext &dc = {},
+              const OptionFlags &options = {});
+void reduceWithOutput(Graph &graph, const Tensor &in, const Tensor &out,
+                      const std::vector<std::size_t> &dims, ReduceParams params,
+                      std::vector<ComputeSet> &css, const DebugContext &dc = {},
+                      const OptionFlags &options = {});
+
 /// The shape reduce() gives: \p shape without \p dims (checked as reduce
 /// checks them; \p op names the caller in messages).
 std::vector<std::size_t> reducedShape(const char *op,

@@ -409,4 +409,53 @@ void reduceWithOutput(Graph &graph, const Tensor &in, const Tensor &out,
              nameOr(dc, name), options);
 }
 
+namespace {
+
+/// Appends the compute sets of \p prog, which the reduction built from
+/// Execute programs only, to \p css.
+void appendComputeSets(const program::Program &prog,
+                       std::vector<ComputeSet> &css) {
+  const program::ProgramNode &node = prog.node();
+  if (node.kind == program::ProgramKind::Execute) {
+    css.push_back(ComputeSet(node.id));
+    return;
+  }
+  TESSERA_INTERNAL_ASSERT(node.kind == program::ProgramKind::Sequence,
+                          "a reduction added a program that is not a "
+                          "compute set");
+  for (const program::Program &child : node.children)
+    appendComputeSets(child, css);
+}
+
+} // namespace
+
+Tensor reduce(Graph &graph, const Tensor &in, Type outType,
+              const std::vector<std::size_t> &dims, ReduceParams params,
+              std::vector<ComputeSet> &css, const DebugContext &dc,
+              const OptionFlags &options) {
+  Sequence prog;
+  Tensor out = reduce(graph, in, outType, dims, params, prog, dc, options);
+  appendComputeSets(prog, css);
+  return out;
+}
+
+Tensor reduce(Graph &graph, const Tensor &in,
+              const std::vector<std::size_t> &dims, ReduceParams params,
+              std::vector<ComputeSet> &css, const DebugContext &dc,
+              const OptionFlags &options) {
+  Sequence prog;
+  Tensor out = reduce(graph, in, dims, params, prog, dc, options);
+  appendComputeSets(prog, css);
+  return out;
+}
+
+void reduceWithOutput(Graph &graph, const Tensor &in, const Tensor &out,
+                      const std::vector<std::size_t> &dims, ReduceParams params,
+                      std::vector<ComputeSet> &css, const DebugContext &dc,
+                      const OptionFlags &options) {
+  Sequence prog;
+  reduceWithOutput(graph, in, out, dims, params, prog, dc, options);
+  appendComputeSets(prog, css);
+}
+
 } // namespace tessera::ops
