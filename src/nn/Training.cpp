@@ -247,6 +247,21 @@ session::Session &Model::trainingSession(const data::ElementSpec &spec) {
   if (c.train)
     carried = c.train->readVariables();
   ir::Module m = trainingModule(spec[0].shape[0], spec[1]);
+  session::Config config = c.options.config;
+  const unsigned spe = c.options.stepsPerExecution;
+  const auto [accumulation, stages] = trainingLayout(c.options);
+  // The session finds this too, for pipelines only; a device run that ends
+  // between weight updates would carry half-accumulated gradients over.
+  if (spe % accumulation.count != 0)
+    throw OptionError(fmt::format(
+        "fit: {} steps per execution is not a whole number of weight updates "
+        "of {} micro-batches (the gradient accumulation count); make it a "
+        "multiple of {}",
+        spe, accumulation.count, accumulation.count));
+  if (stages > 0) {
+    config.pipeline.schedule = pipelining_->schedule;
+    config.pipeline.deviceMapping = pipelining_->deviceMapping;
+  }
   std::vector<std::string> outfeeds = outfeedNames(c.accuracy);
   std::vector<Shape> outfeedShapes;
   for (const OutfeedLayer *l : outfeedLayers(layers_)) {
@@ -254,11 +269,11 @@ session::Session &Model::trainingSession(const data::ElementSpec &spec) {
     outfeedShapes.push_back(m.value(m.output(outfeeds.back())).type.shape);
   }
   auto s = std::make_unique<session::Session>(
-      std::move(m), c.options.config,
+      std::move(m), std::move(config),
       session::RunSpec{c.options.config.syntheticData
                            ? std::vector<std::string>{}
                            : std::vector<std::string>{"x", "y"},
-                       std::move(outfeeds), c.options.stepsPerExecution});
+                       std::move(outfeeds), spe});
   const double start = session::nowSeconds();
   stats_.cacheHit = s->compile(c.options.compileProgress);
   stats_.compileSeconds = session::nowSeconds() - start;
