@@ -170,6 +170,22 @@ std::size_t stepsPerEpoch(const data::Cardinality &card,
   return steps;
 }
 
+// Per IPU of the first replica: the fullest tile and the always-live bytes.
+std::vector<FitStats::IpuMemory> memoryPerIpu(const Executable &exe) {
+  std::vector<FitStats::IpuMemory> ipus(exe.numIPUs);
+  for (std::size_t t = 0; t < exe.numTiles() && t < exe.tileMemory.size();
+       ++t) {
+    FitStats::IpuMemory &m = ipus[t / exe.tilesPerIPU];
+    const TileMemory &tile = exe.tileMemory[t];
+    if (tile.total() > m.peakTileBytes) {
+      m.peakTileBytes = tile.total();
+      m.peakTile = t;
+    }
+    m.alwaysLiveBytes += tile.alwaysLive;
+  }
+  return ipus;
+}
+
 } // namespace
 
 void Model::checkElements(const data::ElementSpec &spec, bool needLabels,
@@ -408,6 +424,7 @@ History Model::fit(const data::Dataset &dataset, const FitOptions &options) {
   stats_.estimatedCyclesPerRun = s.estimatedCyclesPerRun();
   stats_.estimatedCyclesByKind = s.estimatedCyclesByKindPerRun();
   stats_.memory = s.memorySummary();
+  stats_.memoryPerIpu = memoryPerIpu(s.engine().getExecutable());
   stats_.clockHz = s.clockHz();
   stats_.stepsPerExecution = spe;
   stats_.batchSize = spec[0].shape[0];

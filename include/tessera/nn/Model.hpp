@@ -177,6 +177,14 @@ struct FitStats {
   CycleBreakdown estimatedCyclesByKind;
   /// The training program's tile memory.
   MemorySummary memory;
+  /// The same per IPU (of the first replica): its fullest tile, by
+  /// TileMemory::total(), and the bytes always live on its tiles.
+  struct IpuMemory {
+    std::size_t peakTile = 0;
+    std::uint64_t peakTileBytes = 0;
+    std::uint64_t alwaysLiveBytes = 0;
+  };
+  std::vector<IpuMemory> memoryPerIpu;
   double clockHz = 0;
   unsigned stepsPerExecution = 1;
   std::size_t batchSize = 0;
