@@ -4,6 +4,7 @@
 // IPU time the cost model estimates.
 #include "Commands.hpp"
 #include "TextTable.hpp"
+#include "TrainModels.hpp"
 
 #include "tessera/data/Dataset.hpp"
 #include "tessera/device/Target.hpp"
@@ -67,35 +68,6 @@ std::string defaultCacheDir() {
   return (fs::temp_directory_path() / "tessera-executables").string();
 }
 
-// The layers after the Input of each model buildModel makes.
-std::size_t modelLayers(const std::string &model) {
-  return model == "cnn" ? 7 : 3;
-}
-
-nn::Sequential buildModel(const TrainOptions &o) {
-  using namespace nn;
-  if (o.model == "mlp")
-    return Sequential({nn::Input({784}), Dense(256, "relu"), Dense(128, "relu"),
-                       Dense(10, "softmax")},
-                      "mlp", o.seed);
-  if (o.model == "cnn")
-    return Sequential({nn::Input({28, 28, 1}), Conv2D(32, {3, 3}, "relu"),
-                       MaxPool2D({2, 2}), Conv2D(64, {3, 3}, "relu"),
-                       MaxPool2D({2, 2}), Flatten(), Dense(128, "relu"),
-                       Dense(10, "softmax")},
-                      "cnn", o.seed);
-  throw OptionError("--model " + o.model + ": unknown model; use mlp or cnn");
-}
-
-// Layer i of the L layers after the Input goes to stage floor(i * S / L):
-// S contiguous stages whose sizes differ by at most one layer.
-std::vector<unsigned> evenStages(std::size_t layers, unsigned stages) {
-  std::vector<unsigned> assignment(layers);
-  for (std::size_t i = 0; i < layers; ++i)
-    assignment[i] = unsigned(i * stages / layers);
-  return assignment;
-}
-
 // Ceilings on the options that size the work, so that a typo fails at once
 // with the range instead of allocating or computing for minutes. The model
 // needs at least a few tiles and a device run at least one step.
@@ -124,7 +96,7 @@ void checkPipelineOptions(const TrainOptions &o) {
                         " schedules pipeline stages; give --pipeline-stages "
                         "too");
   } else {
-    const std::size_t layers = modelLayers(o.model);
+    const std::size_t layers = trainModelLayers(o.model);
     if (S > layers)
       throw OptionError(fmt::format(
           "--pipeline-stages {} is more than the {} layers of model {} (after "
@@ -238,24 +210,6 @@ std::string seconds(double s) {
   if (s >= 1e-3)
     return fmt::format("{:.3f} ms", s * 1e3);
   return fmt::format("{:.3f} us", s * 1e6);
-}
-
-// Stages split evenly over the layers (evenStages), stage i on IPU i; or,
-// unpipelined, plain gradient accumulation.
-void applyPipelining(nn::Model &model, const TrainOptions &o) {
-  if (o.pipelineStages == 0) {
-    model.setGradientAccumulationOptions({.count = *o.gradientAccumulation,
-                                          .reduction = {},
-                                          .accumulatorType = {}});
-    return;
-  }
-  model.setPipelineStageAssignment(
-      evenStages(model.layers().size() - 1, o.pipelineStages));
-  nn::PipeliningOptions p;
-  p.accumulation.count = *o.gradientAccumulation;
-  p.schedule = *session::parseSchedule(o.schedule);
-  p.recompute = o.recompute;
-  model.setPipeliningOptions(p);
 }
 
 // Adam and sparse cross-entropy with accuracy, as the Keras tutorials.
@@ -479,8 +433,9 @@ void runTrain(TrainOptions o, const CommandStreams &streams) {
   instances.checkSameOptions(sharedOptions(o));
   if (!o.profileDir.empty())
     checkProfileDir(o.profileDir);
-  nn::Sequential model = buildModel(o);
-  applyPipelining(model, o);
+  nn::Sequential model = buildTrainModel(o.model, o.seed);
+  applyPipelining(model, o.pipelineStages, o.schedule, *o.gradientAccumulation,
+                  o.recompute);
   // One report per run: the other instances train silently.
   NullBuffer discard;
   std::ostream quiet(&discard);
