@@ -357,7 +357,8 @@ std::string Model::summary() const {
   ir::Module m(name_ + "_summary");
   const Forward f = buildForward(m, BuildMode::Inference, 1);
   std::ostringstream out;
-  const bool staged = !stages_.empty();
+  // An assignment made before layers were added shows only once it fits.
+  const bool staged = !stages_.empty() && stages_.size() + 1 == layers_.size();
   const std::size_t width = staged ? 75 : 65;
   const std::string rule(width, '_'), doubleRule(width, '=');
   out << "Model: \"" << name_ << "\"\n" << rule << '\n';

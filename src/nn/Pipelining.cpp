@@ -67,6 +67,12 @@ Model::trainingLayout(const CompileOptions &options) const {
           name_));
     return {accumulation_, 0};
   }
+  if (stages_.size() + 1 != layers_.size())
+    throw OptionError(fmt::format(
+        "fit: the pipeline stage assignment lists {} stages but model \"{}\" "
+        "now has {} layers after its Input; call setPipelineStageAssignment "
+        "again after adding layers",
+        stages_.size(), name_, layers_.size() - 1));
   if (!pipelining_)
     throw ModelError(fmt::format(
         "fit: model \"{}\" has a pipeline stage assignment but was compiled "

@@ -209,6 +209,18 @@ TEST(PipeliningErrors, StageAssignmentOfTheWrongLengthOrOrder) {
           "the first layer (\"dense\") is on stage 1; stages start at 0"));
 }
 
+TEST(PipeliningErrors, LayersAddedAfterTheAssignment) {
+  Sequential m = fourLayerMlp();
+  m.setPipelineStageAssignment({0, 1, 2, 3});
+  m.add(Dense(2));
+  m.setPipeliningOptions(accumulating(4));
+  m.compile(options(4, 8));
+  EXPECT_THAT(m.summary(), ::testing::Not(HasSubstr("Stage")));
+  EXPECT_THAT(errorOf<OptionError>([&] { train(m); }),
+              HasSubstr("the pipeline stage assignment lists 4 stages but "
+                        "model \"mlp4\" now has 5 layers after its Input"));
+}
+
 TEST(PipeliningErrors, AssignmentWithoutPipeliningOptions) {
   Sequential m = fourLayerMlp();
   m.setPipelineStageAssignment({0, 1, 2, 3});
