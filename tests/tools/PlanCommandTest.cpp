@@ -81,3 +81,17 @@ TEST(PlanCommand, TooFewMicroBatchesOrIpusAreOneLineErrors) {
   EXPECT_THAT(r.err, HasSubstr("--pipeline-stages must be 1 to the 3 layers "
                                "of model mlp, got 4"));
 }
+
+TEST(PlanCommand, AStepThatDoesNotFitShowsItsOutOfMemoryTile) {
+  // The mlp's first layer alone (200,960 weights, two Adam moments and a
+  // gradient accumulator) is 3.2 MB: more than 4 tiles of 624 KiB hold.
+  const ProcessResult r = plan({"--tiles", "4", "--batch-size", "16"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const std::regex row("(grouped|interleaved|sequential) +(on|off) +out of "
+                       "memory on tile [0-9]+ \\(IPU 0\\) +- ");
+  std::size_t rows = 0;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);)
+    rows += std::regex_search(line, row);
+  EXPECT_EQ(rows, 6u) << r.out;
+}
