@@ -35,6 +35,10 @@ void addReportCommand(CLI::App &app, const CommandStreams &streams);
 /// `tessera train`: a Keras-style MLP or CNN trained on Fashion-MNIST on
 /// the IPU Model (nn::Sequential).
 void addTrainCommand(CLI::App &app, const CommandStreams &streams);
+/// `tessera plan`: the estimated step time, pipeline bubble and memory per
+/// IPU of a train model under each pipeline schedule, with and without
+/// recomputation, side by side, without training.
+void addPlanCommand(CLI::App &app, const CommandStreams &streams);
 /// `tessera poprun`: a command run as several instances over MPI (as
 /// PopRun), each told its replicas through the POPDIST_ variables.
 void addPoprunCommand(CLI::App &app, const CommandStreams &streams);

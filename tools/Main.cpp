@@ -72,6 +72,7 @@ int main(int argc, char **argv) {
   addMonitorCommand(app, streams);
   addReportCommand(app, streams);
   addTrainCommand(app, streams);
+  addPlanCommand(app, streams);
   addBenchCommand(app, streams);
   addPoprunCommand(app, streams);
   // The subcommand is the first argument naming one (options come after).

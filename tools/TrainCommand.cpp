@@ -4,6 +4,7 @@
 // IPU time the cost model estimates.
 #include "Commands.hpp"
 #include "TextTable.hpp"
+#include "TrainModels.hpp"
 
 #include "tessera/data/Dataset.hpp"
 #include "tessera/device/Target.hpp"
@@ -36,7 +37,11 @@ struct TrainOptions {
   std::optional<unsigned> epochs; // unset: the model's default
   std::size_t batchSize = 32;
   unsigned stepsPerExecution = 125;
-  unsigned ipus = 1;
+  std::optional<unsigned> ipus; // unset: the stages, or 1 (or poprun's)
+  unsigned pipelineStages = 0;  // 0: not pipelined
+  std::string schedule = "grouped";
+  std::optional<unsigned> gradientAccumulation; // unset: the stages, or 1
+  bool recompute = false;
   std::optional<unsigned> replicas; // unset: 1, or poprun's total
   std::string saveWeights;
   std::string loadWeights;
@@ -63,21 +68,6 @@ std::string defaultCacheDir() {
   return (fs::temp_directory_path() / "tessera-executables").string();
 }
 
-nn::Sequential buildModel(const TrainOptions &o) {
-  using namespace nn;
-  if (o.model == "mlp")
-    return Sequential({nn::Input({784}), Dense(256, "relu"), Dense(128, "relu"),
-                       Dense(10, "softmax")},
-                      "mlp", o.seed);
-  if (o.model == "cnn")
-    return Sequential({nn::Input({28, 28, 1}), Conv2D(32, {3, 3}, "relu"),
-                       MaxPool2D({2, 2}), Conv2D(64, {3, 3}, "relu"),
-                       MaxPool2D({2, 2}), Flatten(), Dense(128, "relu"),
-                       Dense(10, "softmax")},
-                      "cnn", o.seed);
-  throw OptionError("--model " + o.model + ": unknown model; use mlp or cnn");
-}
-
 // Ceilings on the options that size the work, so that a typo fails at once
 // with the range instead of allocating or computing for minutes. The model
 // needs at least a few tiles and a device run at least one step.
@@ -90,6 +80,46 @@ void requireRange(const char *option, std::uint64_t value, std::uint64_t low,
   if (value < low || value > high)
     throw OptionError(fmt::format("{} must be {} to {}, got {}{}", option, low,
                                   high, value, hint));
+}
+
+// The pipelining options against each other and the model's layers
+// (--gradient-accumulation and --ipus filled in).
+void checkPipelineOptions(const TrainOptions &o) {
+  const unsigned S = o.pipelineStages, N = *o.gradientAccumulation;
+  requireRange("--gradient-accumulation", N, 1, kMaxStepsPerExecution);
+  if (o.recompute && S == 0)
+    throw OptionError("--recompute recomputes pipeline stages' activations; "
+                      "give --pipeline-stages too");
+  if (S == 0) {
+    if (o.schedule != "grouped")
+      throw OptionError("--schedule " + o.schedule +
+                        " schedules pipeline stages; give --pipeline-stages "
+                        "too");
+  } else {
+    const std::size_t layers = trainModelLayers(o.model);
+    if (S > layers)
+      throw OptionError(fmt::format(
+          "--pipeline-stages {} is more than the {} layers of model {} (after "
+          "its Input); use at most {} stages",
+          S, layers, o.model, layers));
+    if (o.schedule != "sequential" && N < S)
+      throw OptionError(fmt::format(
+          "--gradient-accumulation {} is less than the {} pipeline stages, but "
+          "the {} schedule needs at least one micro-batch per stage; use "
+          "--gradient-accumulation {} or more, or --schedule sequential",
+          N, S, o.schedule, S));
+    if (*o.ipus < S)
+      throw OptionError(fmt::format(
+          "--ipus {} is fewer than the {} pipeline stages, each on its own "
+          "IPU; use --ipus {} or more (or leave it out)",
+          *o.ipus, S, S));
+  }
+  if (o.stepsPerExecution % N != 0)
+    throw OptionError(fmt::format(
+        "--steps-per-execution {} is not a multiple of --gradient-"
+        "accumulation {}: a device run must end after a weight update; use "
+        "--steps-per-execution {}",
+        o.stepsPerExecution, N, std::max(N, o.stepsPerExecution / N * N)));
 }
 
 // Checks options whose defaults are already filled in, before anything is
@@ -107,22 +137,23 @@ void checkOptions(const TrainOptions &o) {
   requireRange("--batch-size", o.batchSize, 1, kMaxBatchSize);
   requireRange("--steps-per-execution", o.stepsPerExecution, 1,
                kMaxStepsPerExecution);
-  requireRange("--ipus", o.ipus, 1, Target::kMaxIPUs);
+  requireRange("--ipus", *o.ipus, 1, Target::kMaxIPUs);
   requireRange("--replicas", *o.replicas, 1, Target::kMaxIPUs);
-  if (std::uint64_t(*o.replicas) * o.ipus > Target::kMaxIPUs)
+  if (std::uint64_t(*o.replicas) * *o.ipus > Target::kMaxIPUs)
     throw OptionError(fmt::format(
         "--replicas {} of --ipus {} is {} IPUs, more than the {} a run may "
         "use; use fewer replicas or IPUs",
-        *o.replicas, o.ipus, std::uint64_t(*o.replicas) * o.ipus,
+        *o.replicas, *o.ipus, std::uint64_t(*o.replicas) * *o.ipus,
         Target::kMaxIPUs));
   requireRange("--tiles", o.tiles, 1, Target::kMaxTilesPerIPU,
                " tiles per IPU (an ipu2 has 1472)");
-  const std::uint64_t tiles = std::uint64_t(o.ipus) * o.tiles;
+  const std::uint64_t tiles = std::uint64_t(*o.ipus) * o.tiles;
   if (tiles > Target::kMaxTiles)
     throw OptionError(fmt::format(
         "--ipus {} of --tiles {} is {} tiles, more than the {} a model may "
         "use; use fewer IPUs or tiles",
-        o.ipus, o.tiles, tiles, Target::kMaxTiles));
+        *o.ipus, o.tiles, tiles, Target::kMaxTiles));
+  checkPipelineOptions(o);
   // Both at most their ceilings, so the product cannot wrap around.
   const std::uint64_t perRun =
       std::uint64_t(o.batchSize) * o.stepsPerExecution * *o.replicas;
@@ -191,7 +222,7 @@ nn::CompileOptions compileOptions(const TrainOptions &o,
   c.loss = "sparse_categorical_crossentropy";
   c.metrics = {"accuracy"};
   c.stepsPerExecution = o.stepsPerExecution;
-  c.config.autoSelectIpus = o.ipus;
+  c.config.autoSelectIpus = *o.ipus;
   c.config.ipuModel.tilesPerIpu = o.tiles;
   c.config.ipuModel.version = "ipu2";
   if (!o.noCache)
@@ -267,6 +298,7 @@ dist::InstanceInfo instanceInfo(TrainOptions &o) {
   dist::InstanceInfo me = dist::instanceFromEnvironment();
   if (!dist::isPopdistEnvSet()) {
     o.replicas = o.replicas.value_or(1);
+    o.ipus = o.ipus.value_or(std::max(o.pipelineStages, 1u));
     me.totalReplicas = me.localReplicas = *o.replicas;
     return me;
   }
@@ -276,11 +308,11 @@ dist::InstanceInfo instanceInfo(TrainOptions &o) {
         "leave --replicas out under poprun (--num-replicas says it)",
         *o.replicas, me.totalReplicas));
   o.replicas = me.totalReplicas;
-  if (o.ipus != 1 && o.ipus != me.ipusPerReplica)
+  if (o.ipus && *o.ipus != me.ipusPerReplica)
     throw OptionError(fmt::format(
         "--ipus {} disagrees with the {} IPUs per replica of the poprun "
         "launch; leave --ipus out under poprun (--ipus-per-replica says it)",
-        o.ipus, me.ipusPerReplica));
+        *o.ipus, me.ipusPerReplica));
   o.ipus = me.ipusPerReplica;
   return me;
 }
@@ -294,7 +326,11 @@ sharedOptions(const TrainOptions &o) {
           {"--batch-size", std::to_string(o.batchSize)},
           {"--steps-per-execution", std::to_string(o.stepsPerExecution)},
           {"--replicas", std::to_string(*o.replicas)},
-          {"--ipus", std::to_string(o.ipus)},
+          {"--ipus", std::to_string(*o.ipus)},
+          {"--pipeline-stages", std::to_string(o.pipelineStages)},
+          {"--schedule", o.schedule},
+          {"--gradient-accumulation", std::to_string(*o.gradientAccumulation)},
+          {"--recompute", o.recompute ? "on" : "off"},
           {"--tiles", std::to_string(o.tiles)},
           {"--learning-rate", fmt::format("{}", *o.learningRate)},
           {"--seed", std::to_string(o.seed)},
@@ -389,13 +425,17 @@ void runTrain(TrainOptions o, const CommandStreams &streams) {
     o.epochs = o.model == "cnn" ? 3 : 10;
   if (!o.learningRate)
     o.learningRate = o.model == "cnn" ? 0.001 : 0.0005;
+  if (!o.gradientAccumulation)
+    o.gradientAccumulation = std::max(o.pipelineStages, 1u);
   const dist::InstanceInfo me = instanceInfo(o);
   checkOptions(o);
   dist::Instances instances(me);
   instances.checkSameOptions(sharedOptions(o));
   if (!o.profileDir.empty())
     checkProfileDir(o.profileDir);
-  nn::Sequential model = buildModel(o);
+  nn::Sequential model = buildTrainModel(o.model, o.seed);
+  applyPipelining(model, o.pipelineStages, o.schedule, *o.gradientAccumulation,
+                  o.recompute);
   // One report per run: the other instances train silently.
   NullBuffer discard;
   std::ostream quiet(&discard);
@@ -442,9 +482,17 @@ void runTrain(TrainOptions o, const CommandStreams &streams) {
       "Training on {} Fashion-MNIST examples: {} IPU(s) of {} tiles (ipu2 "
       "IPU Model), {} replica(s) in {} instance(s), batch {}, {} steps per "
       "epoch, {} steps per execution, Adam lr {}\n",
-      steps * o.batchSize * *o.replicas, o.ipus, o.tiles, *o.replicas,
+      steps * o.batchSize * *o.replicas, *o.ipus, o.tiles, *o.replicas,
       me.numInstances, o.batchSize, steps, o.stepsPerExecution,
       *o.learningRate);
+  if (o.pipelineStages > 0)
+    out << fmt::format("Pipelined over {} stages ({} schedule), {} "
+                       "micro-batches per weight update{}\n",
+                       o.pipelineStages, o.schedule, *o.gradientAccumulation,
+                       o.recompute ? ", activations recomputed" : "");
+  else if (*o.gradientAccumulation > 1)
+    out << fmt::format("Gradient accumulation: {} steps per weight update\n",
+                       *o.gradientAccumulation);
   out << std::flush;
   const nn::FitOptions fit =
       fitOptions(o, out, streams.err, model.lastFitStats(), launched);
@@ -491,8 +539,25 @@ void addTrainCommand(CLI::App &app, const CommandStreams &streams) {
                   "Steps per device run, 1 to 1000000")
       ->capture_default_str();
   sub->add_option("--ipus", o->ipus,
-                  "IPUs to use (auto_select_ipus), 1 to 1024")
-      ->capture_default_str();
+                  "IPUs to use (auto_select_ipus), 1 to 1024 (default: the "
+                  "pipeline stages, else 1)");
+  sub->add_option("--pipeline-stages", o->pipelineStages,
+                  "Pipeline the model over S stages, stage i on IPU i: layer "
+                  "i of the L layers after the Input goes to stage "
+                  "floor(i * S / L), so stages are contiguous and differ by "
+                  "at most one layer (mlp has 3 layers, cnn 7)");
+  sub->add_option("--schedule", o->schedule,
+                  "Pipeline schedule: grouped (default), interleaved or "
+                  "sequential")
+      ->check(CLI::IsMember({"grouped", "interleaved", "sequential"}));
+  sub->add_option("--gradient-accumulation", o->gradientAccumulation,
+                  "Micro-batches (steps) per weight update; at least the "
+                  "stages for grouped and interleaved, and dividing "
+                  "--steps-per-execution (default: the pipeline stages, "
+                  "else 1)");
+  sub->add_flag("--recompute", o->recompute,
+                "Recompute pipeline stages' activations in the backward "
+                "pass instead of keeping them");
   sub->add_option("--replicas", o->replicas,
                   "Data-parallel replicas (replication_factor), each taking "
                   "its own batches and averaging gradients; under `tessera "

@@ -136,7 +136,8 @@ ir::Value syntheticValue(ir::Builder &b, const std::string &name, Type dtype,
 
 Model::Forward Model::buildForward(ir::Module &m, BuildMode mode,
                                    std::size_t batch,
-                                   const std::string *synthetic) const {
+                                   const std::string *synthetic,
+                                   bool staged) const {
   const Input &in = input();
   ir::Builder b(m);
   BuildContext ctx(b, mode, seed_);
@@ -149,7 +150,14 @@ Model::Forward Model::buildForward(ir::Module &m, BuildMode mode,
   std::vector<Activations> values{Activations{f.x, false}};
   f.shapes.push_back(xShape);
   f.params.emplace_back(0, 0);
+  // Left open after the loop: the output's layout change and the loss
+  // belong to the last stage.
+  std::optional<ir::StageScope> stage;
   for (std::size_t i = 1; i < layers_.size(); ++i) {
+    if (staged) {
+      stage.reset();
+      stage.emplace(b, stages_[i - 1]);
+    }
     ctx.beginLayer(i, layers_[i]->name());
     // The layer's ops are named after it ("dense_1/matmul"), so profiles
     // and the IR text show which layer made each.
@@ -272,11 +280,20 @@ ir::Module Model::trainingModule(std::size_t batchSize,
   const std::string *synthetic = c.options.config.syntheticData
                                      ? &c.options.syntheticDataInitializer
                                      : nullptr;
-  Forward f = buildForward(m, BuildMode::Training, batchSize, synthetic);
-  // addLoss names the loss as the output "loss", which autodiff reads.
-  addLoss(b, f.output, f.logits, labels, c.loss, c.options, c.accuracy,
-          synthetic, detail::mixSeed(seed_, 0x5e7b));
+  const auto [accumulation, stages] = trainingLayout(c.options);
+  Forward f =
+      buildForward(m, BuildMode::Training, batchSize, synthetic, stages > 0);
+  {
+    std::optional<ir::StageScope> last;
+    if (stages > 0)
+      last.emplace(b, stages - 1);
+    // addLoss names the loss as the output "loss", which autodiff reads.
+    addLoss(b, f.output, f.logits, labels, c.loss, c.options, c.accuracy,
+            synthetic, detail::mixSeed(seed_, 0x5e7b));
+  }
   passes::TrainingPassOptions o;
+  o.accumulation = accumulation;
+  o.recompute = stages > 0 && pipelining_->recompute;
   o.training.optimizer = c.options.optimizer;
   // Replicas average their gradients before the update, so they take the
   // same step and stay identical (data parallelism).
@@ -314,7 +331,8 @@ namespace {
 // Keras' print_row: each field cut to its column, the column's last
 // character always a space once another field follows.
 std::string row(const std::vector<std::string> &fields) {
-  static constexpr std::size_t kPositions[] = {29, 55, 65};
+  // A fourth column, the pipeline stage, when the model has one.
+  static constexpr std::size_t kPositions[] = {29, 55, 65, 75};
   std::string line;
   for (std::size_t i = 0; i < fields.size(); ++i) {
     if (i > 0)
@@ -339,10 +357,15 @@ std::string Model::summary() const {
   ir::Module m(name_ + "_summary");
   const Forward f = buildForward(m, BuildMode::Inference, 1);
   std::ostringstream out;
-  const std::string rule(65, '_'), doubleRule(65, '=');
+  // An assignment made before layers were added shows only once it fits.
+  const bool staged = !stages_.empty() && stages_.size() + 1 == layers_.size();
+  const std::size_t width = staged ? 75 : 65;
+  const std::string rule(width, '_'), doubleRule(width, '=');
   out << "Model: \"" << name_ << "\"\n" << rule << '\n';
-  out << row({"Layer (type)", "Output Shape", "Param #"}) << '\n'
-      << doubleRule << '\n';
+  std::vector<std::string> header{"Layer (type)", "Output Shape", "Param #"};
+  if (staged)
+    header.push_back("Stage");
+  out << row(header) << '\n' << doubleRule << '\n';
   std::size_t trainable = 0, other = 0;
   for (std::size_t i = listInput_ ? 0 : 1; i < layers_.size(); ++i) {
     const auto [t, o] = f.params[i];
@@ -351,8 +374,11 @@ std::string Model::summary() const {
     // Keras prints an InputLayer's shape as a list of shapes.
     const std::string shape =
         i == 0 ? "[" + kerasShape(f.shapes[i]) + "]" : kerasShape(f.shapes[i]);
-    out << row({describeLayer(*layers_[i]), shape, std::to_string(t + o)})
-        << '\n'
+    std::vector<std::string> fields{describeLayer(*layers_[i]), shape,
+                                    std::to_string(t + o)};
+    if (staged)
+      fields.push_back(i == 0 ? "0" : std::to_string(stages_[i - 1]));
+    out << row(fields) << '\n'
         << (i + 1 == layers_.size() ? doubleRule : rule) << '\n';
   }
   if (layers_.size() <= 1 && !listInput_)

@@ -170,6 +170,22 @@ std::size_t stepsPerEpoch(const data::Cardinality &card,
   return steps;
 }
 
+// Per IPU of the first replica: the fullest tile and the always-live bytes.
+std::vector<FitStats::IpuMemory> memoryPerIpu(const Executable &exe) {
+  std::vector<FitStats::IpuMemory> ipus(exe.numIPUs);
+  for (std::size_t t = 0; t < exe.numTiles() && t < exe.tileMemory.size();
+       ++t) {
+    FitStats::IpuMemory &m = ipus[t / exe.tilesPerIPU];
+    const TileMemory &tile = exe.tileMemory[t];
+    if (tile.total() > m.peakTileBytes) {
+      m.peakTileBytes = tile.total();
+      m.peakTile = t;
+    }
+    m.alwaysLiveBytes += tile.alwaysLive;
+  }
+  return ipus;
+}
+
 } // namespace
 
 void Model::checkElements(const data::ElementSpec &spec, bool needLabels,
@@ -247,6 +263,21 @@ session::Session &Model::trainingSession(const data::ElementSpec &spec) {
   if (c.train)
     carried = c.train->readVariables();
   ir::Module m = trainingModule(spec[0].shape[0], spec[1]);
+  session::Config config = c.options.config;
+  const unsigned spe = c.options.stepsPerExecution;
+  const auto [accumulation, stages] = trainingLayout(c.options);
+  // The session finds this too, for pipelines only; a device run that ends
+  // between weight updates would carry half-accumulated gradients over.
+  if (spe % accumulation.count != 0)
+    throw OptionError(fmt::format(
+        "fit: {} steps per execution is not a whole number of weight updates "
+        "of {} micro-batches (the gradient accumulation count); make it a "
+        "multiple of {}",
+        spe, accumulation.count, accumulation.count));
+  if (stages > 0) {
+    config.pipeline.schedule = pipelining_->schedule;
+    config.pipeline.deviceMapping = pipelining_->deviceMapping;
+  }
   std::vector<std::string> outfeeds = outfeedNames(c.accuracy);
   std::vector<Shape> outfeedShapes;
   for (const OutfeedLayer *l : outfeedLayers(layers_)) {
@@ -254,11 +285,11 @@ session::Session &Model::trainingSession(const data::ElementSpec &spec) {
     outfeedShapes.push_back(m.value(m.output(outfeeds.back())).type.shape);
   }
   auto s = std::make_unique<session::Session>(
-      std::move(m), c.options.config,
+      std::move(m), std::move(config),
       session::RunSpec{c.options.config.syntheticData
                            ? std::vector<std::string>{}
                            : std::vector<std::string>{"x", "y"},
-                       std::move(outfeeds), c.options.stepsPerExecution});
+                       std::move(outfeeds), spe});
   const double start = session::nowSeconds();
   stats_.cacheHit = s->compile(c.options.compileProgress);
   stats_.compileSeconds = session::nowSeconds() - start;
@@ -393,6 +424,7 @@ History Model::fit(const data::Dataset &dataset, const FitOptions &options) {
   stats_.estimatedCyclesPerRun = s.estimatedCyclesPerRun();
   stats_.estimatedCyclesByKind = s.estimatedCyclesByKindPerRun();
   stats_.memory = s.memorySummary();
+  stats_.memoryPerIpu = memoryPerIpu(s.engine().getExecutable());
   stats_.clockHz = s.clockHz();
   stats_.stepsPerExecution = spe;
   stats_.batchSize = spec[0].shape[0];

@@ -251,3 +251,78 @@ TEST(TrainCommand, LabelsOutsideTheClassesAreAnErrorNotLossZero) {
     std::filesystem::remove_all(dir);
   }
 }
+
+TEST(TrainCommand, APipelinedRunPrintsItsStagesKerasLinesAndAnAccuracy) {
+  const ProcessResult r = train({"--epochs",
+                                 "1",
+                                 "--train-examples",
+                                 "640",
+                                 "--test-examples",
+                                 "200",
+                                 "--batch-size",
+                                 "16",
+                                 "--tiles",
+                                 "64",
+                                 "--steps-per-execution",
+                                 "20",
+                                 "--no-cache",
+                                 "--pipeline-stages",
+                                 "2",
+                                 "--gradient-accumulation",
+                                 "4",
+                                 "--schedule",
+                                 "interleaved",
+                                 "--recompute"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  // mlp's 3 layers over 2 stages: floor(i * 2 / 3) = 0, 0, 1.
+  EXPECT_THAT(r.out, HasSubstr("Param #   Stage"));
+  EXPECT_TRUE(std::regex_search(
+      r.out, std::regex("dense_1 \\(Dense\\) +\\(None, 128\\) +32896 +0 *\n")))
+      << r.out;
+  EXPECT_TRUE(std::regex_search(
+      r.out, std::regex("dense_2 \\(Dense\\) +\\(None, 10\\) +1290 +1 *\n")))
+      << r.out;
+  EXPECT_THAT(r.out, HasSubstr("2 IPU(s) of 64 tiles"));
+  EXPECT_THAT(r.out, HasSubstr("Pipelined over 2 stages (interleaved "
+                               "schedule), 4 micro-batches per weight update, "
+                               "activations recomputed"));
+  EXPECT_TRUE(std::regex_search(
+      r.out, std::regex("Epoch 1/1\n40/40 \\[={30}\\] - [0-9]+s [0-9]+(s|ms|"
+                        "us)/step - loss: [0-9.]+ - accuracy: [0-9.]+\n")))
+      << r.out;
+  std::smatch acc;
+  ASSERT_TRUE(std::regex_search(
+      r.out, acc,
+      std::regex("Test \\(200 examples\\): loss [0-9.]+ - accuracy "
+                 "(0\\.[0-9]{4})\n")))
+      << r.out;
+  EXPECT_GT(std::stod(acc[1].str()), 0.3); // chance is 0.1
+}
+
+TEST(TrainCommand, PipelineOptionsThatDoNotFitAreOneLineErrors) {
+  const std::vector<std::string> base{"--epochs", "1", "--steps-per-execution",
+                                      "20", "--no-cache"};
+  const auto error = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), base.begin(), base.end());
+    const ProcessResult r = train(extra);
+    EXPECT_EQ(r.exitCode, 1);
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    return r.err;
+  };
+  EXPECT_THAT(error({"--pipeline-stages", "4"}),
+              HasSubstr("tessera train: error: --pipeline-stages 4 is more "
+                        "than the 3 layers of model mlp"));
+  EXPECT_THAT(error({"--pipeline-stages", "3", "--gradient-accumulation", "2"}),
+              HasSubstr("--gradient-accumulation 2 is less than the 3 "
+                        "pipeline stages, but the grouped schedule needs"));
+  EXPECT_THAT(error({"--pipeline-stages", "2", "--gradient-accumulation", "1",
+                     "--schedule", "interleaved"}),
+              HasSubstr("the interleaved schedule needs"));
+  EXPECT_THAT(error({"--pipeline-stages", "3", "--ipus", "2",
+                     "--gradient-accumulation", "4"}),
+              HasSubstr("--ipus 2 is fewer than the 3 pipeline stages"));
+  EXPECT_THAT(error({"--pipeline-stages", "3"}),
+              HasSubstr("--steps-per-execution 20 is not a multiple of "
+                        "--gradient-accumulation 3"));
+  EXPECT_THAT(error({"--recompute"}), HasSubstr("give --pipeline-stages too"));
+}

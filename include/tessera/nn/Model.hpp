@@ -24,6 +24,7 @@
 
 #include "tessera/data/Dataset.hpp"
 #include "tessera/nn/Layers.hpp"
+#include "tessera/passes/GradientAccumulation.hpp"
 #include "tessera/passes/Optimizer.hpp"
 #include "tessera/session/Checkpoint.hpp"
 #include "tessera/session/Progress.hpp"
@@ -81,6 +82,25 @@ struct CompileOptions {
   std::string syntheticDataInitializer;
   /// Where compile bars go (null: nowhere).
   std::ostream *compileProgress = nullptr;
+};
+
+/// How a model with a pipeline stage assignment trains (TensorFlow for the
+/// IPU's Keras set_pipelining_options): the stages' layers run on their
+/// IPUs, the N micro-batches of each weight update flowing through them
+/// (session/Pipeline.hpp).
+struct PipeliningOptions {
+  /// N (gradient_accumulation_steps_per_replica): micro-batches (fit()
+  /// steps) per weight update; at least the number of stages for the
+  /// Grouped and Interleaved schedules, and stepsPerExecution must be a
+  /// multiple of it.
+  passes::GradientAccumulationOptions accumulation{.count = 1};
+  session::PipelineSchedule schedule = session::PipelineSchedule::Grouped;
+  /// The IPU of each stage (empty: stage i on IPU i); the model must be
+  /// compiled for at least the largest IPU named + 1 (autoSelectIpus).
+  std::vector<unsigned> deviceMapping;
+  /// Recompute every stage's activations but the last's in the backward
+  /// pass instead of keeping them (passes/Recompute.hpp).
+  bool recompute = false;
 };
 
 /// Hooks into fit(). Logs hold the running means of the epoch so far.
@@ -157,6 +177,14 @@ struct FitStats {
   CycleBreakdown estimatedCyclesByKind;
   /// The training program's tile memory.
   MemorySummary memory;
+  /// The same per IPU (of the first replica): its fullest tile, by
+  /// TileMemory::total(), and the bytes always live on its tiles.
+  struct IpuMemory {
+    std::size_t peakTile = 0;
+    std::uint64_t peakTileBytes = 0;
+    std::uint64_t alwaysLiveBytes = 0;
+  };
+  std::vector<IpuMemory> memoryPerIpu;
   double clockHz = 0;
   unsigned stepsPerExecution = 1;
   std::size_t batchSize = 0;
@@ -245,6 +273,26 @@ public:
 
   const FitStats &lastFitStats() const { return stats_; }
 
+  /// TensorFlow for the IPU's Keras set_pipeline_stage_assignment: the
+  /// pipeline stage of each layer after the Input, in layer order,
+  /// starting at 0 and rising by at most 1 from one layer to the next (the
+  /// loss joins the last stage). fit() then needs setPipeliningOptions.
+  /// Throws OptionError for the wrong number of stages or a decreasing or
+  /// skipping assignment; an empty list removes the assignment.
+  void setPipelineStageAssignment(std::vector<unsigned> stages);
+  /// The stage of each layer after the Input (empty: none assigned).
+  const std::vector<unsigned> &pipelineStageAssignment() const {
+    return stages_;
+  }
+  /// How the staged model trains; unset: fit() throws ModelError for a
+  /// model with a stage assignment.
+  void setPipeliningOptions(PipeliningOptions options);
+  /// Gradient accumulation for a model without pipeline stages (Keras'
+  /// set_gradient_accumulation_options): the optimizer runs once per
+  /// accumulation.count steps, on their mean (or sum) gradient;
+  /// stepsPerExecution must be a multiple of the count.
+  void setGradientAccumulationOptions(passes::GradientAccumulationOptions o);
+
   /// The training module fit() would run for batches of \p batchSize, for
   /// inspection and tests.
   ir::Module trainingModule(std::size_t batchSize,
@@ -265,8 +313,11 @@ private:
   struct Forward;
   /// With \p synthetic (a syntheticDataInitializer rule), the input "x" is
   /// a device-made value, not a fed input.
+  /// With \p staged, each layer's ops are built in its pipeline stage's
+  /// scope (the last stage's scope stays open past the last layer).
   Forward buildForward(ir::Module &m, BuildMode mode, std::size_t batch,
-                       const std::string *synthetic = nullptr) const;
+                       const std::string *synthetic = nullptr,
+                       bool staged = false) const;
   const Input &input() const;
   ir::Module evaluationModule(std::size_t batchSize,
                               const data::ComponentSpec &labels) const;
@@ -280,11 +331,22 @@ private:
                                      std::vector<std::string> outfeeds,
                                      unsigned steps);
   void loadCurrentWeights(session::Session &s);
+  /// Forgets the training session (keeping its weights) after an option
+  /// that changes the training module.
+  void dropTrainingSession();
+  /// The accumulation fit() trains with (pipelined or not) and the number
+  /// of stages (0 when not pipelined); ModelError / OptionError for options
+  /// that do not go together.
+  std::pair<passes::GradientAccumulationOptions, unsigned>
+  trainingLayout(const CompileOptions &options) const;
 
   std::string name_;
   std::uint64_t seed_;
   /// summary() lists the Input (functional models, as Keras does).
   bool listInput_;
+  std::vector<unsigned> stages_;
+  std::optional<PipeliningOptions> pipelining_;
+  passes::GradientAccumulationOptions accumulation_;
   std::unique_ptr<Compiled> compiled_;
   FitStats stats_;
 };
