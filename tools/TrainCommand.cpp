@@ -42,6 +42,7 @@ struct TrainOptions {
   std::string schedule = "grouped";
   std::optional<unsigned> gradientAccumulation; // unset: the stages, or 1
   bool recompute = false;
+  bool offloadOptimizerState = true;
   std::optional<unsigned> replicas; // unset: 1, or poprun's total
   std::string saveWeights;
   std::string loadWeights;
@@ -225,6 +226,7 @@ nn::CompileOptions compileOptions(const TrainOptions &o,
   c.config.autoSelectIpus = *o.ipus;
   c.config.ipuModel.tilesPerIpu = o.tiles;
   c.config.ipuModel.version = "ipu2";
+  c.config.pipeline.offloadOptimizerState = o.offloadOptimizerState;
   if (!o.noCache)
     c.config.executableCachePath =
         o.cacheDir.empty() ? defaultCacheDir() : o.cacheDir;
@@ -331,6 +333,7 @@ sharedOptions(const TrainOptions &o) {
           {"--schedule", o.schedule},
           {"--gradient-accumulation", std::to_string(*o.gradientAccumulation)},
           {"--recompute", o.recompute ? "on" : "off"},
+          {"--offload-optimizer-state", o.offloadOptimizerState ? "on" : "off"},
           {"--tiles", std::to_string(o.tiles)},
           {"--learning-rate", fmt::format("{}", *o.learningRate)},
           {"--seed", std::to_string(o.seed)},
@@ -558,6 +561,12 @@ void addTrainCommand(CLI::App &app, const CommandStreams &streams) {
   sub->add_flag("--recompute", o->recompute,
                 "Recompute pipeline stages' activations in the backward "
                 "pass instead of keeping them");
+  sub->add_flag("--offload-optimizer-state,!--no-offload-optimizer-state",
+                o->offloadOptimizerState,
+                "With gradient accumulation (pipelined or not), keep the "
+                "optimizer state in remote buffers, streamed onto the tiles "
+                "only for the weight update (default: on, as TensorFlow for "
+                "the IPU's offload_weight_update_variables)");
   sub->add_option("--replicas", o->replicas,
                   "Data-parallel replicas (replication_factor), each taking "
                   "its own batches and averaging gradients; under `tessera "

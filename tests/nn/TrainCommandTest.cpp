@@ -299,6 +299,27 @@ TEST(TrainCommand, APipelinedRunPrintsItsStagesKerasLinesAndAnAccuracy) {
   EXPECT_GT(std::stod(acc[1].str()), 0.3); // chance is 0.1
 }
 
+// With gradient accumulation, Adam's moments live in remote buffers by
+// default and are streamed onto the tiles for each weight update and back:
+// the estimate's host-stream share grows by those transfers.
+TEST(TrainCommand, OffloadedOptimizerStateIsStreamedForEachUpdate) {
+  const auto streamShare = [](bool offload) {
+    const ProcessResult r = train(
+        {"--epochs", "1", "--train-examples", "640", "--test-examples", "100",
+         "--batch-size", "16", "--tiles", "64", "--steps-per-execution", "20",
+         "--no-cache", "--gradient-accumulation", "4",
+         offload ? "--offload-optimizer-state"
+                 : "--no-offload-optimizer-state"});
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    std::smatch m;
+    EXPECT_TRUE(
+        std::regex_search(r.out, m, std::regex("host streams ([0-9.]+)%")))
+        << r.out;
+    return m.size() > 1 ? std::stod(m[1].str()) : 0.0;
+  };
+  EXPECT_GT(streamShare(true), streamShare(false) + 10);
+}
+
 TEST(TrainCommand, PipelineOptionsThatDoNotFitAreOneLineErrors) {
   const std::vector<std::string> base{"--epochs", "1", "--steps-per-execution",
                                       "20", "--no-cache"};
