@@ -217,18 +217,22 @@ def test_four_pipelined_blocks_train_as_on_one_ipu(schedule):
     assert sorted({stage for _, _, stage in placed}) == [0, 1, 2, 3]
 
 
-@pytest.mark.parametrize("blocks", [dict(ipus=(0, 1)), dict(auto=True)])
-def test_two_pipelined_blocks_by_default_train_as_on_one_ipu(blocks):
+@pytest.mark.parametrize("blocks,replicas", [(dict(ipus=(0, 1)), 1),
+                                             (dict(auto=True), 1),
+                                             (dict(ipus=(0, 1)), 2)])
+def test_two_pipelined_blocks_by_default_train_as_on_one_ipu(blocks,
+                                                             replicas):
     torch.manual_seed(0)
     one, two = TwoBlocks(), TwoBlocks(**blocks)
     two.load_state_dict(one.state_dict())
-    xs, ys = _data(3 * 2 * 4 * MICRO)
+    xs, ys = _data(3 * 2 * 4 * replicas * MICRO)
     # PipelinedExecution is the default strategy.
     opts = _pipelined(poptorch.Options().deviceIterations(2)
-                      .tilesPerIpu(16).outputMode(poptorch.OutputMode.All))
+                      .replicationFactor(replicas).tilesPerIpu(16)
+                      .outputMode(poptorch.OutputMode.All))
     pipelined, got = _train(two, opts, xs, ys, momentum=0.9)
-    single, want = _train(one, _pipelined(_options(2)), xs, ys,
-                          momentum=0.9)
+    single, want = _train(one, _pipelined(_options(2).replicationFactor(
+        replicas)), xs, ys, momentum=0.9)
     # (The classifier learns slowly; equal weights after the momentum
     # steps show the updates match.)
     _expect_same_training(two, one, got, want, learns=False)
