@@ -521,9 +521,99 @@ std::string supportedList() {
   return s;
 }
 
+std::optional<unsigned> intAttribute(const ::onnx::NodeProto &node,
+                                     const std::string &name) {
+  for (const auto &a : node.attribute())
+    if (a.name() == name && a.i() >= 0 && a.i() <= INT_MAX)
+      return static_cast<unsigned>(a.i());
+  return std::nullopt;
+}
+
+// PopART's placement attributes. Without pipelining "__ipu_number" shards
+// and stages are ignored; with it each node's stage (its
+// "__pipeline_stage", or its IPU when no node of the model has a stage,
+// as PopART derives stages from virtual graphs) is recorded with the IPU
+// it names, one IPU per stage.
+class Placements {
+public:
+  Placements(const ::onnx::GraphProto &g, bool pipelining)
+      : pipelining_(pipelining) {
+    for (const auto &node : g.node())
+      staged_ = staged_ || intAttribute(node, "__pipeline_stage").has_value();
+  }
+
+  // Opens the node's scopes on the builder.
+  void enter(const Context &ctx, std::optional<ir::ShardScope> &shard,
+             std::optional<ir::StageScope> &stage, ir::Builder &b) {
+    const ::onnx::NodeProto &node = ctx.node();
+    const std::optional<unsigned> ipu = intAttribute(node, "__ipu_number");
+    if (!pipelining_) {
+      if (ipu)
+        shard.emplace(b, *ipu);
+      return;
+    }
+    const std::optional<unsigned> s =
+        staged_ ? intAttribute(node, "__pipeline_stage") : ipu;
+    if (!s) {
+      if (ipu)
+        shard.emplace(b, *ipu);
+      return;
+    }
+    stage.emplace(b, *s);
+    Stage &st = stages_[*s];
+    st.node = st.node.empty() ? ctx.where() : st.node;
+    if (!ipu)
+      return;
+    if (st.ipu && *st.ipu != *ipu)
+      throw OptionError(
+          "pipelining: pipeline stage " + std::to_string(*s) +
+          " is spread over IPUs " + std::to_string(*st.ipu) + " (" +
+          st.ipuNode + ") and " + std::to_string(*ipu) + " (" + ctx.where() +
+          "); a stage runs on one IPU: give its nodes the same virtual graph "
+          "(\"__ipu_number\") or split it into two stages");
+    st.ipu = ipu;
+    st.ipuNode = ctx.where();
+  }
+
+  // The stage count and the IPU of each stage.
+  void finish(ImportedModel &result) const {
+    if (stages_.empty())
+      return;
+    result.stages = stages_.rbegin()->first + 1;
+    bool anyIpu = false;
+    for (const auto &[s, st] : stages_)
+      anyIpu = anyIpu || st.ipu.has_value();
+    for (unsigned s = 0; s < result.stages; ++s) {
+      auto it = stages_.find(s);
+      if (it == stages_.end())
+        throw OptionError("pipelining: the model has pipeline stage " +
+                          std::to_string(result.stages - 1) +
+                          " but no node in stage " + std::to_string(s) +
+                          "; number the stages 0, 1, 2, ... without gaps");
+      if (anyIpu && !it->second.ipu)
+        throw OptionError("pipelining: pipeline stage " + std::to_string(s) +
+                          " (" + it->second.node +
+                          ", ...) names no IPU while other stages do; give "
+                          "its nodes a virtual graph (\"__ipu_number\")");
+      if (anyIpu)
+        result.stageIpus.push_back(*it->second.ipu);
+    }
+  }
+
+private:
+  struct Stage {
+    std::optional<unsigned> ipu;
+    std::string node, ipuNode;
+  };
+  bool pipelining_;
+  bool staged_ = false;
+  std::map<unsigned, Stage> stages_;
+};
+
 void convertNodes(const ::onnx::GraphProto &g, Context &ctx,
-                  const ImportOptions &options) {
+                  const ImportOptions &options, ImportedModel &result) {
   const auto &table = detail::converters();
+  Placements placements(g, options.pipelining);
   for (const auto &node : g.node()) {
     ctx.setNode(node);
     if (!node.domain().empty() && node.domain() != "ai.onnx")
@@ -543,10 +633,7 @@ void convertNodes(const ::onnx::GraphProto &g, Context &ctx,
     // PopART's placement attributes become IR annotations.
     std::optional<ir::ShardScope> shard;
     std::optional<ir::StageScope> stage;
-    if (const std::int64_t ipu = ctx.attrInt("__ipu_number", -1); ipu >= 0)
-      shard.emplace(ctx.builder(), static_cast<unsigned>(ipu));
-    if (const std::int64_t s = ctx.attrInt("__pipeline_stage", -1); s >= 0)
-      stage.emplace(ctx.builder(), static_cast<unsigned>(s));
+    placements.enter(ctx, shard, stage, ctx.builder());
     try {
       it->second(ctx);
     } catch (const std::logic_error &e) {
@@ -564,6 +651,7 @@ void convertNodes(const ::onnx::GraphProto &g, Context &ctx,
                        ", more elements than ImportOptions::maxElements (" +
                        std::to_string(options.maxElements) + ") allows");
   }
+  placements.finish(result);
 }
 
 ImportedModel importGraph(const ::onnx::ModelProto &model,
@@ -583,7 +671,9 @@ ImportedModel importGraph(const ::onnx::ModelProto &model,
       {},
       opset,
       {},
-      {}};
+      {},
+      {},
+      0};
   Context ctx(result.module, opset, options.maxElements);
   ctx.setTraining(options.training, options.seed);
   std::set<std::string> consumed;
@@ -593,7 +683,7 @@ ImportedModel importGraph(const ::onnx::ModelProto &model,
     consumed.insert(o.name());
   ctx.setConsumed(std::move(consumed));
   defineLeaves(g, ctx, options, result);
-  convertNodes(g, ctx, options);
+  convertNodes(g, ctx, options, result);
   ctx.clearNode();
   for (const auto &o : g.output()) {
     Slot &s = ctx.tensor(o.name());

@@ -45,7 +45,33 @@ struct ModelSession::Impl {
   }
   void addAnchors();
   void makeTraining(const TrainingSpec &t);
+  void importStages(const std::string &modelProto);
 };
+
+void ModelSession::Impl::importStages(const std::string &modelProto) {
+  const unsigned stages = imported.stages;
+  if (stages == 1) {
+    // One stage is the whole model: it runs as it would unpipelined.
+    options.import.pipelining = false;
+    imported = importModel(modelProto, options.import);
+    return;
+  }
+  if (stages == 0)
+    return;
+  const unsigned n = options.training->accumulationFactor;
+  if (n < stages)
+    throw OptionError(
+        "enablePipelining: the model has " + std::to_string(stages) +
+        " pipeline stages, and pipelined training needs a gradient "
+        "accumulation factor of at least the number of stages (PopART's "
+        "rule: each weight update's batches fill the pipeline), but the "
+        "accumulation factor is " +
+        std::to_string(n) +
+        "; set enableGradientAccumulation and an accumulationFactor of at "
+        "least " +
+        std::to_string(stages));
+  options.config.pipeline.deviceMapping = imported.stageIpus;
+}
 
 void ModelSession::Impl::addAnchors() {
   ir::Module &m = imported.module;
@@ -122,7 +148,11 @@ ModelSession::ModelSession(const std::string &modelProto, DataFlow dataFlow,
   // A training session runs training-mode operators as training does.
   if (s.options.training)
     s.options.import.training = true;
+  // Stages pipeline training only; inference runs the nodes sharded.
+  s.options.import.pipelining = s.options.pipelining && s.options.training;
   s.imported = importModel(modelProto, s.options.import);
+  if (s.options.import.pipelining)
+    s.importStages(modelProto);
   s.model.ParseFromString(modelProto); // importModel has checked it
   for (const auto &t : s.model.graph().initializer())
     s.initializers.insert(t.name());

@@ -52,15 +52,17 @@ TEST(ModelBuilder, WritesAModelTheImporterReads) {
   const std::string y = b.addNode("MatMul", {x, w})[0];
   b.setIpu(std::nullopt);
   const std::string z = b.addNode("Relu", {y})[0];
-  b.setTensorPipelineStage(z, 2);
+  b.setTensorPipelineStage(z, 0);
   b.addOutput(z);
   EXPECT_EQ(b.tensorType(y), (ir::ValueType{FLOAT, {4, 3}}));
-  const tx::ImportedModel im = tx::importModel(b.modelProto());
+  tx::ImportOptions pipelining;
+  pipelining.pipelining = true;
+  const tx::ImportedModel im = tx::importModel(b.modelProto(), pipelining);
   const auto &ops = im.module.ops();
   ASSERT_EQ(ops.size(), 2u);
   EXPECT_EQ(ops[0].annotations.ipu, 1u);
   EXPECT_EQ(ops[1].annotations.ipu, std::nullopt);
-  EXPECT_EQ(ops[1].annotations.pipelineStage, 2u);
+  EXPECT_EQ(ops[1].annotations.pipelineStage, 0u);
 }
 
 TEST(ModelSession, InferenceReturnsEveryBatchForAnchorAll) {

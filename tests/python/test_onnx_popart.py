@@ -148,3 +148,117 @@ def test_dropout_drops_in_training_and_not_in_inference():
     anchors = inference.initAnchorArrays()
     inference.run(popart.PyStepIO({x: xs}, anchors))
     np.testing.assert_array_equal(anchors[y], xs)
+
+
+def _staged_mlp(placed, widths=(6, 8, 8, 3)):
+    """Three dense layers (tanh between them) and a mean squared error;
+    with placed, layer k is pipeline stage k on IPU k (the context
+    managers' form)."""
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, widths[0]]),
+                               "x")
+    y = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, widths[-1]]),
+                               "y")
+    h = x
+    for k in range(len(widths) - 1):
+        w = np.sin(np.arange(widths[k] * widths[k + 1]) * 1.7 + k) * 0.4
+        with builder.pipelineStage(k) if placed else _nothing(), \
+                builder.virtualGraph(k) if placed else _nothing():
+            w = builder.addInitializedInputTensor(
+                w.reshape(widths[k], widths[k + 1]).astype(np.float32))
+            h = builder.aiOnnx.matmul([h, w])
+            if k + 2 < len(widths):
+                h = builder.aiOnnx.tanh([h])
+            else:
+                d = builder.aiOnnx.sub([h, y])
+                loss = builder.aiOnnx.reducemean(
+                    [builder.aiOnnx.mul([d, d])], keepdims=0)
+    builder.addOutputTensor(loss)
+    return builder.getModelProto(), x, y, loss
+
+
+def _nothing():
+    import contextlib
+    return contextlib.nullcontext()
+
+
+def _train_staged(placed, pipelining, accumulation=4, ipus=3, runs=3,
+                  schedule=None):
+    proto, x, y, loss = _staged_mlp(placed)
+    opts = popart.SessionOptions()
+    opts.enableGradientAccumulation = True
+    opts.accumulationFactor = accumulation
+    opts.enablePipelining = pipelining
+    if schedule:
+        opts.pipelineSchedule = schedule
+    session = popart.TrainingSession(
+        fnModel=proto,
+        dataFlow=popart.DataFlow(2, {loss: popart.AnchorReturnType("ALL")}),
+        loss=loss,
+        optimizer=popart.SGD({"defaultLearningRate": (0.05, True),
+                              "defaultMomentum": (0.9, True)}),
+        deviceInfo=popart.DeviceManager().createIpuModelDevice(
+            {"numIPUs": ipus, "tilesPerIPU": 16}),
+        userOptions=opts)
+    session.prepareDevice()
+    session.weightsFromHost()
+    losses = []
+    rows = np.arange(runs * 2 * accumulation * 2, dtype=np.float32)
+    for r in range(runs):
+        part = rows[r * 2 * accumulation * 2:(r + 1) * 2 * accumulation * 2]
+        xs = np.sin(part[:, None] * 0.37 + np.arange(6)).astype(np.float32)
+        ys = np.cos(part[:, None] * 0.21 + np.arange(3)).astype(np.float32)
+        anchors = session.initAnchorArrays()
+        session.run(popart.PyStepIO(
+            {x: xs.reshape(2, accumulation, 2, 6),
+             y: ys.reshape(2, accumulation, 2, 3)}, anchors))
+        losses.append(anchors[loss].ravel().copy())
+    return np.concatenate(losses), session
+
+
+@pytest.mark.parametrize("schedule", [None, "Interleaved"])
+def test_pipelined_training_matches_accumulation_on_one_ipu(schedule):
+    got, pipelined = _train_staged(True, True, schedule=schedule)
+    want, single = _train_staged(False, False, ipus=1)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert want[-1] < 0.8 * want[0]
+    for name, value in single.readWeights().items():
+        np.testing.assert_allclose(pipelined.readWeights()[name], value,
+                                   rtol=1e-5, atol=1e-6)
+    assert pipelined.opStages() == [0, 1, 2]
+    assert single.opStages() == []
+
+
+def test_without_enable_pipelining_stages_are_ignored_and_nodes_shard():
+    got, sharded = _train_staged(True, False, accumulation=1)
+    want, _ = _train_staged(False, False, accumulation=1, ipus=1)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert sharded.opIpus() == [0, 1, 2]
+    assert sharded.opStages() == []
+
+
+def test_pipelining_errors_say_what_to_change():
+    with pytest.raises(popart.popart_exception,
+                       match="accumulation factor of at least the number "
+                             "of stages .PopART's rule.*at least 3"):
+        _train_staged(True, True, accumulation=2)
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]), "x")
+    with builder.pipelineStage(0):
+        with builder.virtualGraph(0):
+            h = builder.aiOnnx.neg([x])
+        with builder.virtualGraph(1):
+            h = builder.aiOnnx.exp([h])
+    builder.addOutputTensor(h)
+    opts = popart.SessionOptions()
+    opts.enablePipelining = True
+    with pytest.raises(popart.popart_exception,
+                       match="pipeline stage 0 is spread over IPUs 0 .* "
+                             "and 1"):
+        popart.TrainingSession(
+            fnModel=builder.getModelProto(),
+            dataFlow=popart.DataFlow(1, {h: popart.AnchorReturnType("ALL")}),
+            loss=h, optimizer=popart.ConstSGD(0.1),
+            deviceInfo=popart.DeviceManager().createIpuModelDevice(
+                {"numIPUs": 2, "tilesPerIPU": 16}),
+            userOptions=opts)

@@ -397,11 +397,14 @@ def test_begin_block_places_later_layers_on_the_next_ipu():
     model.model.classifier = poptorch.BeginBlock(model.model.classifier,
                                                  ipu_id=1)
     xs, ys = _data(STEPS, MICRO * 2)
-    got = _poptorch_losses(model, _options(10, replicas=2), "sgd", xs, ys)
+    # Sharded: the blocks run one after the other, without accumulation.
+    opts = _options(10, replicas=2).setExecutionStrategy(
+        poptorch.ShardedExecution())
+    got = _poptorch_losses(model, opts, "sgd", xs, ys)
     expected = _torch_losses(reference, "sgd", xs, ys, MICRO * 2)
     np.testing.assert_allclose(got, expected, rtol=1e-4)
     # The nodes from the classifier on (and the loss) are on IPU 1.
-    proto, ipus = _blocks.place_nodes(
+    proto, ipus, _ = _blocks.place_nodes(
         poptorch.inferenceModel(model)._export((xs[:MICRO], ys[:MICRO]), 2),
         _blocks.block_scopes(model))
     parsed = _blocks._schema()()

@@ -1,7 +1,9 @@
 """poptorch: Block, BeginBlock, Stage and the execution strategies.
 
-Blocks on several IPUs run sharded (each block's operations on its IPU,
-one after the other), which gives the results of the model on one IPU."""
+Blocks on several IPUs run as a pipeline (PipelinedExecution, the
+default) or sharded (ShardedExecution: each block's operations on its
+IPU, one after the other); either gives the results of the model on one
+IPU with the same gradient accumulation."""
 
 import numpy as np
 import pytest
@@ -50,9 +52,10 @@ class TwoBlocks(nn.Module):
         return out, self.loss(out, labels)
 
 
-def _options(iterations=2):
-    return (poptorch.Options().deviceIterations(iterations).tilesPerIpu(16)
+def _options(iterations=2, strategy=None):
+    opts = (poptorch.Options().deviceIterations(iterations).tilesPerIpu(16)
             .outputMode(poptorch.OutputMode.All))
+    return opts.setExecutionStrategy(strategy or poptorch.ShardedExecution())
 
 
 def _data(n, seed=1):
@@ -62,10 +65,11 @@ def _data(n, seed=1):
     return xs, ys
 
 
-def _train(model, opts, xs, ys, calls=3):
+def _train(model, opts, xs, ys, calls=3, momentum=0.0):
     training = poptorch.trainingModel(
-        model, opts, poptorch.optim.SGD(model.parameters(), lr=0.05))
-    per_call = MICRO * opts.device_iterations
+        model, opts, poptorch.optim.SGD(model.parameters(), lr=0.05,
+                                        momentum=momentum))
+    per_call = MICRO * opts.combined_batch_factor
     losses = [training(xs[c * per_call:(c + 1) * per_call],
                        ys[c * per_call:(c + 1) * per_call])[1]
               for c in range(calls)]
@@ -73,7 +77,7 @@ def _train(model, opts, xs, ys, calls=3):
 
 
 @pytest.mark.parametrize("blocks", [dict(ipus=(0, 1)), dict(auto=True)])
-def test_two_blocks_on_two_ipus_train_as_on_one(blocks):
+def test_two_sharded_blocks_on_two_ipus_train_as_on_one(blocks):
     torch.manual_seed(0)
     one = TwoBlocks()
     two = TwoBlocks(**blocks)
@@ -112,11 +116,16 @@ def test_block_places_its_modules_and_what_follows():
     assert placed[6:] == [("Gemm", 0), ("SoftmaxCrossEntropyLoss", 0)]
 
 
-def _placements(model):
+def _placements(model, stages=False):
+    """(op type, IPU) of each node of the model's ONNX file, and its
+    pipeline stage with stages."""
     parsed = _blocks._schema()()
     parsed.ParseFromString(model._proto)
-    return [(n.name.split("/")[-1].split("_")[0],
-             [a.i for a in n.attribute if a.name == "__ipu_number"][0])
+
+    def attr(n, name):
+        return [a.i for a in n.attribute if a.name == name][0]
+    return [(n.name.split("/")[-1].split("_")[0], attr(n, "__ipu_number"))
+            + ((attr(n, "__pipeline_stage"),) if stages else ())
             for n in parsed.graph.node]
 
 
@@ -145,12 +154,136 @@ def test_begin_block_on_a_module_inside_a_container():
         [0, 0, 0, 1, 1, 1, 1, 1]
 
 
-def test_pipelined_execution_is_not_available_yet():
-    with pytest.raises(NotImplementedError,
-                       match="use poptorch.ShardedExecution"):
-        poptorch.Options().setExecutionStrategy(
-            poptorch.PipelinedExecution(poptorch.AutoStage.AutoIncrement))
-    with pytest.raises(ValueError, match="give a poptorch.ShardedExecution"):
+class FourBlocks(nn.Module):
+    """Four dense layers, layer k in Block str(k) on IPU ipus[k] (no
+    blocks without ipus), and a mean squared error."""
+
+    def __init__(self, ipus=None):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            [nn.Linear(a, b) for a, b in ((6, 8), (8, 8), (8, 8), (8, 3))])
+        self.ipus = ipus
+
+    def forward(self, x, y):
+        for k, layer in enumerate(self.layers):
+            if self.ipus:
+                with poptorch.Block(str(k), ipu_id=self.ipus[k]):
+                    x = layer(x)
+            else:
+                x = layer(x)
+            if k < 3:
+                x = torch.tanh(x)
+        return x, ((x - y) * (x - y)).mean()
+
+
+def _regression(n, seed=2):
+    g = torch.Generator().manual_seed(seed)
+    xs = torch.randn(n, 6, generator=g)
+    return xs, torch.sin(xs[:, :3] * 2) + xs[:, 3:] * 0.5
+
+
+def _pipelined(opts, accumulation=4):
+    opts.Training.gradientAccumulation(accumulation)
+    return opts
+
+
+def _expect_same_training(got_model, want_model, got, want, learns=True):
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    if learns:
+        assert want[-8:].mean() < 0.9 * want[:8].mean()
+    for a, b in zip(got_model.parameters(), want_model.parameters()):
+        np.testing.assert_allclose(a.detach(), b.detach(), rtol=1e-5,
+                                   atol=1e-6)
+
+
+@pytest.mark.parametrize("schedule", [None, "Interleaved"])
+def test_four_pipelined_blocks_train_as_on_one_ipu(schedule):
+    torch.manual_seed(0)
+    one, four = FourBlocks(), FourBlocks(ipus=(0, 1, 2, 3))
+    four.load_state_dict(one.state_dict())
+    xs, ys = _regression(3 * 2 * 4 * MICRO)
+    opts = _pipelined(_options(2, poptorch.PipelinedExecution()))
+    if schedule:
+        opts._Popart.set("pipelineSchedule", schedule)
+    pipelined, got = _train(four, opts, xs, ys, momentum=0.9)
+    single, want = _train(one, _pipelined(_options(2)), xs, ys,
+                          momentum=0.9)
+    _expect_same_training(four, one, got, want)
+    assert pipelined._stages == 4 and pipelined._ipus == 4
+    assert pipelined._session.opStages() == [0, 1, 2, 3]
+    assert single._session.opStages() == []
+    placed = _placements(pipelined, True)
+    assert all(ipu == stage for _, ipu, stage in placed)
+    assert sorted({stage for _, _, stage in placed}) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("blocks,replicas", [(dict(ipus=(0, 1)), 1),
+                                             (dict(auto=True), 1),
+                                             (dict(ipus=(0, 1)), 2)])
+def test_two_pipelined_blocks_by_default_train_as_on_one_ipu(blocks,
+                                                             replicas):
+    torch.manual_seed(0)
+    one, two = TwoBlocks(), TwoBlocks(**blocks)
+    two.load_state_dict(one.state_dict())
+    xs, ys = _data(3 * 2 * 4 * replicas * MICRO)
+    # PipelinedExecution is the default strategy.
+    opts = _pipelined(poptorch.Options().deviceIterations(2)
+                      .replicationFactor(replicas).tilesPerIpu(16)
+                      .outputMode(poptorch.OutputMode.All))
+    pipelined, got = _train(two, opts, xs, ys, momentum=0.9)
+    single, want = _train(one, _pipelined(_options(2).replicationFactor(
+        replicas)), xs, ys, momentum=0.9)
+    # (The classifier learns slowly; equal weights after the momentum
+    # steps show the updates match.)
+    _expect_same_training(two, one, got, want, learns=False)
+    assert pipelined._stages == 2 and pipelined._ipus == 2
+    assert pipelined._session.opStages() == [0, 1]
+
+
+def test_pipeline_stages_from_stage_objects_and_auto_increment():
+    xs, ys = _regression(MICRO)
+    # Blocks "0" and "1" in one stage on IPU 0, "2" and "3" in another on
+    # IPU 1, whatever the blocks' own IPUs.
+    strategy = poptorch.PipelinedExecution(
+        poptorch.Stage("0", "1").ipu(0), poptorch.Stage("2", "3").ipu(1))
+    model = poptorch.inferenceModel(FourBlocks(ipus=(0, 1, 2, 3)),
+                                    _options(1, strategy))
+    model(xs, ys)
+    placed = _placements(model, True)
+    assert {(ipu, stage) for _, ipu, stage in placed} == {(0, 0), (1, 1)}
+    # AutoIncrement: each block its own stage, on its own IPU.
+    strategy = poptorch.PipelinedExecution(poptorch.AutoStage.AutoIncrement)
+    model = poptorch.inferenceModel(FourBlocks(ipus=(0, 0, 1, 1)),
+                                    _options(1, strategy))
+    model(xs, ys)
+    assert sorted({(ipu, stage) for _, ipu, stage in
+                   _placements(model, True)}) == \
+        [(0, 0), (0, 1), (1, 2), (1, 3)]
+
+
+def test_pipelined_execution_needs_gradient_accumulation_of_the_stages():
+    xs, ys = _regression(2 * 2 * MICRO)
+    training = poptorch.trainingModel(
+        FourBlocks(ipus=(0, 1, 2, 3)),
+        _pipelined(_options(2, poptorch.PipelinedExecution()), 2))
+    with pytest.raises(poptorch.Error,
+                       match=r"gradientAccumulation is 2, but with "
+                             r"poptorch.PipelinedExecution it must be "
+                             r"greater than or equal to the number of "
+                             r"pipeline stages \(4\)"):
+        training(xs, ys)
+    # A block in no stage of the strategy's poptorch.Stage objects.
+    strategy = poptorch.PipelinedExecution(poptorch.Stage("0", "1", "2"))
+    model = poptorch.inferenceModel(FourBlocks(ipus=(0, 1, 2, 3)),
+                                    _options(1, strategy))
+    with pytest.raises(ValueError, match="block '3' is in none"):
+        model(xs[:MICRO], ys[:MICRO])
+
+
+def test_execution_strategy_errors():
+    with pytest.raises(ValueError, match="give a poptorch.PipelinedExecution"):
         poptorch.Options().setExecutionStrategy("sharded")
     with pytest.raises(ValueError, match="must be an IPU number"):
         poptorch.Block(ipu_id=-1)
+    with pytest.raises(ValueError, match="use one of"):
+        poptorch.Options()._Popart.set("pipelineSchedule", "bubbly")

@@ -74,11 +74,8 @@ protected:
   }
   static tessera::onnx::ModelSessionOptions options(const DeviceInfo &device,
                                                     const SessionOptions &o) {
-    if (o.enablePipelining)
-      throw tessera::UnsupportedError(
-          "SessionOptions::enablePipelining: pipelining ONNX models is not "
-          "supported yet");
     tessera::onnx::ModelSessionOptions t;
+    t.pipelining = o.enablePipelining;
     const unsigned replicas =
         o.enableReplicatedGraphs ? unsigned(o.replicatedGraphCount) : 1;
     t.config.replicationFactor = replicas;

@@ -17,8 +17,12 @@ struct SessionOptions {
   int replicatedGraphCount = 1;
   /// Manual: nodes run on the IPU their virtualGraph attribute names.
   VirtualGraphMode virtualGraphMode = VirtualGraphMode::Off;
-  /// Accepted; pipelining ONNX models is not implemented yet (an error
-  /// when set).
+  /// Training runs the nodes' pipelineStage attributes as pipeline
+  /// stages, each on the IPU its nodes' virtualGraph names (one IPU per
+  /// stage), the accumulationFactor batches of each weight update flowing
+  /// through them; needs enableGradientAccumulation with accumulationFactor
+  /// at least the number of stages. Inference runs the nodes sharded.
+  /// Unset: pipelineStage attributes are ignored.
   bool enablePipelining = false;
   /// Cache compiled executables in cachePath.
   bool enableEngineCaching = false;

@@ -19,8 +19,9 @@
 /// size are checked against each other and against
 /// ImportOptions::maxElements before anything is allocated, as is every
 /// node's result (attributes such as pads size them). Nodes with PopART's
-/// "__ipu_number" / "__pipeline_stage" attributes get IR shard and stage
-/// annotations. An operator
+/// "__ipu_number" attribute get IR shard annotations; with
+/// ImportOptions::pipelining, "__pipeline_stage" becomes the IR stage
+/// annotation instead (ImportedModel::stageIpus). An operator
 /// without a converter is an UnsupportedError naming the node, its op
 /// type and the opset, with the list supportedOperators() gives.
 #pragma once
@@ -66,6 +67,14 @@ struct ImportOptions {
   /// Seeds the dropout masks (ImportedModel::stateUpdates advances them
   /// each step).
   std::uint64_t seed = 0;
+  /// PopART's enablePipelining: a node's "__pipeline_stage" attribute
+  /// becomes its IR pipeline stage (ir::StageScope) and its
+  /// "__ipu_number" the stage's IPU (ImportedModel::stageIpus); when no
+  /// node has a stage, each node's IPU is its stage, as PopART derives
+  /// stages from virtual graphs. A stage whose nodes name two IPUs, or
+  /// a stage that has no node while a later one has, is an OptionError.
+  /// Unset: stage attributes are ignored and "__ipu_number" shards.
+  bool pipelining = false;
   /// The module's name (empty: the ONNX graph's name).
   std::string moduleName;
 };
@@ -88,6 +97,14 @@ struct ImportedModel {
   /// training step is built, after gradient accumulation, so they move on
   /// every micro-batch as in PyTorch.
   std::vector<std::pair<ir::ValueId, ir::ValueId>> stateUpdates;
+  /// With ImportOptions::pipelining: the IPU of each pipeline stage
+  /// (session::PipelineConfig::deviceMapping), from the staged nodes'
+  /// "__ipu_number"; empty when the model has no stages or its staged
+  /// nodes name no IPU (stage s then runs on IPU s).
+  std::vector<unsigned> stageIpus;
+  /// With ImportOptions::pipelining: the number of pipeline stages (0:
+  /// the model has none).
+  unsigned stages = 0;
 };
 
 /// Imports a serialised ModelProto held in \p bytes; \p source names it in

@@ -23,6 +23,15 @@
 /// in train() mode) drop and use the batch's statistics, and the running
 /// statistics are updated every batch; an inference session runs them in
 /// their inference forms.
+///
+/// With ModelSessionOptions::pipelining (PopART's enablePipelining), a
+/// training session imports the nodes' "__pipeline_stage" attributes as
+/// pipeline stages (ImportOptions::pipelining) and trains pipelined
+/// (session/Pipeline.hpp): each stage on the IPU its nodes'
+/// "__ipu_number" names, the accumulationFactor batches of each weight
+/// update flowing through the stages. An inference session ignores the
+/// stages and runs the nodes on their IPUs one after the other (sharded),
+/// which gives the same results.
 #pragma once
 
 #include "tessera/data/HostTensor.hpp"
@@ -71,6 +80,11 @@ struct ModelSessionOptions {
   session::Config config;
   /// Set: a training session.
   std::optional<TrainingSpec> training;
+  /// PopART's enablePipelining (the file comment says what it does). A
+  /// training session of a model with S > 1 stages needs
+  /// accumulationFactor >= S, as PopART requires (OptionError otherwise);
+  /// config.pipeline.deviceMapping is set from the model.
+  bool pipelining = false;
   ImportOptions import;
 };
 

@@ -28,6 +28,7 @@ out as PopART lays them out: [batchesPerStep, accumulationFactor,
 replicatedGraphCount, ...] without the dimensions that are 1.
 """
 
+import contextlib
 import enum
 import os
 
@@ -39,7 +40,8 @@ from . import _popart
 __all__ = [
     "AnchorReturnType", "Builder", "ConstSGD", "DataFlow", "DeviceManager",
     "InferenceSession", "PyStepIO", "SessionOptions", "SGD", "Adam",
-    "TensorInfo", "TrainingSession", "ReductionType", "popart_exception",
+    "TensorInfo", "TrainingSession", "ReductionType", "VirtualGraphMode",
+    "popart_exception",
 ]
 
 
@@ -267,11 +269,36 @@ class Builder:
     def getTensorShape(self, tensor):
         return list(self._b.tensorShape(tensor))
 
-    def virtualGraph(self, tensor, ipu):
-        self._b.setTensorIpu(tensor, ipu)
+    def virtualGraph(self, *args):
+        """virtualGraph(tensor, ipu) places the node making tensor on
+        IPU ipu; ``with builder.virtualGraph(ipu):`` places the nodes
+        added inside the block."""
+        if len(args) == 2:
+            self._b.setTensorIpu(args[0], int(args[1]))
+            return None
+        return self._scope("ipu", self._b.setIpu, int(args[0]))
 
-    def pipelineStage(self, tensor, stage):
-        self._b.setTensorPipelineStage(tensor, stage)
+    def pipelineStage(self, *args):
+        """pipelineStage(tensor, stage) puts the node making tensor in
+        pipeline stage stage; ``with builder.pipelineStage(stage):`` the
+        nodes added inside the block (SessionOptions.enablePipelining
+        runs the stages as a pipeline)."""
+        if len(args) == 2:
+            self._b.setTensorPipelineStage(args[0], int(args[1]))
+            return None
+        return self._scope("stage", self._b.setPipelineStage, int(args[0]))
+
+    @contextlib.contextmanager
+    def _scope(self, kind, setter, value):
+        scopes = self.__dict__.setdefault("_scopes", {})
+        before = scopes.get(kind)
+        scopes[kind] = value
+        setter(value)
+        try:
+            yield
+        finally:
+            scopes[kind] = before
+            setter(before)
 
 
 class AnchorReturnType:
@@ -295,14 +322,35 @@ class DataFlow:
             for k, v in anchors.items()}
 
 
+class VirtualGraphMode(enum.Enum):
+    """How nodes find their IPU: Manual, by the virtualGraph attribute
+    (Tessera places by the attribute whatever the mode says)."""
+    Off = "Off"
+    Manual = "Manual"
+    Auto = "Auto"
+
+
 class SessionOptions:
-    """The options Tessera acts on (others are accepted and ignored)."""
+    """The options Tessera acts on (others are accepted and ignored).
+
+    enablePipelining: a TrainingSession runs the nodes' pipelineStage as
+    pipeline stages, each on the IPU of its nodes' virtualGraph (one IPU
+    per stage), the accumulationFactor batches of each weight update
+    flowing through the stages; it needs enableGradientAccumulation with
+    accumulationFactor at least the number of stages. An
+    InferenceSession runs the nodes on their IPUs one after the other.
+    Without it, pipelineStage attributes are ignored."""
 
     def __init__(self):
         self.enableGradientAccumulation = False
         self.accumulationFactor = 1
         self.enableReplicatedGraphs = False
         self.replicatedGraphCount = 1
+        self.virtualGraphMode = VirtualGraphMode.Off
+        self.enablePipelining = False
+        # Tessera's addition: the pipeline's schedule, "Grouped" (the
+        # default), "Interleaved" or "Sequential" (session/Pipeline.hpp).
+        self.pipelineSchedule = "Grouped"
         self.enableEngineCaching = False
         self.cachePath = "session_cache"
         # Tessera's addition: initializers a TrainingSession leaves as they
@@ -414,6 +462,9 @@ class _Session:
                    "tiles": deviceInfo.tilesPerIpu, "replicas": replicas}
         if opts.enableEngineCaching:
             options["cachePath"] = opts.cachePath
+        if opts.enablePipelining:
+            options["pipelining"] = True
+            options["pipelineSchedule"] = str(opts.pipelineSchedule)
         if training:
             options.update(training)
             options["frozen"] = [str(n) for n in opts.frozenWeights]
@@ -452,6 +503,11 @@ class _Session:
         """Tessera's addition: the IPUs the model's operations (training's
         too) are placed on, sorted."""
         return list(self._s.opIpus())
+
+    def opStages(self):
+        """Tessera's addition: the pipeline stages of the model's
+        operations, sorted (none when it is not pipelined)."""
+        return list(self._s.opStages())
 
     def readState(self):
         """Tessera's addition: every variable on the device by name

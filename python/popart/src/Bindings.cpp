@@ -6,6 +6,7 @@
 
 #include "tessera/onnx/ModelBuilder.hpp"
 #include "tessera/onnx/ModelSession.hpp"
+#include "tessera/session/Pipeline.hpp"
 
 #include <pybind11/stl.h>
 
@@ -74,6 +75,15 @@ makeSession(const py::bytes &model, unsigned batchesPerStep,
   o.config.replicationFactor = get("replicas", 1u);
   o.config.executableCachePath = get("cachePath", std::string());
   o.import.seed = get("seed", std::uint64_t{0});
+  o.pipelining = get("pipelining", false);
+  if (options.contains("pipelineSchedule")) {
+    const auto name = options["pipelineSchedule"].cast<std::string>();
+    const auto schedule = session::parseSchedule(name);
+    if (!schedule)
+      throw OptionError("pipelineSchedule '" + name +
+                        "': use Grouped, Interleaved or Sequential");
+    o.config.pipeline.schedule = *schedule;
+  }
   if (options.contains("frozen"))
     for (const auto &name : options["frozen"])
       o.import.frozen.insert(name.cast<std::string>());
@@ -156,6 +166,8 @@ PYBIND11_MODULE(_popart, m) {
              return b.addNode(op, inputs, a, numOutputs, name);
            })
       .def("addOutput", &onnx::ModelBuilder::addOutput)
+      .def("setIpu", &onnx::ModelBuilder::setIpu)
+      .def("setPipelineStage", &onnx::ModelBuilder::setPipelineStage)
       .def("setTensorIpu", &onnx::ModelBuilder::setTensorIpu)
       .def("setTensorPipelineStage",
            &onnx::ModelBuilder::setTensorPipelineStage)
@@ -218,6 +230,15 @@ PYBIND11_MODULE(_popart, m) {
              for (const ir::Op &op : s.module().ops())
                ipus.insert(op.annotations.ipu.value_or(0));
              return std::vector<unsigned>(ipus.begin(), ipus.end());
+           })
+      .def("opStages",
+           [](const onnx::ModelSession &s) {
+             // The pipeline stages of the operations (none: unpipelined).
+             std::set<unsigned> stages;
+             for (const ir::Op &op : s.module().ops())
+               if (op.annotations.pipelineStage)
+                 stages.insert(*op.annotations.pipelineStage);
+             return std::vector<unsigned>(stages.begin(), stages.end());
            })
       .def("anchorShape", &onnx::ModelSession::anchorShape)
       .def("inputs", &onnx::ModelSession::inputs);

@@ -3,7 +3,9 @@
 A traced model's ONNX nodes are named after the module that made them
 ("/layer2/conv/Conv"), so the nodes of a placed module and everything
 after it, until the next placed module, take its IPU: the
-"__ipu_number" node attribute Tessera's ONNX importer places them by.
+"__ipu_number" node attribute Tessera's ONNX importer places them by,
+and, under PipelinedExecution, the "__pipeline_stage" attribute of the
+block's stage.
 BeginBlock marks a module; a Block is a context manager in forward whose
 IPU the modules called inside it take (found by a forward pre-hook while
 the model is traced). The model is edited through protobuf with a schema
@@ -104,56 +106,102 @@ def _stage_ipus(strategy):
     return ipus
 
 
-def scope_path(name):
+class _StageKeys:
+    """The pipeline stage key of each block under a PipelinedExecution
+    (None under sharded execution): the index of the poptorch.Stage
+    naming the block's user_id, else the block's IPU (AutoStage.SameAsIpu)
+    or its order from 1 (AutoIncrement); the nodes before the first block
+    (on IPU 0) have key 0. place_nodes numbers the keys the nodes use 0,
+    1, 2, ... in order."""
+
+    def __init__(self, strategy):
+        from ._options import AutoStage, PipelinedExecution
+        self.pipelined = isinstance(strategy, PipelinedExecution)
+        self.named = {}
+        for i, stage in enumerate(getattr(strategy, "stages", ())):
+            for b in stage.block_ids:
+                self.named[b] = i
+        self.increment = (getattr(strategy, "auto_stage", None)
+                          == AutoStage.AutoIncrement)
+        self.order = 0
+
+    def __call__(self, user_id, ipu):
+        if not self.pipelined:
+            return None
+        self.order += 1
+        if self.named:
+            if str(user_id) not in self.named:
+                raise ValueError(
+                    f"PipelinedExecution: block {user_id!r} is in none of "
+                    f"its poptorch.Stage objects (they name blocks "
+                    f"{sorted(self.named)}); add it to a stage")
+            return self.named[str(user_id)]
+        return self.order if self.increment else ipu
+
+
+def scope_path(name, called=None):
     """The ONNX node name prefix of the module called name in
     named_modules(): PyTorch's exporter names a scope by the module's
-    attribute, and a container's numbered child by the container's scope
-    with the number ("/features/features.0/Conv")."""
-    scopes = []
-    for part in name.split("."):
+    attribute, and a numbered child by its container's name with the
+    number ("/features/features.0/Conv"). Only modules that were called
+    make scopes: with called (the names of the modules forward ran),
+    containers that were not (a ModuleList, a plain Module holding
+    layers) are left out ("/layers.0/Gemm")."""
+    scopes, parts = [], name.split(".")
+    for i, part in enumerate(parts):
         scopes.append(f"{scopes[-1]}.{part}" if part.isdigit() and scopes
                       else part)
-    return "/" + "/".join(scopes) + "/"
+    kept = [s for i, s in enumerate(scopes)
+            if called is None or ".".join(parts[:i + 1]) in called]
+    return "/" + "".join(k + "/" for k in kept)
 
 
 @contextlib.contextmanager
 def recording_blocks(model):
-    """While active, records the modules of model called inside a Block:
-    yields the list of (node name prefix, user_id, ipu) it fills."""
+    """While active, records the modules of model called inside a Block
+    and the names of all modules called: yields the list of (node name
+    prefix, user_id, ipu) it fills and the set of names."""
     names = {id(m): n for n, m in model.named_modules() if n}
-    seen = set()
+    seen, called = set(), set()
     found = []
 
     def hook(module, _inputs):
         name = names.get(id(module))
+        if name is not None:
+            called.add(name)
         if Block._active and name is not None and name not in seen:
             seen.add(name)
             user_id, ipu = Block._active[-1]
-            found.append((scope_path(name), user_id, ipu))
+            found.append((scope_path(name, called), user_id, ipu))
 
     Block._auto_id, Block._last_ipu = None, 0
     handle = torch.nn.modules.module.register_module_forward_pre_hook(hook)
     try:
-        yield found
+        yield found, called
     finally:
         handle.remove()
         Block._auto_id, Block._last_ipu = None, 0
 
 
-def block_scopes(model, recorded=(), strategy=None):
-    """(node name prefix, ipu) of every BeginBlock in model and every
-    module recorded inside a Block; a stage of strategy that names the
-    block's user_id sets its IPU."""
+def block_scopes(model, recorded=(), strategy=None, called=None):
+    """(node name prefix, ipu, stage key) of every BeginBlock in model
+    and every module recorded inside a Block (called: the modules forward
+    ran, as scope_path takes it); a stage of strategy that names the
+    block's user_id sets its IPU. The stage key is None unless strategy
+    is a PipelinedExecution (_StageKeys)."""
     stages = _stage_ipus(strategy)
+    key = _StageKeys(strategy)
     scopes = []
     for name, m in model.named_modules():
         ipu = getattr(m, "_poptorch_ipu_id", None)
         if ipu is not None:
             user_id = getattr(m, "_poptorch_user_id", None)
             ipu = stages.get(str(user_id), ipu)
-            scopes.append((scope_path(name) if name else "/", ipu))
+            scopes.append((scope_path(name, called) if name else "/", ipu,
+                           key(user_id, ipu)))
     for path, user_id, ipu in recorded:
-        scopes.append((path, stages.get(str(user_id), ipu)))
+        ipu = stages.get(str(user_id), ipu)
+        scopes.append((path, ipu, key(user_id, ipu)))
     return scopes
 
 
@@ -200,19 +248,31 @@ def initializer_names(proto):
 
 
 def place_nodes(proto, scopes):
-    """proto with every node given the IPU of the innermost block scope
-    (block_scopes) it is in, or else of the node before it (IPU 0 before
-    the first); also returns the number of IPUs used."""
+    """proto with every node given the IPU (and the stage, when the
+    scopes have stage keys) of the innermost block scope (block_scopes)
+    it is in, or else of the node before it (IPU 0 and the first stage
+    before the first); also returns the number of IPUs used and the
+    number of pipeline stages (0 without stage keys)."""
     if not scopes:
-        return proto, 1
+        return proto, 1, 0
     model = _schema()()
     model.ParseFromString(proto)
-    ipu, used = 0, {0}
+    pipelined = any(k is not None for _, _, k in scopes)
+    placed, ipu, key = [], 0, 0 if pipelined else None
     for node in model.graph.node:
-        inside = [(len(p), i) for p, i in scopes if node.name.startswith(p)]
+        inside = [(len(p), i, k) for p, i, k in scopes
+                  if node.name.startswith(p)]
         if inside:
-            ipu = max(inside)[1]
-        used.add(ipu)
+            _, ipu, key = max(inside, key=lambda t: t[0])
+        placed.append((node, ipu, key))
+    keys = sorted({k for _, _, k in placed if k is not None})
+    number = {k: i for i, k in enumerate(keys)}
+    for node, ipu, key in placed:
         a = node.attribute.add()
         a.name, a.i, a.type = "__ipu_number", ipu, _ATTRIBUTE_INT
-    return model.SerializeToString(), max(used) + 1
+        if key is not None:
+            a = node.attribute.add()
+            a.name, a.i, a.type = "__pipeline_stage", number[key], \
+                _ATTRIBUTE_INT
+    ipus = max(i for _, i, _ in placed) + 1 if placed else 1
+    return model.SerializeToString(), ipus, len(keys)

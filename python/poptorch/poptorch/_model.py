@@ -69,7 +69,7 @@ class PoplarExecutor:
             _model=model, _options=options or Options(), _training=training,
             _optimizer=optimizer, _session=None, _attached=False,
             _micro=None, _input_shapes=None, _outputs=None, _tuple=False,
-            _ranks=None, _ipus=1, _floats=None,
+            _ranks=None, _ipus=1, _stages=0, _floats=None,
             _weights={}, _versions=None)
         if training:
             if not any(p.requires_grad for p in model.parameters()):
@@ -327,7 +327,7 @@ class PoplarExecutor:
         try:
             with torch.random.fork_rng(devices=[]):
                 model.train(self._training)
-                with recording_blocks(model) as recorded, \
+                with recording_blocks(model) as (recorded, called), \
                         torch.set_grad_enabled(self._training):
                     outs, is_tuple = _flatten(model(*example), what)
                 proto = self._export(example, len(outs))
@@ -337,7 +337,7 @@ class PoplarExecutor:
                 for b, value in saved:
                     b.copy_(value)
         scopes = block_scopes(model, recorded,
-                              self._options.execution_strategy)
+                              self._options.execution_strategy, called)
         return outs, is_tuple, proto, scopes
 
     def _compile(self, args):
@@ -346,7 +346,7 @@ class PoplarExecutor:
         what = "trainingModel" if self._training else "inferenceModel"
         outs, is_tuple, proto, scopes = self._trace(example, what)
         loss = self._find_loss(outs) if self._training else None
-        proto, ipus = place_nodes(proto, scopes)
+        proto, ipus, stages = place_nodes(proto, scopes)
         names = [f"output{i}" for i in range(len(outs))]
         self.__dict__.update(_micro=micro, _outputs=names, _tuple=is_tuple,
                              _ranks={n: o.dim() for n, o in zip(names, outs)},
@@ -354,7 +354,8 @@ class PoplarExecutor:
                                       for n, o in zip(names, outs)},
                              _input_shapes=[tuple(a.shape[1:])
                                             for a in args])
-        self.__dict__.update(_proto=proto, _loss=loss, _ipus=ipus)
+        self.__dict__.update(_proto=proto, _loss=loss, _ipus=ipus,
+                             _stages=stages)
         self.__dict__["_session"] = self._make_session(proto, names, loss)
         self._session.prepareDevice()
         if self._training:
@@ -386,6 +387,8 @@ class PoplarExecutor:
         if o.cache_dir:
             so.enableEngineCaching = True
             so.cachePath = o.cache_dir
+        if self._training and self._stages > 1:
+            self._pipeline(so)
         if not self._training:
             return popart.InferenceSession(proto, flow, device,
                                            userOptions=so)
@@ -398,6 +401,22 @@ class PoplarExecutor:
         return popart.TrainingSession(
             fnModel=proto, dataFlow=flow, loss=loss, optimizer=optimizer,
             deviceInfo=device, userOptions=so)
+
+    def _pipeline(self, so):
+        """Runs the blocks' stages as a pipeline (PipelinedExecution)."""
+        n = self._options.Training.gradient_accumulation
+        if n < self._stages:
+            raise Error(
+                "poptorch.Options().Training.gradientAccumulation is "
+                f"{n}, but with poptorch.PipelinedExecution it must be "
+                "greater than or equal to the number of pipeline stages "
+                f"({self._stages}), so that each weight update's "
+                "micro-batches fill the pipeline: set it to at least "
+                f"{self._stages}, or run the blocks one after the other "
+                "with poptorch.ShardedExecution")
+        so.enablePipelining = True
+        so.pipelineSchedule = self._options._Popart.options.get(
+            "pipelineSchedule", "Grouped")
 
     def _result(self, array, name):
         return _join(torch.from_numpy(np.array(array)), self._ranks[name])

@@ -21,29 +21,68 @@ AnchorMode = OutputMode
 
 
 class AutoStage(enum.Enum):
-    """How blocks without a stage are grouped (accepted; with sharded
-    execution each block runs on its own IPU either way)."""
+    """How PipelinedExecution makes stages of blocks no poptorch.Stage
+    names: SameAsIpu (the default) puts the blocks of one IPU in one
+    stage, AutoIncrement makes each block its own stage, in the order
+    the model runs them."""
     SameAsIpu = 0
     AutoIncrement = 1
 
 
 class ShardedExecution:
-    """Each block runs on its IPU, one after the other (what Tessera does
-    with blocks on several IPUs). stages: poptorch.Stage objects that map
-    block ids to IPUs, or an AutoStage."""
+    """Each block runs on its IPU, one micro-batch at a time, one block
+    after the other. stages: poptorch.Stage objects that map block ids to
+    IPUs, or an AutoStage (accepted)."""
 
     def __init__(self, *stages):
         from ._blocks import Stage
-        self.stages = [s for s in stages if isinstance(s, Stage)]
+        self.stages = []
+        self.auto_stage = AutoStage.SameAsIpu
         for s in stages:
-            if not isinstance(s, (Stage, AutoStage)):
-                raise ValueError(f"ShardedExecution({s!r}): give "
-                                 "poptorch.Stage objects or an AutoStage")
+            if isinstance(s, str):
+                s = Stage(s)
+            if isinstance(s, Stage):
+                self.stages.append(s)
+            elif isinstance(s, AutoStage):
+                self.auto_stage = s
+            else:
+                raise ValueError(f"{type(self).__name__}({s!r}): give "
+                                 "poptorch.Stage objects, block ids or an "
+                                 "AutoStage")
 
 
 class PipelinedExecution(ShardedExecution):
-    """Blocks as stages of a pipeline (not available in Tessera's poptorch
-    yet: setExecutionStrategy refuses it)."""
+    """The blocks run as the stages of a pipeline (PopTorch's default
+    strategy): each stage on its IPU, the gradientAccumulation
+    micro-batches of each weight update flowing through the stages, so
+    the IPUs work on different micro-batches at once; training results
+    are those of the model on one IPU with the same gradient
+    accumulation. The stages are the poptorch.Stage objects given (a
+    block id "a" is Stage("a")), else the AutoStage's grouping of the
+    blocks. A training model needs gradientAccumulation >= the number
+    of stages. An inference model runs its blocks sharded (one after the
+    other), with the same results."""
+
+
+class _PopartOptions:
+    """PopART session options by name (PopTorch's options._Popart);
+    Tessera acts on "pipelineSchedule": "Grouped" (the default),
+    "Interleaved" or "Sequential" (Tessera's pipeline schedules)."""
+
+    _KNOWN = {"pipelineSchedule": ("Grouped", "Interleaved", "Sequential")}
+
+    def __init__(self):
+        self.options = {}
+
+    def set(self, key, value):
+        if key not in self._KNOWN:
+            raise ValueError(f"_Popart.set({key!r}): Tessera acts on "
+                             f"{sorted(self._KNOWN)}")
+        if str(value).capitalize() not in self._KNOWN[key]:
+            raise ValueError(f"_Popart.set({key!r}, {value!r}): use one of "
+                             f"{self._KNOWN[key]}")
+        self.options[key] = str(value).capitalize()
+        return self
 
 
 class _TrainingOptions:
@@ -78,8 +117,9 @@ class Options:
         self.cache_dir = os.environ.get("POPTORCH_CACHE_DIR") or None
         self.random_seed = None
         self.tiles_per_ipu = 1216
-        self.execution_strategy = ShardedExecution()
+        self.execution_strategy = PipelinedExecution()
         self.Training = _TrainingOptions()
+        self._Popart = _PopartOptions()
 
     def deviceIterations(self, n):
         """Steps (batches per replica) each call of the model runs."""
@@ -140,16 +180,11 @@ class Options:
         return self
 
     def setExecutionStrategy(self, strategy):
-        """How blocks on several IPUs run: poptorch.ShardedExecution (the
-        default). Pipelined execution is not available yet."""
-        if isinstance(strategy, PipelinedExecution):
-            raise NotImplementedError(
-                "setExecutionStrategy(PipelinedExecution(...)): pipelined "
-                "execution is not available in Tessera's poptorch yet; use "
-                "poptorch.ShardedExecution(...), which runs each block on "
-                "its IPU in turn and gives the same results")
+        """How blocks on several IPUs run: poptorch.PipelinedExecution
+        (the default) or poptorch.ShardedExecution."""
         if not isinstance(strategy, ShardedExecution):
             raise ValueError(f"setExecutionStrategy({strategy!r}): give a "
+                             "poptorch.PipelinedExecution or "
                              "poptorch.ShardedExecution")
         self.execution_strategy = strategy
         return self
