@@ -77,6 +77,8 @@ class _Module:
             if self.fn is not None and t.shard is not None:
                 ann = " @ipu(%d)" % t.shard
                 self.shards = max(self.shards, t.shard + 1)
+            if self.fn is not None and t.stage is not None:
+                ann += " @stage(%d)" % t.stage
             self.lines.append("%s = %s(%s)%s : %s%s" % (
                 r, t.op, ", ".join(ops), " {%s}" % attrs if attrs else "",
                 _type(t), ann))
@@ -168,8 +170,14 @@ class _Module:
         p = _tessera.Tf1Program(text)
         if self.train is not None:
             opt = self.train["optimizer"]
-            p.train("loss", opt._core(), bool(opt._cross_replica),
-                    int(opt._accumulation))
+            # A pipeline's train op carries its own accumulation settings.
+            pipe = self.train.get("pipeline")
+            if pipe is None:
+                p.train("loss", opt._core(), bool(opt._cross_replica),
+                        int(opt._accumulation))
+            else:
+                p.train("loss", opt._core(), bool(opt._cross_replica),
+                        pipe.count, pipe.recompute, pipe.accumulator_type)
         return p
 
 
@@ -487,6 +495,10 @@ class Session:
         # As TensorFlow does: the IPUs beyond the graph's shards replicate
         # it (each replica taking its own infeed elements).
         shards = m.shards
+        if fn.pipeline is not None:
+            pipeline = config.pipeline
+            shards = fn.pipeline.configure(pipeline, n)
+            config.pipeline = pipeline
         if n % shards:
             raise ValueError(
                 "the compiled function uses %d shards but the system has %d "
