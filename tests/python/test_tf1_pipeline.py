@@ -99,6 +99,10 @@ def train_pipelined(schedule, mapping=None, recompute=False):
         for _ in range(RUNS):
             sess.run(op)
             losses.extend(sess.run(deq).tolist())
+        # The program ran as a pipeline: its ops carry their stages.
+        text = sess._programs[("program", id(op.attrs["call"]))] \
+            .program.text()
+        assert "@stage(%d)" % (STAGES - 1) in text
         return sess.run(weights()), losses
 
 
@@ -327,3 +331,102 @@ def test_learning_rate_fed_each_run_is_refused():
         with pytest.raises(TypeError, match="learning_rate must be a number "
                            "or a constant"):
             ipu.ipu_compiler.compile(net, [lr])
+
+
+def concurrent(pipelined):
+    """A first stage, two concurrent stages on its output, a last stage on
+    both of theirs; trained pipelined or, with the same ops in order,
+    unpipelined with GradientAccumulationOptimizerV2."""
+    configure(4 if pipelined else 1)
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset())
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def dense(scope, x, units, seed):
+        with tf.variable_scope(scope, use_resource=True):
+            return tf.layers.dense(
+                x, units, name="dense",
+                kernel_initializer=tf.glorot_uniform_initializer(seed))
+
+    def first(x, y):
+        return tf.nn.tanh(dense("layer_first", x, WIDTH, 1)), y
+
+    def left(h, y):
+        return [tf.nn.tanh(dense("layer_left", h, WIDTH, 2))]
+
+    def right(h, y):
+        return tf.nn.tanh(dense("layer_right", h, WIDTH, 3)), y
+
+    def last(a, b, y):
+        out = dense("layer_last", a, OUT, 4) + dense("layer_last2", b, OUT, 5)
+        return tf.reduce_mean(tf.square(out - y))
+
+    def opt():
+        return tf.train.GradientDescentOptimizer(0.2)
+
+    if pipelined:
+        def net():
+            return pipelining_ops.pipeline(
+                [first, [left, right], last],
+                gradient_accumulation_count=COUNT, repeat_count=REPEATS,
+                infeed_queue=infeed, outfeed_queue=outfeed,
+                optimizer_function=lambda loss:
+                pipelining_ops.OptimizerFunctionOutput(opt(), loss),
+                device_mapping=[0, [1, 1], 3])
+    else:
+        def body(x, y):
+            h, y = first(x, y)
+            loss = last(*left(h, y), *right(h, y))
+            return [ipu.optimizers.GradientAccumulationOptimizerV2(
+                opt(), COUNT).minimize(loss), outfeed.enqueue(loss)]
+
+        def net():
+            return ipu.loops.repeat(COUNT * REPEATS, body, [], infeed)
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        op = ipu.ipu_compiler.compile(net, [])
+    deq = outfeed.dequeue()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(infeed.initializer)
+        losses = []
+        for _ in range(RUNS):
+            sess.run(op)
+            losses.extend(sess.run(deq).tolist())
+        return sess.run(weights()), losses
+
+
+def test_concurrent_stages_take_the_same_inputs_and_concatenate():
+    want = concurrent(False)
+    tf.reset_default_graph()
+    ipu.config.reset_ipu_configuration()
+    (w_got, l_got), (w_want, l_want) = concurrent(True), want
+    np.testing.assert_allclose(l_got, l_want, rtol=1e-5, atol=1e-6)
+    assert l_want[-1] < l_want[0] and len(w_want) == 10
+    for name in w_want:
+        np.testing.assert_allclose(w_got[name], w_want[name], rtol=1e-5,
+                                   atol=1e-6, err_msg=name)
+
+
+def test_concurrent_stages_on_two_ipus_are_refused():
+    configure(4)
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset())
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        with pytest.raises(NotImplementedError, match="concurrent stages of "
+                           "stage 1 on IPUs \\[1, 2\\]"):
+            ipu.ipu_compiler.compile(lambda: pipelining_ops.pipeline(
+                [layer(0), [layer(1), layer(1)], layer(2)],
+                gradient_accumulation_count=4, infeed_queue=infeed,
+                optimizer_function=lambda loss:
+                pipelining_ops.OptimizerFunctionOutput(optimizer(), loss),
+                device_mapping=[0, [1, 2], 3]))
+
+
+def test_inference_pipeline_is_refused():
+    configure(2)
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset())
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        with pytest.raises(NotImplementedError, match="give an "
+                           "optimizer_function"):
+            ipu.ipu_compiler.compile(lambda: pipelining_ops.pipeline(
+                [layer(0), layer(1)], gradient_accumulation_count=2,
+                infeed_queue=infeed, outfeed_queue=outfeed))

@@ -48,8 +48,7 @@ import enum
 
 import numpy as np
 
-from ..tf._function import _flatten
-from ..tf._graph import Operation, Tensor, convert, get_default_graph
+from ..tf._graph import Operation, convert, get_default_graph
 
 __all__ = ["PipelineSchedule", "RecomputationMode", "OptimizerFunctionOutput",
            "pipeline"]
@@ -203,9 +202,9 @@ def pipeline(computational_stages, gradient_accumulation_count=None,
              **poplar_options):
     """Traces `computational_stages` as a pipeline of the compiled function
     being traced (the module comment says how); returns the op that runs
-    repeat_count pipeline steps. Training needs optimizer_function (a
-    function of the last stage's outputs returning
-    OptimizerFunctionOutput); gradient_accumulation_count (N) micro-batches
+    repeat_count pipeline steps. optimizer_function (a function of the
+    last stage's outputs returning OptimizerFunctionOutput) is required:
+    Tessera pipelines train. gradient_accumulation_count (N) micro-batches
     make one step, and Grouped and Interleaved need N >= the number of
     stages. pipeline_schedule defaults to PipelineSchedule.Grouped and
     device_mapping to stage i on IPU i; offload_weight_update_variables
@@ -243,6 +242,13 @@ def pipeline(computational_stages, gradient_accumulation_count=None,
         raise NotImplementedError("pipeline: outfeed_loss, accumulate_outfeed "
                                   "and outfeed_mask are not supported; the "
                                   "outfeed receives the last stage's outputs")
+    if optimizer_function is None:
+        raise NotImplementedError(
+            "pipeline: inference pipelines (no optimizer_function) are not "
+            "supported yet: Tessera's session runs a pipeline as training "
+            "steps of gradient_accumulation_count micro-batches; give an "
+            "optimizer_function, or run the stages in loops.repeat with "
+            "ipu_shard")
     settings = _Settings(
         len(stages), count, schedule, _mapping(device_mapping, stages),
         _recompute(recomputation_mode),
@@ -265,34 +271,29 @@ def pipeline(computational_stages, gradient_accumulation_count=None,
     last = args
 
     ops = []
-    if optimizer_function is not None:
-        out = _call(optimizer_function, last)
-        if not isinstance(out, OptimizerFunctionOutput):
-            raise TypeError("pipeline: optimizer_function must return "
-                            "pipelining_ops.OptimizerFunctionOutput(opt, "
-                            "loss), got %s" % type(out).__name__)
-        if getattr(out.opt, "_accumulation", 1) != 1:
-            raise ValueError(
-                "pipeline: the optimizer accumulates gradients itself; a "
-                "pipeline accumulates gradient_accumulation_count "
-                "micro-batches already, so use the optimizer it wraps")
-        loss = convert(out.loss)
-        if not np.issubdtype(loss.dtype, np.floating):
-            raise TypeError("pipeline: the loss must be float, got %s"
-                            % loss.dtype)
-        ops.append(Operation("train", (loss,),
-                             {"optimizer": out.opt, "global_step": None,
-                              "pipeline": settings}))
+    out = _call(optimizer_function, last)
+    if not isinstance(out, OptimizerFunctionOutput):
+        raise TypeError("pipeline: optimizer_function must return "
+                        "pipelining_ops.OptimizerFunctionOutput(opt, "
+                        "loss), got %s" % type(out).__name__)
+    if getattr(out.opt, "_accumulation", 1) != 1:
+        raise ValueError(
+            "pipeline: the optimizer accumulates gradients itself; a "
+            "pipeline accumulates gradient_accumulation_count "
+            "micro-batches already, so use the optimizer it wraps")
+    loss = convert(out.loss)
+    if not np.issubdtype(loss.dtype, np.floating):
+        raise TypeError("pipeline: the loss must be float, got %s"
+                        % loss.dtype)
+    ops.append(Operation("train", (loss,),
+                         {"optimizer": out.opt, "global_step": None,
+                          "pipeline": settings}))
     if outfeed_queue is not None:
         if last is None or (isinstance(last, (list, tuple, dict))
                             and not last):
             raise ValueError("pipeline: the last stage returns nothing for "
                              "the outfeed queue")
         ops.append(outfeed_queue.enqueue(last))
-    tensors = [t for t in _flatten(last) if isinstance(t, Tensor)]
-    if not ops and not tensors:
-        raise ValueError("pipeline: nothing to run; give an "
-                         "optimizer_function or an outfeed_queue")
     # The group is what compile's function returns, not one of its ops
     # (those are already the function's).
     saved, g.function = g.function, None
