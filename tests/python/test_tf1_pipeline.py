@@ -73,7 +73,8 @@ def weights():
             if name.startswith("layer")}
 
 
-def train_pipelined(schedule, mapping=None, recompute=False):
+def train_pipelined(schedule, mapping=None, recompute=False,
+                    accumulation_dtype=None):
     configure(STAGES, recompute)
     infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset())
     outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
@@ -87,7 +88,8 @@ def train_pipelined(schedule, mapping=None, recompute=False):
             gradient_accumulation_count=COUNT, repeat_count=REPEATS,
             infeed_queue=infeed, outfeed_queue=outfeed,
             optimizer_function=optimizer_function,
-            pipeline_schedule=schedule, device_mapping=mapping)
+            pipeline_schedule=schedule, device_mapping=mapping,
+            gradient_accumulation_dtype=accumulation_dtype)
 
     with ipu.scopes.ipu_scope("/device:IPU:0"):
         op = ipu.ipu_compiler.compile(net, [])
@@ -167,6 +169,14 @@ def test_pipeline_with_recompute_and_a_device_mapping(reference):
     got = train_pipelined(pipelining_ops.PipelineSchedule.Grouped,
                           mapping=[3, 2, 1, 0], recompute=True)
     assert_same_training(got, reference)
+
+
+def test_half_gradient_accumulators(reference):
+    w_half, _ = train_pipelined(pipelining_ops.PipelineSchedule.Grouped,
+                                accumulation_dtype=tf.float16)
+    w_want, _ = reference
+    diff = max(np.abs(w_half[n] - w_want[n]).max() for n in w_want)
+    assert 0 < diff < 1e-3  # rounded in half, still the same training
 
 
 def test_device_mapping_naming_a_missing_ipu():
