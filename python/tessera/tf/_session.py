@@ -4,7 +4,9 @@ sess.run lowers what the fetches need to IR modules (IR text, parsed by
 the C++ core): ops placed on the CPU (tf.device("cpu"), or no scope) run
 on the host through the IR interpreter; each compiled function is one IPU
 program (a session on the IPU Model, compiled on first use, kept for the
-Session's life) whose loop, if loops.repeat made one, runs on the device;
+Session's life) whose loop, if loops.repeat made one, runs on the device
+(a pipelining_ops.pipeline runs as a staged module with the session's
+PipelineConfig, one step per micro-batch);
 ops ipu_scope placed on the IPU outside ipu_compiler.compile are compiled
 as a program too (a cluster per set of fetches), as TensorFlow does.
 Variables live in the Session, by name, and are written to and read back
