@@ -105,7 +105,16 @@ def train_pipelined(schedule, mapping=None, recompute=False,
         text = sess._programs[("program", id(op.attrs["call"]))] \
             .program.text()
         assert "@stage(%d)" % (STAGES - 1) in text
+        programs.append(text)
         return sess.run(weights()), losses
+
+
+programs = []  # the IR text of each pipelined program trained
+
+
+def backward_tanhs(text):
+    return sum(" tanh(" in line and "@backward" in line
+               for line in text.splitlines())
 
 
 def train_accumulated():
@@ -166,9 +175,14 @@ def test_pipeline_trains_as_gradient_accumulation(schedule, reference):
 
 
 def test_pipeline_with_recompute_and_a_device_mapping(reference):
+    train_pipelined(pipelining_ops.PipelineSchedule.Grouped)
+    tf.reset_default_graph()
     got = train_pipelined(pipelining_ops.PipelineSchedule.Grouped,
                           mapping=[3, 2, 1, 0], recompute=True)
     assert_same_training(got, reference)
+    # The backward passes recompute the tanh of every stage but the last.
+    assert backward_tanhs(programs[-1]) == \
+        backward_tanhs(programs[-2]) + STAGES - 1
 
 
 def test_half_gradient_accumulators(reference):
