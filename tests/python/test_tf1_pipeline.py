@@ -200,6 +200,22 @@ def test_device_mapping_naming_a_missing_ipu():
                         mapping=[0, 1, 2, 4])
 
 
+def test_replicated_pipeline_is_refused(monkeypatch):
+    # The session does not run a pipeline replicated (it would not return).
+    monkeypatch.setattr(sys.modules[__name__], "configure",
+                        lambda ipus, recompute=False: configure_8())
+    with pytest.raises(NotImplementedError, match="the pipeline uses 4 IPUs "
+                       "and the system has 8.*set auto_select_ipus to 4"):
+        train_pipelined(pipelining_ops.PipelineSchedule.Grouped)
+
+
+def configure_8():
+    cfg = ipu.config.IPUConfig()
+    cfg.auto_select_ipus = 8
+    cfg.ipu_model.tiles_per_ipu = 16
+    cfg.configure_ipu_system()
+
+
 def test_grouped_needs_a_count_of_at_least_the_stages(monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "COUNT", 2)
     with pytest.raises(ValueError, match="gradient accumulation count is 2 "

@@ -501,6 +501,12 @@ class Session:
             pipeline = config.pipeline
             shards = fn.pipeline.configure(pipeline, n)
             config.pipeline = pipeline
+            if n > shards and n % shards == 0:
+                raise NotImplementedError(
+                    "the pipeline uses %d IPUs and the system has %d, which "
+                    "would replicate it %d times; replicated pipelines are "
+                    "not supported yet: set auto_select_ipus to %d"
+                    % (shards, n, n // shards, shards))
         if n % shards:
             raise ValueError(
                 "the compiled function uses %d shards but the system has %d "
