@@ -27,6 +27,24 @@ void bindConfig(py::module_ &m) {
       .value("ON_DEMAND", session::DeviceConnectionType::ON_DEMAND)
       .value("PRE_COMPILE", session::DeviceConnectionType::PRE_COMPILE)
       .value("NEVER", session::DeviceConnectionType::NEVER);
+  py::class_<session::PipelineConfig>(m, "PipelineConfig")
+      .def(py::init<>())
+      .def_property(
+          "schedule",
+          [](const session::PipelineConfig &c) {
+            return std::string(session::scheduleName(c.schedule));
+          },
+          [](session::PipelineConfig &c, const std::string &name) {
+            const auto s = session::parseSchedule(name);
+            if (!s)
+              throw OptionError("pipeline schedule \"" + name +
+                                "\" is not one of grouped, interleaved, "
+                                "sequential");
+            c.schedule = *s;
+          })
+      .def_readwrite("device_mapping", &session::PipelineConfig::deviceMapping)
+      .def_readwrite("offload_optimizer_state",
+                     &session::PipelineConfig::offloadOptimizerState);
   py::class_<session::Config>(m, "Config", "The IPU system a model runs on.")
       .def(py::init<>())
       .def_readwrite("auto_select_ipus", &session::Config::autoSelectIpus)
@@ -39,7 +57,8 @@ void bindConfig(py::module_ &m) {
       .def_readwrite("device_connection_type",
                      &session::Config::deviceConnectionType)
       .def_readwrite("synthetic_data", &session::Config::syntheticData)
-      .def_readwrite("host_threads", &session::Config::hostThreads);
+      .def_readwrite("host_threads", &session::Config::hostThreads)
+      .def_readwrite("pipeline", &session::Config::pipeline);
 
   py::class_<passes::SGD>(m, "SGD")
       .def(py::init([](double lr, double momentum, bool nesterov,

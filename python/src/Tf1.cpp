@@ -11,6 +11,7 @@
 #include "tessera/ir/Text.hpp"
 #include "tessera/passes/GradientAccumulation.hpp"
 #include "tessera/passes/Optimizer.hpp"
+#include "tessera/passes/TrainingPasses.hpp"
 #include "tessera/session/Checkpoint.hpp"
 #include "tessera/session/Feeds.hpp"
 #include "tessera/session/Session.hpp"
@@ -27,19 +28,31 @@ struct Program {
 
   explicit Program(const std::string &text) : module(ir::parse(text)) {}
 
+  // The training passes: autodiff, recomputation (pipelining_ops'
+  // recomputation of the stages), the optimizer and, for a count above 1,
+  // gradient accumulation with the given accumulator type ("float",
+  // "half"; empty: each variable's own).
   void train(const std::string &lossOutput, py::object optimizer,
-             bool crossReplicaMean, unsigned accumulationCount) {
-    passes::TrainingOptions options;
+             bool crossReplicaMean, unsigned accumulationCount, bool recompute,
+             const std::string &accumulatorType) {
+    passes::TrainingPassOptions options;
+    options.lossOutput = lossOutput;
     if (py::isinstance<passes::Adam>(optimizer))
-      options.optimizer = optimizer.cast<passes::Adam>();
+      options.training.optimizer = optimizer.cast<passes::Adam>();
     else
-      options.optimizer = optimizer.cast<passes::SGD>();
-    options.crossReplicaMean = crossReplicaMean;
-    ir::Builder b(module);
-    passes::makeTrainingStep(module, b.value(module.output(lossOutput)),
-                             options);
-    if (accumulationCount > 1)
-      passes::accumulateGradients(module, {.count = accumulationCount});
+      options.training.optimizer = optimizer.cast<passes::SGD>();
+    options.training.crossReplicaMean = crossReplicaMean;
+    options.accumulation.count = accumulationCount;
+    if (accumulatorType == "float")
+      options.accumulation.accumulatorType = FLOAT;
+    else if (accumulatorType == "half")
+      options.accumulation.accumulatorType = HALF;
+    else if (!accumulatorType.empty())
+      throw TypeError("gradient accumulation: the accumulator type must be "
+                      "float32 or float16, got " +
+                      accumulatorType);
+    options.recompute = recompute;
+    passes::runTrainingPasses(module, options);
     // The host writes each variable's new value back from the output
     // "update/<variable>": every update the passes made must be one.
     std::set<std::string> outputs;
@@ -183,7 +196,8 @@ void bindTf1(py::module_ &m) {
       .def(py::init<const std::string &>(), py::arg("text"))
       .def("train", &Program::train, py::arg("loss_output"),
            py::arg("optimizer"), py::arg("cross_replica_mean") = false,
-           py::arg("accumulation_count") = 1)
+           py::arg("accumulation_count") = 1, py::arg("recompute") = false,
+           py::arg("accumulator_type") = "")
       .def("variables", &Program::variables)
       .def("interpret", &Program::interpret, py::arg("feeds"))
       .def("text", [](const Program &p) { return ir::print(p.module); });

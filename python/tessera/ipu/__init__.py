@@ -16,16 +16,17 @@ layers see during fit().
 
 TF1 graphs (tessera.tf.compat.v1) use scopes.ipu_scope / ipu_shard,
 ipu_compiler.compile, loops.repeat, ipu_infeed_queue.IPUInfeedQueue,
-IPUOutfeedQueue.enqueue/dequeue in a compiled function, and
-optimizers.CrossReplicaOptimizer / GradientAccumulationOptimizerV2.
+IPUOutfeedQueue.enqueue/dequeue in a compiled function,
+pipelining_ops.pipeline, and optimizers.CrossReplicaOptimizer /
+GradientAccumulationOptimizerV2.
 """
 
 from . import (config, dataset_benchmark, ipu_compiler, ipu_infeed_queue,
                ipu_outfeed_queue, ipu_strategy, keras, loops, optimizers,
-               scopes, utils)
+               pipelining_ops, scopes, utils)
 from .ipu_strategy import IPUStrategy
 
 __all__ = ["config", "dataset_benchmark", "ipu_compiler", "ipu_infeed_queue",
            "ipu_outfeed_queue", "ipu_strategy", "keras", "loops", "optimizers",
-           "scopes", "utils",
+           "pipelining_ops", "scopes", "utils",
            "IPUStrategy"]

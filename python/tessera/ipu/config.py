@@ -138,8 +138,9 @@ class IPUConfig(_Options):
 
     def configure_ipu_system(self, device="cpu"):
         """Makes this the system that models compiled from now on use."""
-        global _system, _synthetic, _selected
+        global _system, _synthetic, _selected, _allow_recompute
         _system = self._to_core()
+        _allow_recompute = bool(self.allow_recompute)
         _synthetic = self._synthetic_initializer()
         _selected = self._selected_device()
 
@@ -156,6 +157,7 @@ def _poplar_flags():
 
 _system = None
 _synthetic = ""
+_allow_recompute = False  # IPUConfig.allow_recompute of the system
 
 
 def configure_ipu_system(config, device="cpu"):
@@ -165,10 +167,11 @@ def configure_ipu_system(config, device="cpu"):
 
 def reset_ipu_configuration():
     """Back to the default system (one IPU Model of 1472 tiles)."""
-    global _system, _synthetic, _selected
+    global _system, _synthetic, _selected, _allow_recompute
     _system = None
     _synthetic = ""
     _selected = None
+    _allow_recompute = False
 
 
 _selected = None

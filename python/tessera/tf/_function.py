@@ -2,11 +2,9 @@
 takes, and the loop (loops.repeat) and infeed it runs.
 
 A function becomes one IR module (tessera.tf._session._Module): ops carry
-the shard ipu_shard gave them as @ipu(k). pipelining_ops.pipeline (not
-here yet: it needs the pipelining passes) fits the same mould: trace each
-computational stage as repeat traces its body, tag its ops with their
-stage and device_mapping's IPU (@stage(s) @ipu(k)), and hand the module
-with the optimizer_function's minimize() to those passes."""
+the shard ipu_shard gave them as @ipu(k), and the pipeline stage
+pipelining_ops.pipeline gave them as @stage(s) (tessera.ipu.pipelining_ops
+traces the stages; the session's PipelineConfig places them)."""
 
 from ._graph import Operation, Tensor, convert, get_default_graph
 
@@ -21,6 +19,7 @@ class Function:
         self.steps = 1
         self.infeed = None
         self.loop_inits = {}  # id(loop_state tensor) -> initial tensor
+        self.pipeline = None  # pipelining_ops.pipeline's settings
 
     def contains(self, t):
         """Whether the program computes `t` (else the host gives it)."""
@@ -110,8 +109,9 @@ def repeat(n, body, inputs=None, infeed_queue=None, use_while_v1=True):
     if fn is None:
         raise ValueError("loops.repeat must be called inside "
                          "ipu_compiler.compile (the loop runs on the IPU)")
-    if fn.steps != 1 or fn.infeed is not None:
-        raise NotImplementedError("one loops.repeat per compiled function")
+    if fn.steps != 1 or fn.infeed is not None or fn.pipeline is not None:
+        raise NotImplementedError("one loops.repeat or pipelining_ops."
+                                  "pipeline per compiled function")
     fn.steps = int(n)
     state = []
     for i, x in enumerate(inputs or []):

@@ -57,6 +57,7 @@ class Graph:
         self.names = {}
         self.device = "cpu"        # where new ops run: "cpu" or "ipu"
         self.shard = None          # ipu_shard index
+        self.stage = None          # pipelining_ops.pipeline's stage
         self.function = None       # the _Function being traced
         self.var_scopes = []       # (name, use_resource)
         self.use_resource = False  # the root variable scope's setting
@@ -73,18 +74,20 @@ class Graph:
         return _as_default(self)
 
     @contextlib.contextmanager
-    def placement(self, device=None, shard=None, function=None):
-        saved = (self.device, self.shard, self.function)
+    def placement(self, device=None, shard=None, function=None, stage=None):
+        saved = (self.device, self.shard, self.function, self.stage)
         if device is not None:
             self.device = device
         if shard is not None:
             self.shard = shard
+        if stage is not None:
+            self.stage = stage
         if function is not None:
             self.function = function
         try:
             yield
         finally:
-            self.device, self.shard, self.function = saved
+            self.device, self.shard, self.function, self.stage = saved
 
 
 _graphs = [Graph()]
@@ -132,6 +135,7 @@ class Operation:
         self.attrs = dict(attrs or {})
         self.name = g.unique(name or op)
         self.device, self.shard, self.function = g.device, g.shard, g.function
+        self.stage = g.stage
         _check_placement(self)
         if self.function is not None and not isinstance(self, Tensor):
             self.function.ops.append(self)

@@ -4,7 +4,9 @@ sess.run lowers what the fetches need to IR modules (IR text, parsed by
 the C++ core): ops placed on the CPU (tf.device("cpu"), or no scope) run
 on the host through the IR interpreter; each compiled function is one IPU
 program (a session on the IPU Model, compiled on first use, kept for the
-Session's life) whose loop, if loops.repeat made one, runs on the device;
+Session's life) whose loop, if loops.repeat made one, runs on the device
+(a pipelining_ops.pipeline runs as a staged module with the session's
+PipelineConfig, one step per micro-batch);
 ops ipu_scope placed on the IPU outside ipu_compiler.compile are compiled
 as a program too (a cluster per set of fetches), as TensorFlow does.
 Variables live in the Session, by name, and are written to and read back
@@ -77,6 +79,8 @@ class _Module:
             if self.fn is not None and t.shard is not None:
                 ann = " @ipu(%d)" % t.shard
                 self.shards = max(self.shards, t.shard + 1)
+            if self.fn is not None and t.stage is not None:
+                ann += " @stage(%d)" % t.stage
             self.lines.append("%s = %s(%s)%s : %s%s" % (
                 r, t.op, ", ".join(ops), " {%s}" % attrs if attrs else "",
                 _type(t), ann))
@@ -168,8 +172,14 @@ class _Module:
         p = _tessera.Tf1Program(text)
         if self.train is not None:
             opt = self.train["optimizer"]
-            p.train("loss", opt._core(), bool(opt._cross_replica),
-                    int(opt._accumulation))
+            # A pipeline's train op carries its own accumulation settings.
+            pipe = self.train.get("pipeline")
+            if pipe is None:
+                p.train("loss", opt._core(), bool(opt._cross_replica),
+                        int(opt._accumulation))
+            else:
+                p.train("loss", opt._core(), bool(opt._cross_replica),
+                        pipe.count, pipe.recompute, pipe.accumulator_type)
         return p
 
 
@@ -487,6 +497,16 @@ class Session:
         # As TensorFlow does: the IPUs beyond the graph's shards replicate
         # it (each replica taking its own infeed elements).
         shards = m.shards
+        if fn.pipeline is not None:
+            pipeline = config.pipeline
+            shards = fn.pipeline.configure(pipeline, n)
+            config.pipeline = pipeline
+            if n > shards and n % shards == 0:
+                raise NotImplementedError(
+                    "the pipeline uses %d IPUs and the system has %d, which "
+                    "would replicate it %d times; replicated pipelines are "
+                    "not supported yet: set auto_select_ipus to %d"
+                    % (shards, n, n // shards, shards))
         if n % shards:
             raise ValueError(
                 "the compiled function uses %d shards but the system has %d "

@@ -10,6 +10,23 @@ __all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer",
            "AdamOptimizer", "get_or_create_global_step", "get_global_step"]
 
 
+def _rate(value, what="learning_rate"):
+    """A fixed hyperparameter: a number, or a tensor holding a constant
+    (directly, or an argument of ipu_compiler.compile or a pipeline's
+    inputs given one, as the seeds pass the learning rate)."""
+    from ._graph import Tensor
+    t = value
+    while isinstance(t, Tensor) and t.op == "arg" and t.function is not None:
+        t = t.function.inputs[t.attrs["index"]]
+    if isinstance(t, Tensor):
+        if t.op != "constant" or t.attrs["value"].size != 1:
+            raise TypeError(
+                "%s must be a number or a constant, got tensor %s: Tessera's "
+                "optimizers take a fixed %s" % (what, value.name, what))
+        t = t.attrs["value"].item()
+    return float(t)
+
+
 class Optimizer:
     _cross_replica = False
     _accumulation = 1
@@ -29,7 +46,7 @@ class GradientDescentOptimizer(Optimizer):
     """w -= learning_rate * g."""
 
     def __init__(self, learning_rate, use_locking=False, name=None):
-        self.learning_rate = float(learning_rate)
+        self.learning_rate = _rate(learning_rate)
 
     def _core(self):
         return _tessera.SGD(self.learning_rate, 0.0, False, 0.0)
@@ -40,8 +57,8 @@ class MomentumOptimizer(Optimizer):
 
     def __init__(self, learning_rate, momentum, use_locking=False, name=None,
                  use_nesterov=False):
-        self.learning_rate = float(learning_rate)
-        self.momentum = float(momentum)
+        self.learning_rate = _rate(learning_rate)
+        self.momentum = _rate(momentum, "momentum")
         self.use_nesterov = bool(use_nesterov)
 
     def _core(self):
@@ -56,7 +73,7 @@ class AdamOptimizer(Optimizer):
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999,
                  epsilon=1e-08, use_locking=False, name=None):
-        self.learning_rate = float(learning_rate)
+        self.learning_rate = _rate(learning_rate)
         self.beta1, self.beta2 = float(beta1), float(beta2)
         self.epsilon = float(epsilon)
 
