@@ -18,14 +18,18 @@ TF1 graphs (tessera.tf.compat.v1) use scopes.ipu_scope / ipu_shard,
 ipu_compiler.compile, loops.repeat, ipu_infeed_queue.IPUInfeedQueue,
 IPUOutfeedQueue.enqueue/dequeue in a compiled function, and
 optimizers.CrossReplicaOptimizer / GradientAccumulationOptimizerV2.
+
+ops.pipelining_ops (also ipu.pipelining_ops) has PipelineSchedule and
+RecomputationMode for the Keras models' set_pipelining_options.
 """
 
 from . import (config, dataset_benchmark, ipu_compiler, ipu_infeed_queue,
-               ipu_outfeed_queue, ipu_strategy, keras, loops, optimizers,
+               ipu_outfeed_queue, ipu_strategy, keras, loops, ops, optimizers,
                scopes, utils)
+from .ops import pipelining_ops
 from .ipu_strategy import IPUStrategy
 
 __all__ = ["config", "dataset_benchmark", "ipu_compiler", "ipu_infeed_queue",
-           "ipu_outfeed_queue", "ipu_strategy", "keras", "loops", "optimizers",
-           "scopes", "utils",
+           "ipu_outfeed_queue", "ipu_strategy", "keras", "loops", "ops",
+           "optimizers", "pipelining_ops", "scopes", "utils",
            "IPUStrategy"]
