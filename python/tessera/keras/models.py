@@ -495,6 +495,10 @@ class Model:
                 "Tessera has; use MEAN or SUM" % (what, method))
         return name
 
+    def _build_if_known(self):
+        """Builds the C++ model when its input is known (a Sequential with
+        input_shape=), so options meet their checks when they are set."""
+
     def _apply_options(self):
         """Gives the C++ model the options set so far (its errors, with
         their numbers, reach the caller)."""
@@ -506,6 +510,18 @@ class Model:
             self._core.set_pipelining_options(**self._pipelining)
         if self._accumulation is not None:
             self._core.set_gradient_accumulation_options(**self._accumulation)
+
+    def _set_option(self, attr, value):
+        """Sets one of the options and gives them to the C++ model; on its
+        error the option keeps its previous value."""
+        self._build_if_known()
+        previous = getattr(self, attr)
+        setattr(self, attr, value)
+        try:
+            self._apply_options()
+        except Exception:
+            setattr(self, attr, previous)
+            raise
 
     def set_pipeline_stage_assignment(self, pipeline_stage_assignment):
         """The pipeline stage of each layer after the Input, in layer order
@@ -529,13 +545,7 @@ class Model:
                 raise ValueError("set_pipeline_stage_assignment: entry %d is "
                                  "stage %d; stages start at 0"
                                  % (i, stages[-1]))
-        previous = self._stages
-        self._stages = stages
-        try:
-            self._apply_options()
-        except Exception:
-            self._stages = previous
-            raise
+        self._set_option("_stages", stages)
 
     def reset_pipeline_stage_assignment(self):
         """Removes the stage assignment (the model is no longer pipelined)."""
@@ -582,12 +592,11 @@ class Model:
             str(getattr(pipeline_schedule, "name", pipeline_schedule))
         mapping = [] if device_mapping is None else \
             [int(d) for d in device_mapping]
-        self._pipelining = {
+        self._set_option("_pipelining", {
             "count": count, "schedule": schedule, "device_mapping": mapping,
             "recompute": recomputation_mode is not None,
             "reduction": self._reduction(
-                what, gradient_accumulation_reduction_method)}
-        self._apply_options()
+                what, gradient_accumulation_reduction_method)})
 
     def set_gradient_accumulation_options(
             self, gradient_accumulation_steps_per_replica=None,
@@ -600,12 +609,11 @@ class Model:
         arguments are accepted and ignored; other names raise TypeError."""
         what = "set_gradient_accumulation_options"
         self._check_kwargs(what, kwargs, self._IGNORED_ACCUMULATION_ARGS)
-        self._accumulation = {
+        self._set_option("_accumulation", {
             "count": self._count(what,
                                  gradient_accumulation_steps_per_replica),
             "reduction": self._reduction(
-                what, gradient_accumulation_reduction_method)}
-        self._apply_options()
+                what, gradient_accumulation_reduction_method)})
 
 
 class PipelineStageAssignment:
@@ -682,9 +690,12 @@ class Sequential(Model):
                 return
         super()._require_built(what)
 
-    def compile(self, *args, **kwargs):
+    def _build_if_known(self):
         if self._core is None:
             inp, _ = self._input_layer()
             if inp is not None:
                 self._build_for()
+
+    def compile(self, *args, **kwargs):
+        self._build_if_known()
         super().compile(*args, **kwargs)
