@@ -154,6 +154,23 @@ def test_functional_assignment_as_a_list_per_layer():
     assert_same(got, reference(lambda: functional(False), start))
 
 
+def test_stage_scopes_follow_the_layers_through_branches():
+    # The model lists layers depth-first from its output (p, q, r, s), not
+    # in the order they were called (q, p, r, s); each keeps its stage.
+    inp = layers.Input(shape=(4,))
+    with ipu.keras.PipelineStage(1):
+        q = layers.Dense(4, name="q")(inp)
+    with ipu.keras.PipelineStage(0):
+        p = layers.Dense(4, name="p")(inp)
+    with ipu.keras.PipelineStage(1):
+        r = layers.Add(name="r")([p, q])
+        s = layers.Dense(2, name="s")(r)
+    model = keras.Model(inp, s)
+    got = [(a.layer.name, a.pipeline_stage)
+           for a in model.get_pipeline_stage_assignment()]
+    assert got == [("p", 0), ("q", 1), ("r", 1), ("s", 1)]
+
+
 def test_summary_shows_the_stages(capsys):
     model = functional(True)
     model.summary()
