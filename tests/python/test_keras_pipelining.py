@@ -123,6 +123,33 @@ def test_pipelined_sequential_trains_as_accumulation(schedule):
                            rtol=1e-4)
 
 
+def test_recomputation_and_device_mapping_keep_the_weights():
+    start = initial_weights(sequential)
+    configure(2)
+    with ipu.ipu_strategy.IPUStrategy().scope():
+        model = sequential()
+        model.set_pipeline_stage_assignment([0, 0, 1, 1])
+        model.set_pipelining_options(
+            gradient_accumulation_steps_per_replica=N, device_mapping=[1, 0],
+            recomputation_mode=ipu.pipelining_ops.RecomputationMode.Auto)
+        got = train(model, start)
+    assert_same(got, reference(sequential, start))
+
+
+def test_a_device_mapping_beyond_the_ipus_is_the_cpp_error():
+    configure(2)
+    model = sequential()
+    model.set_pipeline_stage_assignment([0, 0, 1, 1])
+    model.set_pipelining_options(gradient_accumulation_steps_per_replica=N,
+                                 device_mapping=[0, 2])
+    model.compile(loss="sparse_categorical_crossentropy",
+                  steps_per_execution=N)
+    x, y = data()
+    with pytest.raises(tessera.OptionError,
+                       match="need 3 IPUs but it is compiled for 2"):
+        model.fit(x, y, batch_size=BATCH, verbose=0)
+
+
 def test_pipelined_functional_with_stage_scopes_trains_as_accumulation():
     start = initial_weights(lambda: functional(False))
     configure(2)
