@@ -7,6 +7,7 @@
 
 #include "tessera/nn/Model.hpp"
 #include "tessera/session/Checkpoint.hpp"
+#include "tessera/session/Pipeline.hpp"
 
 #include <pybind11/stl.h>
 
@@ -207,6 +208,47 @@ py::tuple inputSpec(const nn::Model &m) {
                         py::tuple(py::cast(in->shape())));
 }
 
+// \p reduction ("mean" or "sum") as passes::AccumulationReduction.
+passes::AccumulationReduction reductionOf(const std::string &reduction,
+                                          const char *what) {
+  if (reduction == "mean")
+    return passes::AccumulationReduction::MEAN;
+  if (reduction == "sum")
+    return passes::AccumulationReduction::SUM;
+  throw OptionError(std::string(what) +
+                    ": unknown gradient_accumulation_reduction_method \"" +
+                    reduction + "\"; use \"mean\" or \"sum\"");
+}
+
+// Keras' set_pipelining_options: \p schedule is a PipelineSchedule's name
+// (any case), as tessera.ipu's enum passes it.
+void setPipelining(nn::Model &m, unsigned count, const std::string &schedule,
+                   std::vector<unsigned> deviceMapping, bool recompute,
+                   const std::string &reduction) {
+  const auto parsed = session::parseSchedule(schedule);
+  if (!parsed)
+    throw OptionError("set_pipelining_options: unknown pipeline_schedule \"" +
+                      schedule +
+                      "\"; use PipelineSchedule.Grouped, Interleaved or "
+                      "Sequential");
+  nn::PipeliningOptions o;
+  o.accumulation.count = count;
+  o.accumulation.reduction = reductionOf(reduction, "set_pipelining_options");
+  o.schedule = *parsed;
+  o.deviceMapping = std::move(deviceMapping);
+  o.recompute = recompute;
+  m.setPipeliningOptions(std::move(o));
+}
+
+// Keras' set_gradient_accumulation_options.
+void setAccumulation(nn::Model &m, unsigned count,
+                     const std::string &reduction) {
+  passes::GradientAccumulationOptions o;
+  o.count = count;
+  o.reduction = reductionOf(reduction, "set_gradient_accumulation_options");
+  m.setGradientAccumulationOptions(o);
+}
+
 } // namespace
 
 void bindModels(py::module_ &m) {
@@ -243,6 +285,16 @@ void bindModels(py::module_ &m) {
            "Trains on x and y, taking over their storage (no copy).")
       .def("evaluate", &evaluate, py::arg("dataset"), py::arg("verbose"))
       .def("predict", &predict, py::arg("x"), py::arg("batch_size"))
+      .def("set_pipeline_stage_assignment",
+           &nn::Model::setPipelineStageAssignment, py::arg("stages"),
+           "The stage of each layer after the Input (empty: none).")
+      .def_property_readonly("pipeline_stage_assignment",
+                             &nn::Model::pipelineStageAssignment)
+      .def("set_pipelining_options", &setPipelining, py::arg("count"),
+           py::arg("schedule"), py::arg("device_mapping"), py::arg("recompute"),
+           py::arg("reduction") = "mean")
+      .def("set_gradient_accumulation_options", &setAccumulation,
+           py::arg("count"), py::arg("reduction") = "mean")
       .def("get_weights", &getWeights)
       .def("set_weights", &setWeights)
       .def(

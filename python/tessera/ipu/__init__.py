@@ -18,15 +18,17 @@ TF1 graphs (tessera.tf.compat.v1) use scopes.ipu_scope / ipu_shard,
 ipu_compiler.compile, loops.repeat, ipu_infeed_queue.IPUInfeedQueue,
 IPUOutfeedQueue.enqueue/dequeue in a compiled function,
 pipelining_ops.pipeline, and optimizers.CrossReplicaOptimizer /
-GradientAccumulationOptimizerV2.
+GradientAccumulationOptimizerV2. pipelining_ops (also ops.pipelining_ops)
+has PipelineSchedule and RecomputationMode for the pipeline op and for the
+Keras models' set_pipelining_options.
 """
 
 from . import (config, dataset_benchmark, ipu_compiler, ipu_infeed_queue,
-               ipu_outfeed_queue, ipu_strategy, keras, loops, optimizers,
+               ipu_outfeed_queue, ipu_strategy, keras, loops, ops, optimizers,
                pipelining_ops, scopes, utils)
 from .ipu_strategy import IPUStrategy
 
 __all__ = ["config", "dataset_benchmark", "ipu_compiler", "ipu_infeed_queue",
-           "ipu_outfeed_queue", "ipu_strategy", "keras", "loops", "optimizers",
-           "pipelining_ops", "scopes", "utils",
+           "ipu_outfeed_queue", "ipu_strategy", "keras", "loops", "ops",
+           "optimizers", "pipelining_ops", "scopes", "utils",
            "IPUStrategy"]

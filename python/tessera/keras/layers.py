@@ -57,13 +57,23 @@ def _dtype_name(dtype):
     return np.dtype(dtype if dtype is not None else "float32").name
 
 
+# The pipeline stages of the ipu.keras.PipelineStage scopes open now (the
+# innermost last); layers called inside one are on its stage.
+_stage_scopes = []
+
+
 class KerasTensor:
     """A symbolic tensor of a functional model: what Input() and a layer
     applied to tensors return."""
 
-    def __init__(self, core, input_layer=None):
+    def __init__(self, core, input_layer=None, parents=()):
         self._t = core
         self._input_layer = input_layer
+        # What the layer was applied to, and the stage it was called in
+        # (None outside a PipelineStage): Model(inputs, outputs) lists its
+        # layers in the C++ model's order from these.
+        self._parents = tuple(parents)
+        self._stage = _stage_scopes[-1] if _stage_scopes else None
 
     def __repr__(self):
         return "<KerasTensor from layer %r>" % self._t.layer_name
@@ -93,12 +103,13 @@ class Layer:
     def __call__(self, inputs):
         """Applies the layer to a KerasTensor (or a list of them)."""
         if isinstance(inputs, (list, tuple)):
-            return KerasTensor(self._core([t._t for t in inputs]))
+            return KerasTensor(self._core([t._t for t in inputs]),
+                               parents=inputs)
         if not isinstance(inputs, KerasTensor):
             raise TypeError("%s: call a layer on the output of keras.Input() "
                             "or of another layer, not %s"
                             % (type(self).__name__, type(inputs).__name__))
-        return KerasTensor(self._core(inputs._t))
+        return KerasTensor(self._core(inputs._t), parents=(inputs,))
 
     def __repr__(self):
         return "<%s name=%r>" % (type(self).__name__, self.name)

@@ -19,7 +19,7 @@ from . import losses as _losses
 from . import metrics as _metrics
 from . import optimizers as _optimizers
 
-__all__ = ["Model", "Sequential"]
+__all__ = ["Model", "Sequential", "PipelineStageAssignment"]
 
 _DEFAULT_SEED = 1
 
@@ -48,6 +48,12 @@ class Model:
         self._name = name or ("sequential" if isinstance(self, Sequential)
                               else "model")
         self._seed = _DEFAULT_SEED if seed is None else int(seed)
+        # Pipelining and accumulation options, kept here until the C++
+        # model exists (a Sequential is built on first use) and given to it
+        # then: None, or the C++ call's arguments.
+        self._stages = None
+        self._pipelining = None
+        self._accumulation = None
         if inputs is None and outputs is None:
             return
         if isinstance(inputs, (list, tuple)):
@@ -68,6 +74,43 @@ class Model:
                             "returned")
         self._core = _tessera.Model(inputs._t, outputs._t, self._name,
                                     self._seed)
+        self._stages = self._scoped_stages(inputs, outputs)
+        self._apply_options()
+
+    def _scoped_stages(self, inputs, outputs):
+        """The stage of each layer after the Input from the PipelineStage
+        scopes they were called in (None when none was), in the C++ model's
+        layer order: depth-first from the output, each layer after the
+        layers it is applied to, as Functional.cpp lists them."""
+        order, seen = [], set()
+
+        def visit(t):
+            if id(t) in seen:
+                return
+            for p in t._parents:
+                visit(p)
+            seen.add(id(t))
+            order.append(t)
+
+        visit(inputs)
+        visit(outputs)
+        stages = [t._stage for t in order[1:]]
+        if all(s is None for s in stages):
+            return None
+        names = [l.name for l in self._core.layers][1:]
+        if len(names) != len(stages):
+            raise RuntimeError(
+                "Model: %d layers after the Input but %d layer calls seen; "
+                "call set_pipeline_stage_assignment with a stage per layer"
+                % (len(names), len(stages)))
+        outside = [n for n, st in zip(names, stages) if st is None]
+        if outside:
+            raise ValueError(
+                "Model: layers %s were called outside every "
+                "ipu.keras.PipelineStage while others were inside one; put "
+                "every layer of a pipelined model in a PipelineStage"
+                % outside)
+        return stages
 
     # ---- structure -------------------------------------------------------
 
@@ -96,7 +139,8 @@ class Model:
         self._require_built("build")
 
     def summary(self, print_fn=None, **unused):
-        """Prints Keras' table of layers, output shapes and parameters."""
+        """Prints Keras' table of layers, output shapes and parameters
+        (and each layer's pipeline stage in a pipelined model)."""
         self._require_built("summary")
         text = self._core.summary().rstrip("\n")
         (print_fn or print)(text)
@@ -397,21 +441,192 @@ class Model:
         self._core.load_weights(str(filepath))
 
     # ---- TensorFlow-for-IPU's model options ------------------------------
+    #
+    # TensorFlow's keyword arguments that Tessera accepts and ignores (it
+    # keeps every variable and activation in the IPUs' memory and has one
+    # weight update per accumulation):
+
+    _IGNORED_ACCUMULATION_ARGS = frozenset({
+        "experimental_normalize_gradients", "gradient_accumulation_dtype",
+        "offload_weight_update_variables",
+        "replicated_optimizer_state_sharding", "dtype", "name"})
+    _IGNORED_PIPELINING_ARGS = _IGNORED_ACCUMULATION_ARGS | frozenset({
+        "accumulate_outfeed", "forward_propagation_stages_poplar_options",
+        "backward_propagation_stages_poplar_options",
+        "weight_update_poplar_options", "offload_activations",
+        "offload_gradient_accumulation_buffers", "replicated_weight_sharding",
+        "offload_weights", "continuous_weight_updates", "outfeed_loss",
+        "outfeed_mask", "reduction_method"})
+
+    @staticmethod
+    def _check_kwargs(what, kwargs, ignored):
+        unknown = sorted(k for k in kwargs if k not in ignored)
+        if unknown:
+            raise TypeError("%s: unknown keyword arguments %s; see "
+                            "help(Model.%s) for the arguments it takes"
+                            % (what, unknown, what))
+
+    @staticmethod
+    def _count(what, n):
+        if n is None:
+            raise ValueError(
+                "%s: give gradient_accumulation_steps_per_replica, the "
+                "micro-batches (steps) per weight update" % what)
+        try:
+            n = int(n)
+        except (TypeError, ValueError):
+            raise TypeError("%s: gradient_accumulation_steps_per_replica "
+                            "must be an integer, got %r" % (what, n)) from None
+        if n < 0:
+            raise ValueError("%s: gradient_accumulation_steps_per_replica "
+                             "must be at least 1, got %d" % (what, n))
+        return n
+
+    @staticmethod
+    def _reduction(what, method):
+        """"mean" or "sum" from a GradientAccumulationReductionMethod (an
+        enum member or its name); None is Tessera's default, the mean."""
+        if method is None:
+            return "mean"
+        name = str(getattr(method, "name", method)).lower()
+        if name not in ("mean", "sum"):
+            raise ValueError(
+                "%s: gradient_accumulation_reduction_method %r is not one "
+                "Tessera has; use MEAN or SUM" % (what, method))
+        return name
+
+    def _build_if_known(self):
+        """Builds the C++ model when its input is known (a Sequential with
+        input_shape=), so options meet their checks when they are set."""
+
+    def _apply_options(self):
+        """Gives the C++ model the options set so far (its errors, with
+        their numbers, reach the caller)."""
+        if self._core is None:
+            return
+        if self._stages is not None:
+            self._core.set_pipeline_stage_assignment(list(self._stages))
+        if self._pipelining is not None:
+            self._core.set_pipelining_options(**self._pipelining)
+        if self._accumulation is not None:
+            self._core.set_gradient_accumulation_options(**self._accumulation)
+
+    def _set_option(self, attr, value):
+        """Sets one of the options and gives them to the C++ model; on its
+        error the option keeps its previous value."""
+        self._build_if_known()
+        previous = getattr(self, attr)
+        setattr(self, attr, value)
+        try:
+            self._apply_options()
+        except Exception:
+            setattr(self, attr, previous)
+            raise
+
+    def set_pipeline_stage_assignment(self, pipeline_stage_assignment):
+        """The pipeline stage of each layer after the Input, in layer order
+        (a list of integers, or of what get_pipeline_stage_assignment()
+        returns with their pipeline_stage changed): stages start at 0 and
+        rise by at most one from a layer to the next. Training then needs
+        set_pipelining_options. In a Sequential, list one stage per layer
+        given to it; in a functional model, one per layer of model.layers
+        after the Input (or call the layers inside ipu.keras.PipelineStage
+        scopes instead)."""
+        stages = []
+        for i, a in enumerate(pipeline_stage_assignment):
+            a = getattr(a, "pipeline_stage", a)
+            try:
+                stages.append(int(a))
+            except (TypeError, ValueError):
+                raise TypeError(
+                    "set_pipeline_stage_assignment: entry %d is %r, not a "
+                    "stage number" % (i, a)) from None
+            if stages[-1] < 0:
+                raise ValueError("set_pipeline_stage_assignment: entry %d is "
+                                 "stage %d; stages start at 0"
+                                 % (i, stages[-1]))
+        self._set_option("_stages", stages)
+
+    def reset_pipeline_stage_assignment(self):
+        """Removes the stage assignment (the model is no longer pipelined)."""
+        self._stages = None
+        if self._core is not None:
+            self._core.set_pipeline_stage_assignment([])
+
+    def get_pipeline_stage_assignment(self):
+        """Each layer after the Input with its pipeline_stage (None when
+        none is assigned); change them and pass the list to
+        set_pipeline_stage_assignment."""
+        self._require_built("get_pipeline_stage_assignment")
+        layers = self.layers[1:]
+        stages = self._stages or [None] * len(layers)
+        return [PipelineStageAssignment(l, s) for l, s in zip(layers, stages)]
+
+    def set_pipelining_options(
+            self, gradient_accumulation_steps_per_replica=None,
+            device_mapping=None, pipeline_schedule=None,
+            recomputation_mode=None,
+            gradient_accumulation_reduction_method=None, **kwargs):
+        """How a model with a pipeline stage assignment trains, with
+        TensorFlow for the IPU's arguments:
+
+        gradient_accumulation_steps_per_replica: N, the micro-batches (fit
+            steps) per weight update; at least the number of stages for the
+            Grouped and Interleaved schedules; steps_per_execution must be
+            a multiple of it.
+        pipeline_schedule: ipu.ops.pipelining_ops.PipelineSchedule.Grouped
+            (default), Interleaved or Sequential (or its name).
+        device_mapping: the IPU of each stage (default: stage i on IPU i);
+            the IPUConfig must have at least max + 1 IPUs.
+        recomputation_mode: any RecomputationMode makes every stage but the
+            last recompute its activations in the backward pass.
+        gradient_accumulation_reduction_method: MEAN (default) or SUM.
+
+        TensorFlow's offload, sharding, Poplar-option and outfeed arguments
+        (offload_weight_update_variables, accumulate_outfeed, ...) are
+        accepted and ignored; other names raise TypeError."""
+        what = "set_pipelining_options"
+        self._check_kwargs(what, kwargs, self._IGNORED_PIPELINING_ARGS)
+        count = self._count(what, gradient_accumulation_steps_per_replica)
+        schedule = "grouped" if pipeline_schedule is None else \
+            str(getattr(pipeline_schedule, "name", pipeline_schedule))
+        mapping = [] if device_mapping is None else \
+            [int(d) for d in device_mapping]
+        self._set_option("_pipelining", {
+            "count": count, "schedule": schedule, "device_mapping": mapping,
+            "recompute": recomputation_mode is not None,
+            "reduction": self._reduction(
+                what, gradient_accumulation_reduction_method)})
 
     def set_gradient_accumulation_options(
-            self, gradient_accumulation_steps_per_replica=None, **kwargs):
-        if gradient_accumulation_steps_per_replica not in (None, 1):
-            raise NotImplementedError(
-                "set_gradient_accumulation_options: gradient accumulation "
-                "is not in tessera.keras yet")
+            self, gradient_accumulation_steps_per_replica=None,
+            gradient_accumulation_reduction_method=None, **kwargs):
+        """Gradient accumulation without pipelining: the optimizer runs
+        once per gradient_accumulation_steps_per_replica steps, on their
+        mean (gradient_accumulation_reduction_method MEAN, the default) or
+        SUM gradient; steps_per_execution must be a multiple of it.
+        TensorFlow's experimental_normalize_gradients, dtype and offload
+        arguments are accepted and ignored; other names raise TypeError."""
+        what = "set_gradient_accumulation_options"
+        self._check_kwargs(what, kwargs, self._IGNORED_ACCUMULATION_ARGS)
+        self._set_option("_accumulation", {
+            "count": self._count(what,
+                                 gradient_accumulation_steps_per_replica),
+            "reduction": self._reduction(
+                what, gradient_accumulation_reduction_method)})
 
-    def set_pipelining_options(self, **kwargs):
-        raise NotImplementedError("set_pipelining_options: pipelining is "
-                                  "not in tessera.keras yet")
 
-    def set_pipeline_stage_assignment(self, assignment):
-        raise NotImplementedError("set_pipeline_stage_assignment: pipelining "
-                                  "is not in tessera.keras yet")
+class PipelineStageAssignment:
+    """A layer of a model and its pipeline stage (settable), as
+    get_pipeline_stage_assignment() lists them."""
+
+    def __init__(self, layer, pipeline_stage):
+        self.layer = layer
+        self.pipeline_stage = pipeline_stage
+
+    def __repr__(self):
+        return "<PipelineStageAssignment %s: stage %s>" % (
+            getattr(self.layer, "name", self.layer), self.pipeline_stage)
 
 
 class Sequential(Model):
@@ -461,6 +676,11 @@ class Sequential(Model):
             self._require_built("build")
         self._core = _tessera.Sequential(
             [inp._core] + [l._core for l in rest], self._name, self._seed)
+        try:
+            self._apply_options()
+        except Exception:
+            self._core = None  # built again, with fixed options, next time
+            raise
 
     def _require_built(self, what):
         if self._core is None and self._layers:
@@ -470,9 +690,12 @@ class Sequential(Model):
                 return
         super()._require_built(what)
 
-    def compile(self, *args, **kwargs):
+    def _build_if_known(self):
         if self._core is None:
             inp, _ = self._input_layer()
             if inp is not None:
                 self._build_for()
+
+    def compile(self, *args, **kwargs):
+        self._build_if_known()
         super().compile(*args, **kwargs)
