@@ -195,9 +195,12 @@ private:
   void placeOps(ir::Module &m) const;
   void timeTicks();
   void checkOrder() const;
-  std::size_t depth(unsigned from, unsigned to) const;
+  std::size_t depthOf(unsigned from, unsigned to) const;
+  std::size_t depth(unsigned from, unsigned to) const {
+    return to == U_ ? 1 : depths_[from][to];
+  }
   unsigned programOfOp(std::size_t i) const;
-  void checkUpdates(const ir::LoweredModule &lowered) const;
+  void checkUpdates() const;
   Sequence tick(const PipelineTick &t, const ir::LoweredModule &lowered);
 
   const ir::Module &module_;
@@ -210,6 +213,9 @@ private:
   std::vector<PipelineTick> ticks_;
   /// [program][micro-batch] -> tick.
   std::vector<std::vector<std::size_t>> tickOf_;
+  /// [from][to] -> depthOf(from, to), for the passes' programs: lowering
+  /// asks for every operand read across programs.
+  std::vector<std::vector<std::size_t>> depths_;
   std::vector<Sequence> programs_;
   /// Per program: (stream, tensor) copies before it and after it, and the
   /// update copies after it.
@@ -275,6 +281,10 @@ void PipelineBuilder::timeTicks() {
   for (std::size_t t = 0; t < ticks_.size(); ++t)
     for (const StagePass &p : ticks_[t])
       tickOf_[passProgram(p.stage, p.backward)][p.microBatch] = t;
+  depths_.assign(U_, std::vector<std::size_t>(U_, 1));
+  for (unsigned from = 0; from < U_; ++from)
+    for (unsigned to = 0; to < U_; ++to)
+      depths_[from][to] = depthOf(from, to);
 }
 
 // A pass reads values of passes that run before it on the same
@@ -303,9 +313,7 @@ void PipelineBuilder::checkOrder() const {
 // How many micro-batches of a value made by \p from must be kept for
 // \p to: those whose transfer (at the end of their tick) comes before the
 // tick in which \p to reads the oldest of them.
-std::size_t PipelineBuilder::depth(unsigned from, unsigned to) const {
-  if (to == U_)
-    return 1;
+std::size_t PipelineBuilder::depthOf(unsigned from, unsigned to) const {
   std::size_t d = 1;
   for (std::size_t i = 0; i < N_; ++i) {
     std::size_t k = 0;
@@ -319,7 +327,7 @@ std::size_t PipelineBuilder::depth(unsigned from, unsigned to) const {
 // A variable that a pass updates every micro-batch must be read by that
 // pass alone: another pass would see it a varying number of micro-batches
 // later (the running-mean accumulation's counter, for one).
-void PipelineBuilder::checkUpdates(const ir::LoweredModule &) const {
+void PipelineBuilder::checkUpdates() const {
   const auto &ops = module_.ops();
   for (const ir::VariableRecord &u : module_.updates()) {
     if (isUpdateOp(module_, u.value) ||
@@ -395,6 +403,7 @@ Sequence PipelineBuilder::build(ir::LoweredModule &lowered) {
   checkModule();
   timeTicks();
   checkOrder();
+  checkUpdates();
   ir::Module m = module_;
   placeOps(m);
   ir::LoweringOptions lowering;
@@ -414,7 +423,6 @@ Sequence PipelineBuilder::build(ir::LoweredModule &lowered) {
   for (Sequence &p : programs_)
     targets.push_back(&p);
   lowered = ir::lowerToGraph(m, graph_, targets, lowering);
-  checkUpdates(lowered);
   for (const ir::Boundary &b : lowered.boundaries()) {
     slots_.emplace_back();
     const std::size_t d = depth(b.from, b.to);
