@@ -304,6 +304,9 @@ ir::Module Model::trainingModule(std::size_t batchSize,
   }
   for (const auto &[var, next] : f.updates)
     b.update(var, next);
+  detail::addOutfeeds(m, detail::planOutfeeds(m, layers_,
+                                              c.options.gradientOutfeed,
+                                              accumulation.count, true));
   return m;
 }
 

@@ -2,6 +2,8 @@
 // (fit, evaluate, predict) share: the compiled state and the forward pass.
 #pragma once
 
+#include "Inspection.hpp"
+
 #include "tessera/nn/Model.hpp"
 
 #include <map>
@@ -19,9 +21,8 @@ struct Model::Compiled {
   /// The training session and the element spec it was built for.
   std::unique_ptr<session::Session> train;
   data::ElementSpec trainSpec;
-  /// The shapes of its outfeed layers' values, in layer order (streams
-  /// deliver them flat).
-  std::vector<Shape> outfeedShapes;
+  /// What it sends to outfeed queues (Inspection.hpp).
+  std::vector<detail::OutfeedTap> outfeedTaps;
   /// Forward-only sessions by batch shape and loop length.
   std::map<std::string, std::unique_ptr<session::Session>> inference;
   /// Weights set by setWeights() before any training session existed.

@@ -4,7 +4,6 @@
 #include "ModelInternal.hpp"
 #include "NnInternal.hpp"
 
-#include "tessera/nn/Outfeed.hpp"
 #include "tessera/session/Feeds.hpp"
 
 #include <fmt/format.h>
@@ -106,41 +105,6 @@ std::vector<std::string> outfeedNames(bool accuracy) {
   if (accuracy)
     return {"loss", "accuracy"};
   return {"loss"};
-}
-
-// The model's outfeed layers in layer order: the order of their outputs
-// after the loss and metrics.
-std::vector<const OutfeedLayer *>
-outfeedLayers(const std::vector<LayerRef> &layers) {
-  std::vector<const OutfeedLayer *> found;
-  for (const LayerRef &l : layers)
-    if (const auto *o = dynamic_cast<const OutfeedLayer *>(l.get().get()))
-      found.push_back(o);
-  return found;
-}
-
-// Hands components \p first.. of each step to the outfeed layers' queues:
-// one OutfeedStep per queue and step, holding the values of every layer
-// that shares the queue.
-void deliverOutfeeds(std::vector<data::Element> &steps, std::size_t first,
-                     const std::vector<const OutfeedLayer *> &layers,
-                     const std::vector<Shape> &shapes) {
-  if (layers.empty())
-    return;
-  for (data::Element &e : steps) {
-    std::vector<std::pair<OutfeedQueue *, OutfeedStep>> byQueue;
-    for (std::size_t i = 0; i < layers.size(); ++i) {
-      OutfeedQueue *q = layers[i]->queue().get();
-      auto it = std::find_if(byQueue.begin(), byQueue.end(),
-                             [q](const auto &p) { return p.first == q; });
-      if (it == byQueue.end())
-        it = byQueue.emplace(byQueue.end(), q, OutfeedStep{});
-      e[first + i].reshape(shapes[i]);
-      it->second.emplace_back(layers[i]->name(), std::move(e[first + i]));
-    }
-    for (auto &[q, step] : byQueue)
-      q->enqueue(std::move(step));
-  }
 }
 
 // The steps of each epoch of a fit; OptionError for options fit() cannot
@@ -279,11 +243,10 @@ session::Session &Model::trainingSession(const data::ElementSpec &spec) {
     config.pipeline.deviceMapping = pipelining_->deviceMapping;
   }
   std::vector<std::string> outfeeds = outfeedNames(c.accuracy);
-  std::vector<Shape> outfeedShapes;
-  for (const OutfeedLayer *l : outfeedLayers(layers_)) {
-    outfeeds.push_back(detail::outfeedOutput(l->name()));
-    outfeedShapes.push_back(m.value(m.output(outfeeds.back())).type.shape);
-  }
+  std::vector<detail::OutfeedTap> taps = detail::planOutfeeds(
+      m, layers_, c.options.gradientOutfeed, accumulation.count, false);
+  for (std::string &o : detail::streamedOutputs(taps))
+    outfeeds.push_back(std::move(o));
   auto s = std::make_unique<session::Session>(
       std::move(m), std::move(config),
       session::RunSpec{c.options.config.syntheticData
@@ -295,7 +258,7 @@ session::Session &Model::trainingSession(const data::ElementSpec &spec) {
   stats_.compileSeconds = session::nowSeconds() - start;
   c.train = std::move(s);
   c.trainSpec = spec;
-  c.outfeedShapes = std::move(outfeedShapes);
+  c.outfeedTaps = std::move(taps);
   c.pending.reset();
   if (carried) {
     session::Checkpoint now = c.train->readVariables();
@@ -361,8 +324,6 @@ History Model::fit(const data::Dataset &dataset, const FitOptions &options) {
     in.emplace(std::move(feed));
     s.connect(*in, out);
   }
-  const std::vector<const OutfeedLayer *> layerOutfeeds =
-      outfeedLayers(layers_);
 
   History history;
   double runSeconds = 0;
@@ -382,7 +343,9 @@ History Model::fit(const data::Dataset &dataset, const FitOptions &options) {
       runSeconds += session::nowSeconds() - t0;
       std::vector<data::Element> ran = out.dequeueAll();
       means.add(ran);
-      deliverOutfeeds(ran, means.names.size(), layerOutfeeds, c.outfeedShapes);
+      detail::deliverOutfeeds(c.outfeedTaps, ran, means.names.size(),
+                              config.replicationFactor / config.instances.count,
+                              s);
       c.stepsTaken += spe;
       for (const auto &cb : options.callbacks)
         cb->onRunEnd(done + spe, means.logs());

@@ -371,24 +371,33 @@ void Session::run() {
 
 Checkpoint Session::readVariables(std::uint64_t step,
                                   std::optional<unsigned> replica) {
-  const unsigned r = replica ? *replica : engine().getLocalReplicas().first;
   Checkpoint c;
   c.model = module_.name();
   c.step = step;
-  const std::vector<ir::ValueId> offloaded =
-      detail::offloadedState(module_, config_);
   for (const ir::Variable &v : module_.variables()) {
-    const ir::ValueInfo &info = module_.value(v.value);
-    data::HostTensor t(info.type.dtype, info.type.shape);
-    auto *p = static_cast<std::byte *>(t.data());
-    if (std::find(offloaded.begin(), offloaded.end(), v.value) !=
-        offloaded.end())
-      engine().copyFromRemoteBuffer(detail::remoteHandle(info.name), p, 0, r);
-    else
-      engine().readTensor(kReadPrefix + info.name, r, p, p + t.numBytes());
-    c.variables.emplace_back(info.name, std::move(t));
+    const std::string &name = module_.value(v.value).name;
+    c.variables.emplace_back(name, readVariable(name, replica));
   }
   return c;
+}
+
+data::HostTensor Session::readVariable(const std::string &name,
+                                       std::optional<unsigned> replica) {
+  const unsigned r = replica ? *replica : engine().getLocalReplicas().first;
+  const auto id = module_.findValue(name);
+  if (!id || module_.value(*id).kind != ir::ValueKind::Variable)
+    throw ir::IrError("session: module \"" + module_.name() +
+                      "\" has no variable \"" + name + "\"");
+  const ir::ValueInfo &info = module_.value(*id);
+  data::HostTensor t(info.type.dtype, info.type.shape);
+  auto *p = static_cast<std::byte *>(t.data());
+  const std::vector<ir::ValueId> offloaded =
+      detail::offloadedState(module_, config_);
+  if (std::find(offloaded.begin(), offloaded.end(), *id) != offloaded.end())
+    engine().copyFromRemoteBuffer(detail::remoteHandle(name), p, 0, r);
+  else
+    engine().readTensor(kReadPrefix + name, r, p, p + t.numBytes());
+  return t;
 }
 
 std::vector<VariableSpec> Session::variableSpecs() const {

@@ -24,6 +24,7 @@
 
 #include "tessera/data/Dataset.hpp"
 #include "tessera/nn/Layers.hpp"
+#include "tessera/nn/Outfeed.hpp"
 #include "tessera/passes/GradientAccumulation.hpp"
 #include "tessera/passes/Optimizer.hpp"
 #include "tessera/session/Checkpoint.hpp"
@@ -82,6 +83,9 @@ struct CompileOptions {
   std::string syntheticDataInitializer;
   /// Where compile bars go (null: nowhere).
   std::ostream *compileProgress = nullptr;
+  /// The optimizer's gradients sent to a queue during fit() (the
+  /// tensor-inspection tutorial's OutfeedOptimizer), nn/Outfeed.hpp.
+  GradientOutfeed gradientOutfeed;
 };
 
 /// How a model with a pipeline stage assignment trains (TensorFlow for the

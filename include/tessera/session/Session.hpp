@@ -143,6 +143,10 @@ public:
   /// replica this process runs, unless \p replica says).
   Checkpoint readVariables(std::uint64_t step = 0,
                            std::optional<unsigned> replica = std::nullopt);
+  /// One variable, \p name, as readVariables reads it; IrError when the
+  /// module has no such variable.
+  data::HostTensor readVariable(const std::string &name,
+                                std::optional<unsigned> replica = std::nullopt);
   /// Sets the device's variables from \p ckpt (read from \p path, for
   /// messages); SerializationError when it is of another model.
   void writeVariables(const Checkpoint &ckpt, const std::string &path);
