@@ -28,6 +28,8 @@ for example in basic xla_compile sharding training_loop outfeed_thread; do
   echo "-- tf_$example"
   "build/examples/tf_$example"
 done
+echo "== examples/keras/pipelining_inspection: the tensor-inspection tutorial's four models on Fashion-MNIST, outfeeding activations and gradients"
+build/examples/keras_pipelining_inspection --steps 32 --epochs 2
 echo "== the SDK-shaped install at build/install (source build/install/enable.sh to use it)"
 cmake --build build -j "$jobs" --target tessera-sdk tessera
 cmake --install build --prefix build/install >/dev/null

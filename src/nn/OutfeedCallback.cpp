@@ -63,6 +63,9 @@ TensorStats statsOf(std::span<const T> xs, ToDouble toDouble) {
       deviations += (x - s.mean) * (x - s.mean);
   }
   s.std = std::sqrt(deviations / double(finite));
+  // -0 (a ReLU's output, say) reads as 0 in a table.
+  s.min += 0.0;
+  s.max += 0.0;
   s.l2Norm = std::sqrt(squares);
   s.zeroFraction = double(zeros) / double(s.count);
   return s;
