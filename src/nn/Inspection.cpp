@@ -121,23 +121,26 @@ std::vector<OutfeedTap> planOutfeeds(const ir::Module &module,
 
 namespace {
 
-// The value \p t sends, made by ops with the annotations of the value's
-// producer (its stage, the backward pass) outside the weight update.
-ir::Value sentValue(ir::Module &module, ir::Builder &b, const OutfeedTap &t) {
-  ir::Value value = b.value(t.value);
-  const bool cast = value.type().dtype != t.dtype;
-  if (!cast && t.every == 1)
+// \p v as \p dtype, or a copy of it with \p copy, made by ops with the
+// annotations of its producer (its stage, the backward pass) outside the
+// weight update.
+ir::Value sentValue(ir::Module &module, ir::ValueId v, Type dtype, bool copy) {
+  ir::Value value = ir::Builder(module).value(v);
+  const bool cast = value.type().dtype != dtype;
+  if (!cast && !copy)
     return value;
   const ir::Annotations saved = module.currentAnnotations();
-  if (module.value(t.value).kind == ir::ValueKind::OpResult)
-    module.currentAnnotations() = module.producer(t.value).annotations;
+  if (module.value(v).kind == ir::ValueKind::OpResult)
+    module.currentAnnotations() = module.producer(v).annotations;
   module.currentAnnotations().weightUpdate = false;
-  // A half accumulator is applied converted to the variable's type. A
-  // float one is updated in place and reset by the weight update, which a
-  // session runs before it streams the step's outputs: send a copy.
-  value = cast ? ir::cast(value, t.dtype) : value * 1.0;
+  value = cast ? ir::cast(value, dtype) : value * 1.0;
   module.currentAnnotations() = saved;
   return value;
+}
+
+bool isUpdateValue(const ir::Module &module, ir::ValueId v) {
+  return std::any_of(module.updates().begin(), module.updates().end(),
+                     [v](const ir::VariableRecord &u) { return u.value == v; });
 }
 
 // The weight update's ops must come last (GradientAccumulation.hpp); the
@@ -157,11 +160,18 @@ void keepWeightUpdateLast(ir::Module &module) {
 void addOutfeeds(ir::Module &module, const std::vector<OutfeedTap> &taps) {
   ir::Builder b(module);
   for (const OutfeedTap &t : taps) {
+    // A half accumulator is applied converted to the variable's type. A
+    // float one is updated in place and reset by the weight update, which
+    // a session runs before it streams the step's outputs: send a copy.
     if (t.output.rfind(kGradientPrefix, 0) == 0)
-      b.output(t.output, sentValue(module, b, t));
+      b.output(t.output, sentValue(module, t.value, t.dtype, t.every > 1));
     if (t.variable.empty())
       continue;
-    const ir::Value value = b.value(module.output(t.output));
+    // A value that already updates a variable (an accumulator) is copied,
+    // so that each variable is updated from its own value.
+    const ir::ValueId v = module.output(t.output);
+    const ir::Value value = sentValue(module, v, module.value(v).type.dtype,
+                                      isUpdateValue(module, v));
     const ir::Value var = b.variable(t.variable, value.type().shape,
                                      ir::init::zeros(), value.type().dtype,
                                      /*trainable=*/false);

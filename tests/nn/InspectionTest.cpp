@@ -284,3 +284,66 @@ TEST(OutfeedErrors, AQueueOutlivesItsModel) {
 TEST(OutfeedErrors, AMaybeOutfeedLayerNeedsAQueue) {
   EXPECT_THROW(MaybeOutfeedLayer(nullptr, true, "x"), tessera::OptionError);
 }
+
+namespace {
+
+// tapped()'s layers over two pipeline stages, with \p acts on the first
+// Dense layer and gradients of both to \p grads.
+std::unique_ptr<Sequential>
+pipelined(const std::shared_ptr<OutfeedQueue> &acts,
+          const std::shared_ptr<MaybeOutfeedQueue> &grads,
+          GradientOutfeedMode mode) {
+  auto m = std::make_unique<Sequential>(
+      std::vector<LayerRef>{
+          Input({kFeatures}),
+          Dense(kHidden, dense("Dense_128", Activation::Relu)),
+          OutfeedLayer(acts, "Dense_128_acts"),
+          Dense(2, dense("Dense_10", Activation::Softmax))},
+      "piped", 3);
+  m->setPipelineStageAssignment({0, 0, 1});
+  PipeliningOptions p;
+  p.accumulation.count = 4;
+  m->setPipeliningOptions(p);
+  CompileOptions o = compileOptions(8);
+  o.config.autoSelectIpus = 2;
+  o.gradientOutfeed = {grads, mode};
+  m->compile(o);
+  train(*m);
+  return m;
+}
+
+} // namespace
+
+TEST(OutfeedLast, PipelinedModelsSendWhatUnpipelinedOnesDo) {
+  auto allActs = std::make_shared<OutfeedQueue>();
+  auto pre = std::make_shared<MaybeOutfeedQueue>();
+  pipelined(allActs, pre, GradientOutfeedMode::PreAccumulated);
+  auto lastActs = std::make_shared<OutfeedQueue>(session::OutfeedMode::LAST);
+  auto lastGrads = std::make_shared<MaybeOutfeedQueue>(
+      std::vector<std::string>{}, session::OutfeedMode::LAST);
+  pipelined(lastActs, lastGrads, GradientOutfeedMode::Accumulated);
+
+  const OutfeedStep grads = pre->dequeue();
+  ASSERT_EQ(keys(grads), (std::vector<std::string>{
+                             "Dense_128/kernel_grad", "Dense_128/bias_grad",
+                             "Dense_10/kernel_grad", "Dense_10/bias_grad"}));
+  for (const auto &[key, t] : grads)
+    EXPECT_EQ(t.dim(0), kSteps) << key; // one per micro-batch
+  // LAST: the last micro-batch's activations and the last update's
+  // accumulated gradient, the mean of its 4 micro-batches.
+  const OutfeedStep every = allActs->dequeue(), last = lastActs->dequeue();
+  const auto ev = valueOf(every, "Dense_128_acts").values<float>();
+  const auto lv = valueOf(last, "Dense_128_acts").values<float>();
+  ASSERT_EQ(lv.size(), kBatch * kHidden);
+  EXPECT_TRUE(std::equal(lv.begin(), lv.end(), ev.end() - lv.size()));
+  const auto pv = valueOf(grads, "Dense_128/bias_grad").values<float>();
+  const OutfeedStep applied = lastGrads->dequeue();
+  const auto av = valueOf(applied, "Dense_128/bias_grad").values<float>();
+  ASSERT_EQ(av.size(), kHidden);
+  for (std::size_t e = 0; e < kHidden; ++e) {
+    float sum = 0;
+    for (std::size_t k = kSteps - 4; k < kSteps; ++k)
+      sum = sum + pv[k * kHidden + e] * 0.25f;
+    EXPECT_EQ(av[e], sum) << e;
+  }
+}
