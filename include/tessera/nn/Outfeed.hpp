@@ -27,7 +27,10 @@
 /// run. Evaluation and prediction leave them out. A queue in LAST mode is
 /// kept on the device instead: the training module copies each step's value
 /// into a variable, which fit() reads once per device run, so only the last
-/// step's value crosses to the host.
+/// step's value crosses to the host (the first replica's, when the model
+/// is replicated; ALL queues get each replica's values, in replica order).
+/// The queue holds plain host tensors: what it got stays dequeueable after
+/// the model that filled it is gone.
 #pragma once
 
 #include "tessera/data/HostTensor.hpp"
