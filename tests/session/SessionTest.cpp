@@ -170,6 +170,19 @@ TEST(Session, VariablesSurviveACheckpoint) {
   std::filesystem::remove(path);
 }
 
+TEST(Session, ReadsOneVariableAsTheCheckpointHoldsIt) {
+  Session s(linearModel(), smallConfig(), kSpec);
+  s.compile();
+  Infeed in(dataset());
+  Outfeed out;
+  s.connect(in, out);
+  s.run();
+  for (const auto &[name, t] : s.readVariables().variables)
+    EXPECT_EQ(s.readVariable(name), t) << name;
+  EXPECT_THROW(s.readVariable("no_such_variable"), ir::IrError);
+  EXPECT_THROW(s.readVariable("x"), ir::IrError); // an input
+}
+
 TEST(Session, FeedsAndOutfeedsMustNameTheModulesValues) {
   auto error = [](const RunSpec &spec) {
     try {
