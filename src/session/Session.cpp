@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <ostream>
 #include <set>
@@ -183,7 +184,12 @@ Sequence withOffloadedState(Graph &graph, const ir::Module &module,
 
 std::string cacheKey(const ir::Module &module, const Config &config,
                      const RunSpec &spec) {
-  std::string text = ir::print(module);
+  // Hyper-parameters are written after loading, so their first values are
+  // no part of the executable: a new learning rate finds the same entry.
+  ir::Module keyed = module;
+  for (const ir::HyperParameterRecord &r : module.hyperParameters())
+    keyed.setInitialiser(r.variable, ir::init::zeros());
+  std::string text = ir::print(keyed);
   text += "\nipus=" + std::to_string(config.autoSelectIpus) +
           " replicas=" + std::to_string(config.replicationFactor) +
           " tiles=" + std::to_string(config.ipuModel.tilesPerIpu) +
@@ -325,7 +331,43 @@ bool Session::compile(std::ostream *progress) {
     engine_->setLocalReplicas(config_.instances.index * local, local,
                               config_.instances.exchange);
   }
+  // A cached executable holds the values of the module it was compiled
+  // from; this module's may differ.
+  for (const ir::HyperParameterRecord &r : module_.hyperParameters())
+    setHyperParameter(
+        r.name,
+        ir::materialise(module_.variableOf(r.variable).init, FLOAT, {}).at(0));
   return hit;
+}
+
+ir::ValueId Session::hyperParameterVariable(const std::string &name) const {
+  if (const auto v = module_.hyperParameter(name))
+    return *v;
+  std::string known;
+  for (const ir::HyperParameterRecord &r : module_.hyperParameters())
+    known += (known.empty() ? "\"" : ", \"") + r.name + "\"";
+  throw OptionError(
+      "session: module \"" + module_.name() + "\" has no hyper-parameter \"" +
+      name + "\"; " +
+      (known.empty() ? std::string("it has none (build it with the optimizer "
+                                   "pass to get its learning rate)")
+                     : "it has " + known));
+}
+
+void Session::setHyperParameter(const std::string &name, double value) {
+  const ir::ValueId v = hyperParameterVariable(name);
+  if (!std::isfinite(value))
+    throw OptionError(fmt::format(
+        "session: hyper-parameter \"{}\" must be finite, not {}", name, value));
+  const float f = static_cast<float>(value);
+  engine().writeTensor(kWritePrefix + module_.value(v).name, &f, &f + 1);
+}
+
+double Session::hyperParameter(const std::string &name) {
+  const ir::ValueId v = hyperParameterVariable(name);
+  float f = 0;
+  engine().readTensor(kReadPrefix + module_.value(v).name, &f, &f + 1);
+  return f;
 }
 
 Engine &Session::engine() {
@@ -401,7 +443,17 @@ std::vector<VariableSpec> Session::variableSpecs() const {
 }
 
 void Session::writeVariables(const Checkpoint &ckpt, const std::string &path) {
-  checkCheckpointMatches(ckpt, path, module_.name(), variableSpecs());
+  // A checkpoint without a hyper-parameter (saved before it was a
+  // variable) leaves the session's value as it is.
+  std::vector<VariableSpec> expected;
+  for (VariableSpec &v : variableSpecs()) {
+    const bool saved =
+        std::any_of(ckpt.variables.begin(), ckpt.variables.end(),
+                    [&](const auto &e) { return e.first == v.name; });
+    if (saved || !module_.isHyperParameter(*module_.findValue(v.name)))
+      expected.push_back(std::move(v));
+  }
+  checkCheckpointMatches(ckpt, path, module_.name(), expected);
   std::set<std::string> offloaded;
   for (ir::ValueId v : detail::offloadedState(module_, config_))
     offloaded.insert(module_.value(v).name);
