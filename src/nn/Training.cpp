@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -29,13 +30,20 @@ std::string describeSpec(const data::ComponentSpec &c) {
 // Replaces the values of \p into's variables by those of \p from with the
 // same name, type and shape: a training checkpoint (with optimizer state)
 // loads into an evaluation session and weights alone into a training one.
-void merge(session::Checkpoint &into, const session::Checkpoint &from) {
-  for (auto &[name, t] : into.variables)
+// The hyper-parameters of \p target (into's module) keep their values:
+// the model's optimizer settings own them (setLearningRate).
+void merge(session::Checkpoint &into, const session::Checkpoint &from,
+           const ir::Module &target) {
+  for (auto &[name, t] : into.variables) {
+    if (const auto id = target.findValue(name);
+        id && target.isHyperParameter(*id))
+      continue;
     for (const auto &[n, v] : from.variables)
       if (n == name && v.type() == t.type() && v.shape() == t.shape()) {
         t = v;
         break;
       }
+  }
 }
 
 // The mean of each named value over every step of \p steps; NaN when no
@@ -299,7 +307,7 @@ session::Session &Model::trainingSession(const data::ElementSpec &spec) {
   c.pending.reset();
   if (carried) {
     session::Checkpoint now = c.train->readVariables();
-    merge(now, *carried);
+    merge(now, *carried, c.train->module());
     c.train->writeVariables(now, "the previous session's weights");
   }
   return *c.train;
@@ -310,7 +318,7 @@ void Model::loadCurrentWeights(session::Session &s) {
   if (!c.train && !c.pending)
     return; // both start at the initialisers' values
   session::Checkpoint now = s.readVariables();
-  merge(now, c.train ? c.train->readVariables() : *c.pending);
+  merge(now, c.train ? c.train->readVariables() : *c.pending, s.module());
   s.writeVariables(now, "the model's current weights");
 }
 
@@ -600,11 +608,33 @@ void Model::setWeights(const session::Checkpoint &ckpt) {
   }
   if (c.train) {
     session::Checkpoint now = c.train->readVariables();
-    merge(now, ckpt);
+    merge(now, ckpt, c.train->module());
     c.train->writeVariables(now, "setWeights");
   } else {
     c.pending = ckpt;
   }
+}
+
+double Model::learningRate() const {
+  if (!compiled_)
+    throw ModelError("learningRate: model \"" + name_ +
+                     "\" is not compiled; call compile() with its optimizer "
+                     "first");
+  return std::visit([](const auto &o) { return o.learningRate; },
+                    compiled_->options.optimizer);
+}
+
+void Model::setLearningRate(double lr) {
+  Compiled &c = compiled("setLearningRate");
+  if (!(lr > 0) || !std::isfinite(lr))
+    throw OptionError(fmt::format(
+        "setLearningRate: the learning rate must be positive and finite, "
+        "not {}",
+        lr));
+  std::visit([&](auto &o) { o.learningRate = lr; }, c.options.optimizer);
+  // Later training sessions build it in; the current one takes it now.
+  if (c.train)
+    c.train->setHyperParameter(passes::kLearningRate, lr);
 }
 
 } // namespace tessera::nn
