@@ -1,5 +1,7 @@
 #include "tessera/passes/Optimizer.hpp"
 
+#include "Rewrite.hpp"
+
 #include "tessera/passes/Autodiff.hpp"
 #include "tessera/support/Error.hpp"
 
@@ -42,13 +44,10 @@ public:
     auto it = vars_.find(name);
     if (it == vars_.end()) {
       // Outside any scope: its readers may run on several IPUs.
-      ir::Module &m = b_.module();
-      const ir::Annotations saved = m.currentAnnotations();
-      m.currentAnnotations() = {};
+      const detail::WithAnnotations none(b_.module(), {});
       const ir::Value v = b_.variable("optimizer/" + name, {},
                                       ir::init::constant(value), FLOAT, false);
-      m.currentAnnotations() = saved;
-      m.setHyperParameter(v.id(), name);
+      b_.module().setHyperParameter(v.id(), name);
       it = vars_.emplace(name, v).first;
     }
     if (dtype == FLOAT)
