@@ -30,20 +30,13 @@ std::string describeSpec(const data::ComponentSpec &c) {
 // Replaces the values of \p into's variables by those of \p from with the
 // same name, type and shape: a training checkpoint (with optimizer state)
 // loads into an evaluation session and weights alone into a training one.
-// The hyper-parameters of \p target (into's module) keep their values:
-// the model's optimizer settings own them (setLearningRate).
-void merge(session::Checkpoint &into, const session::Checkpoint &from,
-           const ir::Module &target) {
-  for (auto &[name, t] : into.variables) {
-    if (const auto id = target.findValue(name);
-        id && target.isHyperParameter(*id))
-      continue;
+void merge(session::Checkpoint &into, const session::Checkpoint &from) {
+  for (auto &[name, t] : into.variables)
     for (const auto &[n, v] : from.variables)
       if (n == name && v.type() == t.type() && v.shape() == t.shape()) {
         t = v;
         break;
       }
-  }
 }
 
 // The mean of each named value over every step of \p steps; NaN when no
@@ -307,7 +300,7 @@ session::Session &Model::trainingSession(const data::ElementSpec &spec) {
   c.pending.reset();
   if (carried) {
     session::Checkpoint now = c.train->readVariables();
-    merge(now, *carried, c.train->module());
+    merge(now, *carried);
     c.train->writeVariables(now, "the previous session's weights");
   }
   return *c.train;
@@ -318,7 +311,7 @@ void Model::loadCurrentWeights(session::Session &s) {
   if (!c.train && !c.pending)
     return; // both start at the initialisers' values
   session::Checkpoint now = s.readVariables();
-  merge(now, c.train ? c.train->readVariables() : *c.pending, s.module());
+  merge(now, c.train ? c.train->readVariables() : *c.pending);
   s.writeVariables(now, "the model's current weights");
 }
 
@@ -608,7 +601,7 @@ void Model::setWeights(const session::Checkpoint &ckpt) {
   }
   if (c.train) {
     session::Checkpoint now = c.train->readVariables();
-    merge(now, ckpt, c.train->module());
+    merge(now, ckpt);
     c.train->writeVariables(now, "setWeights");
   } else {
     c.pending = ckpt;

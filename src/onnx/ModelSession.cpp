@@ -220,11 +220,7 @@ ModelSession::writeState(const std::map<std::string, data::HostTensor> &state) {
   session::Session &d = impl_->device("writeState");
   session::Checkpoint now = d.readVariables();
   std::size_t written = 0;
-  const ir::Module &m = d.module();
   for (auto &[name, t] : now.variables) {
-    // The session's optimizer owns its hyper-parameters (updateOptimizer).
-    if (m.isHyperParameter(*m.findValue(name)))
-      continue;
     auto it = state.find(name);
     if (it == state.end() || it->second.type() != t.type() ||
         it->second.shape() != t.shape())

@@ -420,6 +420,9 @@ Checkpoint Session::readVariables(std::uint64_t step,
   const std::vector<ir::ValueId> offloaded =
       detail::offloadedState(module_, config_);
   for (const ir::Variable &v : module_.variables()) {
+    // Settings, not state: the program restoring the checkpoint sets them.
+    if (module_.isHyperParameter(v.value))
+      continue;
     const ir::ValueInfo &info = module_.value(v.value);
     data::HostTensor t(info.type.dtype, info.type.shape);
     auto *p = static_cast<std::byte *>(t.data());
@@ -437,21 +440,24 @@ std::vector<VariableSpec> Session::variableSpecs() const {
   std::vector<VariableSpec> specs;
   for (const ir::Variable &v : module_.variables()) {
     const ir::ValueInfo &info = module_.value(v.value);
-    specs.push_back({info.name, info.type.dtype, info.type.shape});
+    if (!module_.isHyperParameter(v.value))
+      specs.push_back({info.name, info.type.dtype, info.type.shape});
   }
   return specs;
 }
 
 void Session::writeVariables(const Checkpoint &ckpt, const std::string &path) {
-  // A checkpoint without a hyper-parameter (saved before it was a
-  // variable) leaves the session's value as it is.
-  std::vector<VariableSpec> expected;
-  for (VariableSpec &v : variableSpecs()) {
-    const bool saved =
-        std::any_of(ckpt.variables.begin(), ckpt.variables.end(),
-                    [&](const auto &e) { return e.first == v.name; });
-    if (saved || !module_.isHyperParameter(*module_.findValue(v.name)))
-      expected.push_back(std::move(v));
+  // Callers that list every variable of the module (the TF1 binding) give
+  // the hyper-parameters too; setHyperParameter alone writes those.
+  std::vector<VariableSpec> expected = variableSpecs();
+  std::set<std::string> hyper;
+  for (const ir::HyperParameterRecord &r : module_.hyperParameters()) {
+    const ir::ValueInfo &info = module_.value(r.variable);
+    for (const auto &[name, t] : ckpt.variables)
+      if (name == info.name) {
+        expected.push_back({info.name, info.type.dtype, info.type.shape});
+        hyper.insert(name);
+      }
   }
   checkCheckpointMatches(ckpt, path, module_.name(), expected);
   std::set<std::string> offloaded;
@@ -459,6 +465,8 @@ void Session::writeVariables(const Checkpoint &ckpt, const std::string &path) {
     offloaded.insert(module_.value(v).name);
   const auto [first, count] = engine().getLocalReplicas();
   for (const auto &[name, t] : ckpt.variables) {
+    if (hyper.count(name))
+      continue;
     const auto *p = static_cast<const std::byte *>(t.data());
     if (!offloaded.count(name)) {
       engine().writeTensor(kWritePrefix + name, p, p + t.numBytes());

@@ -127,15 +127,10 @@ TEST_P(LearningRate, SetBetweenFitsTrainsAsIfCompiledWithIt) {
   Sequential want = reference(GetParam(), cache.path.string());
   expectSameWeights(m, want);
   EXPECT_EQ(cache.files(), 1u);
-  // Checkpoints hold the rate; setWeights keeps the model's own.
+  // Checkpoints leave the rate out; setWeights keeps the model's own.
   const session::Checkpoint saved = m.getWeights();
-  bool found = false;
   for (const auto &[name, t] : saved.variables)
-    if (name == "optimizer/learning_rate") {
-      EXPECT_EQ(t.values<float>()[0], 0.01f);
-      found = true;
-    }
-  EXPECT_TRUE(found);
+    EXPECT_NE(name, "optimizer/learning_rate");
   want.setLearningRate(0.2);
   want.setWeights(saved);
   EXPECT_EQ(want.learningRate(), 0.2);

@@ -79,12 +79,7 @@ Checkpoint trainOnDevice(const ir::Module &m, unsigned ipus = 1) {
 // The same steps in the interpreter (double precision), by variable name.
 ir::Feeds trainInterpreted(const ir::Module &m) {
   auto [xs, ys] = microBatches();
-  // The learning rate's variable is not updated; the host's copy checks
-  // that the device's stays at its first value.
   ir::Feeds vars;
-  for (const ir::HyperParameterRecord &r : m.hyperParameters())
-    vars[m.value(r.variable).name] = {
-        FLOAT, {}, ir::materialise(m.variableOf(r.variable).init, FLOAT, {})};
   for (std::size_t step = 0; step < kSteps; ++step) {
     ir::Feeds feeds = vars;
     feeds["x"] = {FLOAT,

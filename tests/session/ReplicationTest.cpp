@@ -83,12 +83,7 @@ TEST(Replication, TwoReplicasStepAsOneModelOnBothBatches) {
 
   // Replica r of step k took element 2k + r: together, rows 8k .. 8k + 7.
   const ir::Module m = linear(2 * kBatch, false);
-  // The learning rate's variable is not updated; the host's copy checks
-  // that the device's stays at its first value.
   ir::Feeds feeds;
-  for (const ir::HyperParameterRecord &r : m.hyperParameters())
-    feeds[m.value(r.variable).name] = {
-        FLOAT, {}, ir::materialise(m.variableOf(r.variable).init, FLOAT, {})};
   for (std::size_t k = 0; k < kSteps; ++k) {
     const std::size_t rows = 2 * kBatch;
     feeds["x"] = {FLOAT,
@@ -125,11 +120,10 @@ TEST(Replication, WithoutCrossReplicaMeanReplicasDrift) {
   // matches a single model on element 0 alone.
   const ir::Module m = linear(kBatch, false);
   ir::Feeds feeds;
-  feeds["x"] = {FLOAT,
-                {kBatch, kIn},
+  feeds["x"] = {FLOAT, {kBatch, kIn},
                 std::vector<double>(xs.begin(), xs.begin() + kBatch * kIn)};
-  feeds["y"] = {
-      FLOAT, {kBatch, 1}, std::vector<double>(ys.begin(), ys.begin() + kBatch)};
+  feeds["y"] = {FLOAT, {kBatch, 1},
+                std::vector<double>(ys.begin(), ys.begin() + kBatch)};
   const double want = ir::interpret(m, feeds).output("loss").values[0];
   EXPECT_NEAR(losses[0][0].values<float>()[0], want, 1e-5);
 }

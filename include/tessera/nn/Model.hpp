@@ -275,9 +275,8 @@ public:
   /// training session's learning-rate variable is written from the host
   /// (Session::setHyperParameter). Throws OptionError for a rate that is
   /// not positive and finite, ModelError before compile(). Checkpoints
-  /// (getWeights) hold the rate as "optimizer/learning_rate", but
-  /// setWeights and recompiling keep the model's own, as Keras'
-  /// set_weights leaves the optimizer alone.
+  /// (getWeights) leave the rate out, so setWeights and recompiling keep
+  /// the model's own, as Keras' set_weights leaves the optimizer alone.
   void setLearningRate(double lr);
 
   /// The names of the model's weights ("dense/kernel", "dense/bias",

@@ -114,13 +114,13 @@ public:
   std::map<std::string, data::HostTensor> readWeights();
   /// Every variable on the device by name: the weights and what else
   /// training keeps (optimizer state, the accumulators, running
-  /// statistics, the dropout seed).
+  /// statistics, the dropout seed), but for the learning rate and
+  /// momentum, which updateOptimizer sets.
   std::map<std::string, data::HostTensor> readState();
   /// Sets the device's variables that \p state holds with the same type
   /// and shape (readState of another session of the model, say one with
-  /// other optimizer hyper-parameters), leaving the others and the
-  /// optimizer's learning rate and momentum, which stay this session's;
-  /// returns how many it set.
+  /// other optimizer hyper-parameters), leaving the others; returns how
+  /// many it set.
   std::size_t writeState(const std::map<std::string, data::HostTensor> &state);
   /// PopART's updateOptimizerFromHost: trains the runs that follow with
   /// \p optimizer's learning rate (and momentum), written to the device

@@ -141,13 +141,16 @@ public:
   void run();
 
   /// The module's variables as they are on the device now (on the first
-  /// replica this process runs, unless \p replica says).
+  /// replica this process runs, unless \p replica says), but for the
+  /// hyper-parameters.
   Checkpoint readVariables(std::uint64_t step = 0,
                            std::optional<unsigned> replica = std::nullopt);
   /// Sets the device's variables from \p ckpt (read from \p path, for
-  /// messages); SerializationError when it is of another model. The
-  /// checkpoint holds the hyper-parameters too (readVariables reads them),
-  /// but may lack them: those it lacks keep their values.
+  /// messages); SerializationError when it is of another model.
+  /// Checkpoints leave the hyper-parameters out (they are settings, not
+  /// state: the program that restores one sets them); entries for them,
+  /// which a caller listing every variable of the module gives, are
+  /// ignored.
   void writeVariables(const Checkpoint &ckpt, const std::string &path);
 
   /// Writes \p value to the module's hyper-parameter \p name (on every
