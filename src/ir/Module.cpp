@@ -333,6 +333,45 @@ std::optional<ValueId> Module::gradientOf(ValueId variable) const {
   return find(gradients_, variable);
 }
 
+void Module::setHyperParameter(ValueId variable, const std::string &name) {
+  const ValueInfo &info = value(variable);
+  if (name.empty())
+    throw IrError("a hyper-parameter record of " + describe(variable) +
+                  " needs a name");
+  if (info.kind != ValueKind::Variable || variableOf(variable).trainable ||
+      !info.type.shape.empty())
+    throw IrError("hyper-parameter \"" + name +
+                  "\" must be held by a "
+                  "non-trainable scalar variable, and " +
+                  describe(variable) + " (" + info.type.toString() +
+                  ") is not one");
+  for (HyperParameterRecord &r : hyperParameters_) {
+    if (r.name == name && r.variable != variable)
+      throw IrError("hyper-parameter \"" + name + "\" is already held by " +
+                    describe(r.variable) + "; give " + describe(variable) +
+                    " another name");
+    if (r.variable == variable) {
+      r.name = name;
+      return;
+    }
+  }
+  hyperParameters_.push_back({variable, name});
+}
+
+std::optional<ValueId> Module::hyperParameter(std::string_view name) const {
+  for (const HyperParameterRecord &r : hyperParameters_)
+    if (r.name == name)
+      return r.variable;
+  return std::nullopt;
+}
+
+bool Module::isHyperParameter(ValueId variable) const {
+  for (const HyperParameterRecord &r : hyperParameters_)
+    if (r.variable == variable)
+      return true;
+  return false;
+}
+
 const ValueInfo &Module::value(ValueId id) const {
   if (id >= values_.size())
     throw IrError("%" + std::to_string(id) + " is not a value of module '" +
@@ -376,6 +415,17 @@ const Variable &Module::variableOf(ValueId id) const {
   if (v.kind != ValueKind::Variable)
     throw IrError(describe(id) + " is not a variable");
   return variables_.at(v.def);
+}
+
+void Module::setInitialiser(ValueId id, Initialiser init) {
+  const Variable &v = variableOf(id);
+  const ValueInfo &info = value(id);
+  try {
+    checkInitialiser(init, info.type.dtype, info.type.shape);
+  } catch (const Error &e) {
+    throw IrError("variable '" + info.name + "': " + e.what());
+  }
+  variables_[&v - variables_.data()].init = std::move(init);
 }
 
 const Constant &Module::constantOf(ValueId id) const {

@@ -441,12 +441,22 @@ void Parser::parseOp(const Token &kindTok, const std::vector<Token> &results) {
 }
 
 // `update %v = %new`, `gradient %v = %g`, `state %s of %owner`,
-// `condition %flag every N` or `reset %v`.
+// `condition %flag every N`, `reset %v` or `hyper %v "name"`.
 void Parser::parseRecord() {
   const Token at = tok_;
   const std::string what = tok_.text;
   advance();
   const ValueId variable = parseRef();
+  if (what == "hyper") {
+    const std::string name =
+        expectString("the hyper-parameter's name in quotes");
+    try {
+      m_.setHyperParameter(variable, name);
+    } catch (const Error &e) {
+      fail(at, e.what());
+    }
+    return;
+  }
   if (what == "condition" || what == "reset") {
     unsigned period = 1;
     if (what == "condition") {
@@ -502,7 +512,7 @@ void Parser::parseItem() {
   if (tok_.kind == TokenKind::Ident &&
       (tok_.text == "update" || tok_.text == "gradient" ||
        tok_.text == "state" || tok_.text == "condition" ||
-       tok_.text == "reset")) {
+       tok_.text == "reset" || tok_.text == "hyper")) {
     parseRecord();
     return;
   }

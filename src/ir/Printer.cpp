@@ -147,6 +147,8 @@ void Printer::run() {
     os_ << "  gradient " << ref(r.variable) << " = " << ref(r.value) << "\n";
   for (const VariableRecord &r : m_.states())
     os_ << "  state " << ref(r.variable) << " of " << ref(r.value) << "\n";
+  for (const HyperParameterRecord &r : m_.hyperParameters())
+    os_ << "  hyper " << ref(r.variable) << " " << quote(r.name) << "\n";
   if (const auto c = m_.updateCondition())
     os_ << "  condition " << ref(*c) << " every " << m_.updatePeriod() << "\n";
   for (ValueId v : m_.resets())

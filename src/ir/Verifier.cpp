@@ -192,6 +192,18 @@ void Verifier::checkRecords() const {
   check(m_.updates(), "update", false);
   check(m_.gradients(), "gradient", false);
   check(m_.states(), "optimizer state", true);
+  // The host writes a hyper-parameter between runs; a device update would
+  // overwrite what it wrote.
+  for (const HyperParameterRecord &r : m_.hyperParameters()) {
+    if (r.variable >= m_.numValues() ||
+        m_.value(r.variable).kind != ValueKind::Variable ||
+        !m_.typeOf(r.variable).shape.empty())
+      fail("hyper-parameter \"" + r.name +
+           "\" is not held by a scalar variable");
+    if (m_.updateOf(r.variable))
+      fail("hyper-parameter \"" + r.name + "\" (" + m_.describe(r.variable) +
+           ") has an update record; the host sets it, the step must not");
+  }
 }
 
 // The weight update runs after the micro-batch's operations, so module

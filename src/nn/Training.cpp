@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -568,6 +569,28 @@ void Model::setWeights(const session::Checkpoint &ckpt) {
   } else {
     c.pending = ckpt;
   }
+}
+
+double Model::learningRate() const {
+  if (!compiled_)
+    throw ModelError("learningRate: model \"" + name_ +
+                     "\" is not compiled; call compile() with its optimizer "
+                     "first");
+  return std::visit([](const auto &o) { return o.learningRate; },
+                    compiled_->options.optimizer);
+}
+
+void Model::setLearningRate(double lr) {
+  Compiled &c = compiled("setLearningRate");
+  if (!(lr > 0) || !std::isfinite(lr))
+    throw OptionError(fmt::format(
+        "setLearningRate: the learning rate must be positive and finite, "
+        "not {}",
+        lr));
+  std::visit([&](auto &o) { o.learningRate = lr; }, c.options.optimizer);
+  // Later training sessions build it in; the current one takes it now.
+  if (c.train)
+    c.train->setHyperParameter(passes::kLearningRate, lr);
 }
 
 } // namespace tessera::nn

@@ -232,6 +232,25 @@ ModelSession::writeState(const std::map<std::string, data::HostTensor> &state) {
   return written;
 }
 
+void ModelSession::updateOptimizer(const passes::Optimizer &optimizer) {
+  Impl &s = *impl_;
+  if (!s.options.training)
+    throw OptionError("updateOptimizerFromHost: an inference session has no "
+                      "optimizer; create a TrainingSession");
+  std::string why;
+  if (!passes::sameProgram(s.options.training->optimizer, optimizer, &why))
+    throw OptionError(
+        "updateOptimizerFromHost: the new optimizer differs from the "
+        "session's in what is compiled in (" +
+        why +
+        "); only the learning rate and momentum change without "
+        "recompiling, so create a new session for the others");
+  session::Session &d = s.device("updateOptimizerFromHost");
+  for (const auto &[name, value] : passes::runtimeHyperParameters(optimizer))
+    d.setHyperParameter(name, value);
+  s.options.training->optimizer = optimizer;
+}
+
 void ModelSession::setRandomSeed(std::uint64_t seed) {
   session::Session &d = impl_->device("setRandomSeed");
   session::Checkpoint now = d.readVariables();

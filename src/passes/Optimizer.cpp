@@ -1,9 +1,16 @@
 #include "tessera/passes/Optimizer.hpp"
 
+#include "Rewrite.hpp"
+
 #include "tessera/passes/Autodiff.hpp"
 #include "tessera/support/Error.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <cmath>
+#include <map>
+#include <type_traits>
 
 namespace tessera::passes {
 namespace {
@@ -24,10 +31,44 @@ ir::Value stateLike(ir::Builder &b, const ir::Value &w,
   return state;
 }
 
+// The hyper-parameters a schedule changes live in scalar variables
+// (recorded as hyper-parameters) rather than in constants, so the host
+// writes a new value between runs instead of compiling a new program.
+class HyperParameters {
+public:
+  explicit HyperParameters(ir::Builder &b) : b_(b) {}
+
+  // The variable holding \p name, made (at \p value) on first use; read as
+  // \p dtype (a cast per type and step for non-float weights).
+  ir::Value get(const std::string &name, double value, Type dtype) {
+    auto it = vars_.find(name);
+    if (it == vars_.end()) {
+      // Outside any scope: its readers may run on several IPUs.
+      const detail::WithAnnotations none(b_.module(), {});
+      const ir::Value v = b_.variable("optimizer/" + name, {},
+                                      ir::init::constant(value), FLOAT, false);
+      b_.module().setHyperParameter(v.id(), name);
+      it = vars_.emplace(name, v).first;
+    }
+    if (dtype == FLOAT)
+      return it->second;
+    const auto key = std::make_pair(name, dtype);
+    auto c = casts_.find(key);
+    if (c == casts_.end())
+      c = casts_.emplace(key, cast(it->second, dtype)).first;
+    return c->second;
+  }
+
+private:
+  ir::Builder &b_;
+  std::map<std::string, ir::Value> vars_;
+  std::map<std::pair<std::string, Type>, ir::Value> casts_;
+};
+
 class StepBuilder {
 public:
   StepBuilder(ir::Module &m, std::vector<VariableUpdate> &updates)
-      : b_(m), updates_(updates) {}
+      : b_(m), hyper_(b_), updates_(updates) {}
 
   void update(const ir::Value &v, const ir::Value &next) {
     b_.update(v, next);
@@ -35,23 +76,26 @@ public:
   }
 
   void sgd(const SGD &o, const ir::Value &w, ir::Value g) {
+    const ir::Value lr = learningRate(o.learningRate, w);
     if (o.weightDecay != 0)
       g = g + w * o.weightDecay;
     if (o.momentum != 0) {
+      const ir::Value m = hyper_.get(kMomentum, o.momentum, w.dtype());
       const ir::Value buf = stateLike(b_, w, "momentum");
-      const ir::Value next = buf * o.momentum + g * (1 - o.dampening);
+      const ir::Value next = buf * m + g * (1 - o.dampening);
       update(buf, next);
-      g = o.nesterov ? g + next * o.momentum : next;
+      g = o.nesterov ? g + next * m : next;
     }
-    update(w, w - g * o.learningRate);
+    update(w, w - g * lr);
   }
 
   void adam(const Adam &o, const ir::Value &w, ir::Value g,
             const ir::Value &t) {
+    const ir::Value lr = learningRate(o.learningRate, w);
     ir::Value base = w;
     if (o.weightDecay != 0) {
       if (o.decoupledWeightDecay)
-        base = w * (1 - o.learningRate * o.weightDecay);
+        base = w * (1.0 - lr * o.weightDecay);
       else
         g = g + w * o.weightDecay;
     }
@@ -64,12 +108,12 @@ public:
     // 1 - beta^t with t a device value: beta^t = exp(t ln beta).
     const ir::Value c1 = 1.0 - exp(t * std::log(o.beta1));
     const ir::Value c2 = 1.0 - exp(t * std::log(o.beta2));
-    const ir::Value step =
-        (m1 / c1) / (sqrt(v1 / c2) + o.epsilon) * o.learningRate;
+    const ir::Value step = (m1 / c1) / (sqrt(v1 / c2) + o.epsilon) * lr;
     update(w, base - step);
   }
 
   void rmsprop(const RMSprop &o, const ir::Value &w, ir::Value g) {
+    const ir::Value lr = learningRate(o.learningRate, w);
     if (o.weightDecay != 0)
       g = g + w * o.weightDecay;
     const ir::Value v = stateLike(b_, w, "rms_v");
@@ -85,16 +129,21 @@ public:
     ir::Value step = g / (sqrt(variance) + o.epsilon);
     if (o.momentum != 0) {
       const ir::Value buf = stateLike(b_, w, "momentum");
-      step = buf * o.momentum + step;
+      step = buf * hyper_.get(kMomentum, o.momentum, w.dtype()) + step;
       update(buf, step);
     }
-    update(w, w - step * o.learningRate);
+    update(w, w - step * lr);
   }
 
   ir::Builder &builder() { return b_; }
 
 private:
+  ir::Value learningRate(double value, const ir::Value &w) {
+    return hyper_.get(kLearningRate, value, w.dtype());
+  }
+
   ir::Builder b_;
+  HyperParameters hyper_;
   std::vector<VariableUpdate> &updates_;
 };
 
@@ -196,6 +245,83 @@ optimizerState(const ir::Module &module) {
   for (const ir::VariableRecord &r : module.states())
     out.emplace_back(r.variable, r.value);
   return out;
+}
+
+} // namespace tessera::passes
+
+namespace tessera::passes {
+
+std::vector<std::pair<std::string, double>>
+runtimeHyperParameters(const Optimizer &optimizer) {
+  std::vector<std::pair<std::string, double>> out;
+  std::visit(
+      [&](const auto &o) {
+        out.emplace_back(kLearningRate, o.learningRate);
+        if constexpr (!std::is_same_v<std::decay_t<decltype(o)>, Adam>)
+          if (o.momentum != 0)
+            out.emplace_back(kMomentum, o.momentum);
+      },
+      optimizer);
+  return out;
+}
+
+namespace {
+
+// Adds "<name> <a> and <b>" to \p diffs when the compiled-in settings differ.
+void compare(std::vector<std::string> &diffs, const char *name, double a,
+             double b) {
+  if (a != b)
+    diffs.push_back(fmt::format("{} {} and {}", name, a, b));
+}
+
+std::vector<std::string> differences(const SGD &a, const SGD &b) {
+  std::vector<std::string> d;
+  compare(d, "momentum on", a.momentum != 0, b.momentum != 0);
+  compare(d, "dampening", a.dampening, b.dampening);
+  compare(d, "weight decay", a.weightDecay, b.weightDecay);
+  compare(d, "nesterov", a.nesterov, b.nesterov);
+  return d;
+}
+
+std::vector<std::string> differences(const Adam &a, const Adam &b) {
+  std::vector<std::string> d;
+  compare(d, "beta1", a.beta1, b.beta1);
+  compare(d, "beta2", a.beta2, b.beta2);
+  compare(d, "epsilon", a.epsilon, b.epsilon);
+  compare(d, "weight decay", a.weightDecay, b.weightDecay);
+  compare(d, "decoupled weight decay", a.decoupledWeightDecay,
+          b.decoupledWeightDecay);
+  return d;
+}
+
+std::vector<std::string> differences(const RMSprop &a, const RMSprop &b) {
+  std::vector<std::string> d;
+  compare(d, "rho", a.rho, b.rho);
+  compare(d, "momentum on", a.momentum != 0, b.momentum != 0);
+  compare(d, "epsilon", a.epsilon, b.epsilon);
+  compare(d, "weight decay", a.weightDecay, b.weightDecay);
+  compare(d, "centered", a.centered, b.centered);
+  return d;
+}
+
+constexpr const char *kNames[] = {"SGD", "Adam", "RMSprop"};
+
+} // namespace
+
+bool sameProgram(const Optimizer &a, const Optimizer &b, std::string *why) {
+  std::vector<std::string> diffs;
+  if (a.index() != b.index())
+    diffs.push_back(
+        fmt::format("{} and {}", kNames[a.index()], kNames[b.index()]));
+  else
+    std::visit(
+        [&](const auto &x) {
+          diffs = differences(x, std::get<std::decay_t<decltype(x)>>(b));
+        },
+        a);
+  if (why && !diffs.empty())
+    *why = fmt::format("{}", fmt::join(diffs, ", "));
+  return diffs.empty();
 }
 
 } // namespace tessera::passes

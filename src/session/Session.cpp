@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <ostream>
 #include <set>
@@ -183,7 +184,12 @@ Sequence withOffloadedState(Graph &graph, const ir::Module &module,
 
 std::string cacheKey(const ir::Module &module, const Config &config,
                      const RunSpec &spec) {
-  std::string text = ir::print(module);
+  // Hyper-parameters are written after loading, so their first values are
+  // no part of the executable: a new learning rate finds the same entry.
+  ir::Module keyed = module;
+  for (const ir::HyperParameterRecord &r : module.hyperParameters())
+    keyed.setInitialiser(r.variable, ir::init::zeros());
+  std::string text = ir::print(keyed);
   text += "\nipus=" + std::to_string(config.autoSelectIpus) +
           " replicas=" + std::to_string(config.replicationFactor) +
           " tiles=" + std::to_string(config.ipuModel.tilesPerIpu) +
@@ -325,7 +331,43 @@ bool Session::compile(std::ostream *progress) {
     engine_->setLocalReplicas(config_.instances.index * local, local,
                               config_.instances.exchange);
   }
+  // A cached executable holds the values of the module it was compiled
+  // from; this module's may differ.
+  for (const ir::HyperParameterRecord &r : module_.hyperParameters())
+    setHyperParameter(
+        r.name,
+        ir::materialise(module_.variableOf(r.variable).init, FLOAT, {}).at(0));
   return hit;
+}
+
+ir::ValueId Session::hyperParameterVariable(const std::string &name) const {
+  if (const auto v = module_.hyperParameter(name))
+    return *v;
+  std::string known;
+  for (const ir::HyperParameterRecord &r : module_.hyperParameters())
+    known += (known.empty() ? "\"" : ", \"") + r.name + "\"";
+  throw OptionError(
+      "session: module \"" + module_.name() + "\" has no hyper-parameter \"" +
+      name + "\"; " +
+      (known.empty() ? std::string("it has none (build it with the optimizer "
+                                   "pass to get its learning rate)")
+                     : "it has " + known));
+}
+
+void Session::setHyperParameter(const std::string &name, double value) {
+  const ir::ValueId v = hyperParameterVariable(name);
+  if (!std::isfinite(value))
+    throw OptionError(fmt::format(
+        "session: hyper-parameter \"{}\" must be finite, not {}", name, value));
+  const float f = static_cast<float>(value);
+  engine().writeTensor(kWritePrefix + module_.value(v).name, &f, &f + 1);
+}
+
+double Session::hyperParameter(const std::string &name) {
+  const ir::ValueId v = hyperParameterVariable(name);
+  float f = 0;
+  engine().readTensor(kReadPrefix + module_.value(v).name, &f, &f + 1);
+  return f;
 }
 
 Engine &Session::engine() {
@@ -375,6 +417,9 @@ Checkpoint Session::readVariables(std::uint64_t step,
   c.model = module_.name();
   c.step = step;
   for (const ir::Variable &v : module_.variables()) {
+    // Settings, not state: the program restoring the checkpoint sets them.
+    if (module_.isHyperParameter(v.value))
+      continue;
     const std::string &name = module_.value(v.value).name;
     c.variables.emplace_back(name, readVariable(name, replica));
   }
@@ -404,18 +449,33 @@ std::vector<VariableSpec> Session::variableSpecs() const {
   std::vector<VariableSpec> specs;
   for (const ir::Variable &v : module_.variables()) {
     const ir::ValueInfo &info = module_.value(v.value);
-    specs.push_back({info.name, info.type.dtype, info.type.shape});
+    if (!module_.isHyperParameter(v.value))
+      specs.push_back({info.name, info.type.dtype, info.type.shape});
   }
   return specs;
 }
 
 void Session::writeVariables(const Checkpoint &ckpt, const std::string &path) {
-  checkCheckpointMatches(ckpt, path, module_.name(), variableSpecs());
+  // Callers that list every variable of the module (the TF1 binding) give
+  // the hyper-parameters too; setHyperParameter alone writes those.
+  std::vector<VariableSpec> expected = variableSpecs();
+  std::set<std::string> hyper;
+  for (const ir::HyperParameterRecord &r : module_.hyperParameters()) {
+    const ir::ValueInfo &info = module_.value(r.variable);
+    for (const auto &[name, t] : ckpt.variables)
+      if (name == info.name) {
+        expected.push_back({info.name, info.type.dtype, info.type.shape});
+        hyper.insert(name);
+      }
+  }
+  checkCheckpointMatches(ckpt, path, module_.name(), expected);
   std::set<std::string> offloaded;
   for (ir::ValueId v : detail::offloadedState(module_, config_))
     offloaded.insert(module_.value(v).name);
   const auto [first, count] = engine().getLocalReplicas();
   for (const auto &[name, t] : ckpt.variables) {
+    if (hyper.count(name))
+      continue;
     const auto *p = static_cast<const std::byte *>(t.data());
     if (!offloaded.count(name)) {
       engine().writeTensor(kWritePrefix + name, p, p + t.numBytes());

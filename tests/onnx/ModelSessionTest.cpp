@@ -152,6 +152,44 @@ TEST(ModelSession, SgdStepsMatchTheGradientComputedByHand) {
   std::remove(path.c_str());
 }
 
+TEST(ModelSession, UpdateOptimizerChangesTheLearningRateAndMomentum) {
+  // loss = mean((x . w - t)^2) on one row x = [1, 2], t = 1.
+  tx::ModelBuilder b(13);
+  const std::string x = b.addInput(FLOAT, {1, 2}, "x");
+  const std::string t = b.addInput(FLOAT, {1, 1}, "t");
+  const std::string w = b.addInitializer(FLOAT, {2, 1}, {0.5, -0.5}, "w");
+  const std::string d =
+      b.addNode("Sub", {b.addNode("MatMul", {x, w})[0], t})[0];
+  const std::string loss =
+      b.addNode("ReduceMean", {b.addNode("Mul", {d, d})[0]},
+                {{"keepdims", std::int64_t{0}}}, 1, "loss")[0];
+  b.addOutput(loss);
+  tx::ModelSessionOptions o = smallIpu();
+  o.training = tx::TrainingSpec{loss, passes::SGD{0.1, 0.5}};
+  tx::ModelSession s(b.modelProto(), {.anchors = {{loss, {}}}}, o);
+  EXPECT_THROW(s.updateOptimizer(passes::SGD{0.02, 0.8}), OptionError);
+  s.prepareDevice();
+  double w0 = 0.5, w1 = -0.5, b0 = 0, b1 = 0;
+  for (auto [lr, m] : {std::pair{0.1, 0.5}, std::pair{0.02, 0.8}}) {
+    if (lr != 0.1)
+      s.updateOptimizer(passes::SGD{lr, m});
+    s.run({{"x", tensor({1, 2}, {1, 2})}, {"t", tensor({1, 1}, {1})}});
+    const double e = w0 + 2 * w1 - 1;
+    b0 = m * b0 + 2 * e;
+    b1 = m * b1 + 4 * e;
+    w0 -= lr * b0;
+    w1 -= lr * b1;
+  }
+  const auto got = floats(s.readWeights().at("w"));
+  EXPECT_NEAR(got[0], w0, 1e-6);
+  EXPECT_NEAR(got[1], w1, 1e-6);
+  EXPECT_THAT([&] { s.updateOptimizer(passes::Adam{}); },
+              ::testing::ThrowsMessage<OptionError>(
+                  HasSubstr("what is compiled in (SGD and Adam)")));
+  tx::ModelSession inference(affineModel(), {}, smallIpu());
+  EXPECT_THROW(inference.updateOptimizer(passes::SGD{}), OptionError);
+}
+
 TEST(ModelSession, DataFlowErrorsNameTheProblem) {
   EXPECT_THROW(tx::ModelSession(affineModel(), {.anchors = {{"nope", {}}}}),
                OptionError);

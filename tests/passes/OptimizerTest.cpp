@@ -4,6 +4,8 @@
 // unchanged; bad settings are errors.
 #include "tessera/passes/Optimizer.hpp"
 #include "tessera/ir/Interpreter.hpp"
+#include "tessera/ir/Text.hpp"
+#include "tessera/ir/Verifier.hpp"
 #include "tessera/support/Error.hpp"
 
 #include <gmock/gmock.h>
@@ -11,6 +13,7 @@
 
 #include <cmath>
 #include <functional>
+#include <map>
 
 using namespace tessera;
 using namespace tessera::ir;
@@ -23,8 +26,13 @@ namespace {
 const std::vector<double> kC{0.5, -1.0, 2.0};
 const std::vector<double> kW0{1.0, 2.0, -3.0};
 
+// Hyper-parameter values the host writes before the step (from 1) they
+// are keyed by.
+using Schedule = std::map<int, std::vector<std::pair<std::string, double>>>;
+
 // Runs `steps` training steps through the interpreter; returns w.
-std::vector<double> trainInterpreted(const TrainingOptions &o, int steps) {
+std::vector<double> trainInterpreted(const TrainingOptions &o, int steps,
+                                     const Schedule &schedule = {}) {
   Module m("quadratic");
   Builder b(m);
   Value w = b.variable("w", {3}, init::values(kW0));
@@ -33,6 +41,12 @@ std::vector<double> trainInterpreted(const TrainingOptions &o, int steps) {
   makeTrainingStep(m, loss, o);
   Feeds feeds;
   for (int s = 0; s < steps; ++s) {
+    if (auto it = schedule.find(s + 1); it != schedule.end())
+      for (const auto &[name, value] : it->second) {
+        const auto v = m.hyperParameter(name);
+        EXPECT_TRUE(v) << name;
+        feeds[m.value(*v).name] = {FLOAT, {}, {value}};
+      }
     Evaluation e = interpret(m, feeds);
     for (const auto &[var, next] : variableUpdates(m))
       feeds[m.value(var).name] = e.at(next);
@@ -218,4 +232,114 @@ TEST(Optimizer, StateVariablesNameTheVariableTheyBelongTo) {
   TrainingOptions plain;
   plain.optimizer = SGD{0.1};
   EXPECT_TRUE(stateOf(plain).empty());
+}
+
+TEST(Optimizer, SgdFollowsALearningRateAndMomentumScheduleWrittenBetweenSteps) {
+  TrainingOptions o;
+  o.optimizer = SGD{0.05, 0.9, 0.1, 0.01, false};
+  std::vector<double> buf(3, 0.0);
+  const Schedule schedule{{4, {{"learning_rate", 0.02}, {"momentum", 0.5}}},
+                          {6, {{"learning_rate", 0.2}}}};
+  expectNear(trainInterpreted(o, 7, schedule),
+             trainByHand(7, [&](std::size_t i, double w, double g, int t) {
+               const double lr = t < 4 ? 0.05 : t < 6 ? 0.02 : 0.2;
+               const double m = t < 4 ? 0.9 : 0.5;
+               g += 0.01 * w;
+               buf[i] = m * buf[i] + 0.9 * g;
+               return w - lr * buf[i];
+             }));
+  // Without the writes, the first values stay (the schedule takes effect).
+  EXPECT_GT(
+      std::abs(trainInterpreted(o, 7)[0] - trainInterpreted(o, 7, schedule)[0]),
+      1e-6);
+}
+
+TEST(Optimizer, AdamWDecaysByTheLearningRateTheHostWrote) {
+  Adam a;
+  a.learningRate = 0.01;
+  a.weightDecay = 0.1;
+  a.decoupledWeightDecay = true;
+  TrainingOptions o;
+  o.optimizer = a;
+  std::vector<double> m(3, 0.0), v(3, 0.0);
+  expectNear(trainInterpreted(o, 6, {{3, {{"learning_rate", 0.003}}}}),
+             trainByHand(6, [&](std::size_t i, double w, double g, int t) {
+               const double lr = t < 3 ? 0.01 : 0.003;
+               m[i] = 0.9 * m[i] + 0.1 * g;
+               v[i] = 0.999 * v[i] + 0.001 * g * g;
+               const double mh = m[i] / (1 - std::pow(0.9, t));
+               const double vh = v[i] / (1 - std::pow(0.999, t));
+               return w * (1 - lr * 0.1) - lr * mh / (std::sqrt(vh) + 1e-8);
+             }));
+}
+
+TEST(Optimizer, HyperParametersAreRecordedScalarVariables) {
+  auto recorded = [](const Optimizer &opt, Type dtype = FLOAT) {
+    Module m("quadratic");
+    Builder b(m);
+    Value w = b.variable("w", {3}, init::values(kW0), dtype);
+    makeTrainingStep(m, cast(reduceSum(w * w), FLOAT), {.optimizer = opt});
+    verify(m);
+    std::vector<std::pair<std::string, double>> out;
+    for (const HyperParameterRecord &r : m.hyperParameters()) {
+      const ValueInfo &info = m.value(r.variable);
+      EXPECT_EQ(info.name, "optimizer/" + r.name);
+      EXPECT_EQ(info.type, (ValueType{FLOAT, {}}));
+      EXPECT_FALSE(m.variableOf(r.variable).trainable);
+      EXPECT_FALSE(m.updateOf(r.variable));
+      out.emplace_back(r.name, m.variableOf(r.variable).init.a);
+    }
+    // The records survive the text form.
+    EXPECT_EQ(print(parse(print(m))), print(m));
+    EXPECT_EQ(out, runtimeHyperParameters(opt));
+    return out;
+  };
+  using Values = std::vector<std::pair<std::string, double>>;
+  EXPECT_EQ(recorded(SGD{0.1}), (Values{{"learning_rate", 0.1}}));
+  EXPECT_EQ(recorded(SGD{0.1, 0.9}),
+            (Values{{"learning_rate", 0.1}, {"momentum", 0.9}}));
+  EXPECT_EQ(recorded(Adam{}), (Values{{"learning_rate", 0.001}}));
+  RMSprop r;
+  r.momentum = 0.5;
+  EXPECT_EQ(recorded(r).size(), 2u);
+  // Half weights read the float variable through a cast.
+  EXPECT_EQ(recorded(SGD{0.1, 0.9}, HALF).size(), 2u);
+}
+
+TEST(Optimizer, HyperParameterRecordsAreCheckedAsTheyAreMade) {
+  Module m("records");
+  Builder b(m);
+  Value w = b.variable("w", {3}, init::zeros());
+  Value s = b.variable("s", {}, init::constant(0.1), FLOAT, false);
+  Value t = b.variable("t", {}, init::constant(0.2), FLOAT, false);
+  EXPECT_THROW(m.setHyperParameter(w.id(), "learning_rate"), IrError);
+  EXPECT_THROW(m.setHyperParameter(s.id(), ""), IrError);
+  m.setHyperParameter(s.id(), "learning_rate");
+  EXPECT_THAT([&] { m.setHyperParameter(t.id(), "learning_rate"); },
+              ::testing::ThrowsMessage<IrError>(
+                  ::testing::HasSubstr("is already held by")));
+  EXPECT_EQ(m.hyperParameter("learning_rate"), s.id());
+  EXPECT_TRUE(m.isHyperParameter(s.id()));
+  EXPECT_FALSE(m.isHyperParameter(t.id()));
+  // The host writes it; a device update would overwrite what it wrote.
+  m.setUpdate(s.id(), (s * 0.5).id());
+  EXPECT_THAT([&] { verify(m); },
+              ::testing::ThrowsMessage<IrError>(
+                  ::testing::HasSubstr("has an update record")));
+}
+
+TEST(Optimizer, SameProgramComparesEverythingButTheRuntimeHyperParameters) {
+  std::string why;
+  EXPECT_TRUE(sameProgram(SGD{0.1, 0.9}, SGD{0.5, 0.3}, &why));
+  EXPECT_EQ(why, "");
+  EXPECT_FALSE(sameProgram(SGD{0.1, 0.9}, SGD{0.1}, &why));
+  EXPECT_THAT(why, ::testing::HasSubstr("momentum on"));
+  Adam a, b;
+  b.learningRate = 0.5;
+  EXPECT_TRUE(sameProgram(a, b));
+  b.beta2 = 0.99;
+  EXPECT_FALSE(sameProgram(a, b, &why));
+  EXPECT_EQ(why, "beta2 0.999 and 0.99");
+  EXPECT_FALSE(sameProgram(a, SGD{}, &why));
+  EXPECT_EQ(why, "Adam and SGD");
 }

@@ -14,7 +14,9 @@
 
 namespace popart {
 
-/// A value and whether it stays constant (always, here).
+/// A value and whether it stays constant. Tessera ignores the flag: the
+/// learning rate and momentum may change through updateOptimizerFromHost,
+/// the other values are compiled in.
 using OptimizerValue = std::pair<float, bool>;
 
 class Optimizer {

@@ -158,6 +158,12 @@ public:
         readModel(model), dataFlow.toTessera(), std::move(o));
     return s;
   }
+  /// Trains the following runs with \p optimizer's learning rate and
+  /// momentum, written to the device without recompiling; the optimizer
+  /// must otherwise match the session's (OptionError naming what differs).
+  void updateOptimizerFromHost(const Optimizer *optimizer) {
+    impl_->updateOptimizer(optimizer->toTessera());
+  }
 };
 
 } // namespace popart

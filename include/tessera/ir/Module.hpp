@@ -172,6 +172,16 @@ struct VariableRecord {
   ValueId value = 0;
 };
 
+/// A scalar variable that holds a hyper-parameter of the training step
+/// (the optimizer's learning rate, momentum, ...): its initialiser gives
+/// the first value, and the host may write another between runs, so a
+/// schedule changes it without recompiling.
+struct HyperParameterRecord {
+  ValueId variable = 0;
+  /// What it holds, as the optimizer names it: "learning_rate", ...
+  std::string name;
+};
+
 /// A module of operations. Creating values and operations checks them:
 /// result types are inferred (ShapeError, TypeError with the shapes) and
 /// names made unique (a taken name gets a suffix _1, _2, ...).
@@ -223,6 +233,9 @@ public:
   const std::vector<Output> &outputs() const { return outputs_; }
   /// The variable entry of a Variable value.
   const Variable &variableOf(ValueId id) const;
+  /// Replaces the initialiser of variable \p id (checked as addVariable
+  /// checks it).
+  void setInitialiser(ValueId id, Initialiser init);
   const Constant &constantOf(ValueId id) const;
   /// The op defining an OpResult value.
   const Op &producer(ValueId id) const;
@@ -245,6 +258,18 @@ public:
   const std::vector<VariableRecord> &states() const { return states_; }
   std::optional<ValueId> updateOf(ValueId variable) const;
   std::optional<ValueId> gradientOf(ValueId variable) const;
+
+  /// Records \p variable (a non-trainable scalar variable without an
+  /// update) as the hyper-parameter \p name. Throws IrError for another
+  /// kind of value, an empty name, or a name another variable holds.
+  void setHyperParameter(ValueId variable, const std::string &name);
+  const std::vector<HyperParameterRecord> &hyperParameters() const {
+    return hyperParameters_;
+  }
+  /// The variable holding hyper-parameter \p name, if any.
+  std::optional<ValueId> hyperParameter(std::string_view name) const;
+  /// Whether \p variable holds a hyper-parameter.
+  bool isHyperParameter(ValueId variable) const;
 
   /// Records \p flag (a scalar computed every run) as the condition of the
   /// weight update: the @weight_update operations run, and their updates
@@ -291,6 +316,7 @@ private:
   std::vector<Constant> constants_;
   std::vector<Output> outputs_;
   std::vector<VariableRecord> updates_, gradients_, states_;
+  std::vector<HyperParameterRecord> hyperParameters_;
   std::optional<ValueId> condition_;
   unsigned period_ = 1;
   std::vector<ValueId> resets_;

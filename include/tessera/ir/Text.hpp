@@ -27,8 +27,9 @@
 /// an exponent: 1.0, 1e-05), strings and integer lists [1, 2]. Annotations
 /// follow the types: @ipu(k), @stage(s), @recompute, @backward. After the
 /// outputs come the training records (Module::setUpdate, setGradient,
-/// setStateOf): `update %var = %new`, `gradient %var = %grad` and
-/// `state %state of %owner`. Comments run from '#' to the end of the line.
+/// setStateOf, setHyperParameter): `update %var = %new`, `gradient %var =
+/// %grad`, `state %state of %owner` and `hyper %var "name"`. Comments run from
+/// '#' to the end of the line.
 #pragma once
 
 #include "tessera/ir/Module.hpp"

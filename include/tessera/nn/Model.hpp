@@ -270,6 +270,19 @@ public:
   /// model.
   void setWeights(const session::Checkpoint &ckpt);
 
+  /// The optimizer's learning rate (Keras' model.optimizer.learning_rate):
+  /// compile()'s, or the last setLearningRate(). ModelError before
+  /// compile().
+  double learningRate() const;
+  /// Trains the steps that follow with learning rate \p lr, between fit()
+  /// calls or from a callback during one, without recompiling: the
+  /// training session's learning-rate variable is written from the host
+  /// (Session::setHyperParameter). Throws OptionError for a rate that is
+  /// not positive and finite, ModelError before compile(). Checkpoints
+  /// (getWeights) leave the rate out, so setWeights and recompiling keep
+  /// the model's own, as Keras' set_weights leaves the optimizer alone.
+  void setLearningRate(double lr);
+
   /// The names of the model's weights ("dense/kernel", "dense/bias",
   /// "batch_normalization/moving_mean", ...) in layer order: what Keras'
   /// get_weights() lists, without optimizer state or dropout seeds.
@@ -353,6 +366,39 @@ private:
   passes::GradientAccumulationOptions accumulation_;
   std::unique_ptr<Compiled> compiled_;
   FitStats stats_;
+};
+
+/// Keras' LearningRateScheduler: at the start of each epoch, sets
+/// \p model's learning rate to schedule(epoch, current rate).
+class LearningRateScheduler : public Callback {
+public:
+  LearningRateScheduler(Model &model,
+                        std::function<double(unsigned, double)> schedule)
+      : model_(model), schedule_(std::move(schedule)) {}
+  void onEpochBegin(unsigned epoch) override;
+
+private:
+  Model &model_;
+  std::function<double(unsigned, double)> schedule_;
+};
+
+/// Keras' ReduceLROnPlateau: when the log \p monitor (a loss: lower is
+/// better) has not improved by more than \p minDelta for \p patience
+/// epochs, multiplies \p model's learning rate by \p factor (not below
+/// \p minLr). OptionError for a factor outside (0, 1).
+class ReduceLROnPlateau : public Callback {
+public:
+  ReduceLROnPlateau(Model &model, std::string monitor = "loss",
+                    double factor = 0.1, unsigned patience = 10,
+                    double minDelta = 1e-4, double minLr = 0);
+  void onEpochEnd(unsigned epoch, const Logs &logs) override;
+
+private:
+  Model &model_;
+  std::string monitor_;
+  double factor_, minDelta_, minLr_;
+  unsigned patience_, wait_ = 0;
+  double best_;
 };
 
 /// A stack of layers, each taking the previous one's output.

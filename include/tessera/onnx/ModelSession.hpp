@@ -114,13 +114,21 @@ public:
   std::map<std::string, data::HostTensor> readWeights();
   /// Every variable on the device by name: the weights and what else
   /// training keeps (optimizer state, the accumulators, running
-  /// statistics, the dropout seed).
+  /// statistics, the dropout seed), but for the learning rate and
+  /// momentum, which updateOptimizer sets.
   std::map<std::string, data::HostTensor> readState();
   /// Sets the device's variables that \p state holds with the same type
   /// and shape (readState of another session of the model, say one with
   /// other optimizer hyper-parameters), leaving the others; returns how
   /// many it set.
   std::size_t writeState(const std::map<std::string, data::HostTensor> &state);
+  /// PopART's updateOptimizerFromHost: trains the runs that follow with
+  /// \p optimizer's learning rate (and momentum), written to the device
+  /// without recompiling. OptionError for an inference session, or an
+  /// optimizer that differs in a setting compiled in (another kind,
+  /// betas, weight decay, ...: passes::sameProgram), naming it; before
+  /// prepareDevice() too.
+  void updateOptimizer(const passes::Optimizer &optimizer);
   /// Restarts the dropout masks from \p seed (as ImportOptions::seed);
   /// nothing for a model without training-mode dropout.
   void setRandomSeed(std::uint64_t seed);

@@ -12,6 +12,15 @@
 /// the same way; each but the step count is recorded as its variable's
 /// state (Module::setStateOf). makeTrainingStep() runs both steps at once.
 ///
+/// The learning rate, and the momentum of SGD and RMSprop when it is not
+/// 0, are runtime inputs: each lives in a non-trainable float scalar
+/// variable ("optimizer/learning_rate", "optimizer/momentum") initialised
+/// from the options and recorded as a hyper-parameter
+/// (Module::setHyperParameter), which the host may overwrite between runs
+/// (Session::setHyperParameter) to follow a schedule without
+/// recompiling. The other settings (betas, epsilon, weight decay,
+/// dampening, whether there is momentum at all) are compiled in.
+///
 /// Semantics follow PyTorch's optimizers, so results can be compared with it:
 ///   SGD:   g += wd w; buf = m buf + (1 - dampening) g;
 ///          g = nesterov ? g + m buf : buf; w -= lr g
@@ -66,6 +75,23 @@ struct RMSprop {
 };
 
 using Optimizer = std::variant<SGD, Adam, RMSprop>;
+
+/// The names the optimizer pass records its hyper-parameters under.
+inline constexpr const char *kLearningRate = "learning_rate";
+inline constexpr const char *kMomentum = "momentum";
+
+/// The hyper-parameters the optimizer pass keeps in variables for
+/// \p optimizer, with their values: the learning rate, and the momentum
+/// when it is not 0.
+std::vector<std::pair<std::string, double>>
+runtimeHyperParameters(const Optimizer &optimizer);
+
+/// Whether \p a and \p b build the same program, so that a session
+/// compiled for one runs the other after its runtime hyper-parameters are
+/// written: same kind, and equal in every setting but those. When not,
+/// \p why (if given) gets what differs.
+bool sameProgram(const Optimizer &a, const Optimizer &b,
+                 std::string *why = nullptr);
 
 struct TrainingOptions {
   Optimizer optimizer = SGD{};

@@ -18,7 +18,8 @@
 /// "update/<variable>" output back to it (passes/Optimizer.hpp), and copies
 /// the outfeed outputs out. Variables start at their initialisers' values
 /// on the device; readVariables / writeVariables move them to and from the
-/// host, for checkpoints.
+/// host, for checkpoints, and setHyperParameter changes the learning rate
+/// between runs.
 #pragma once
 
 #include "tessera/compiler/ExecutableCache.hpp"
@@ -140,7 +141,8 @@ public:
   void run();
 
   /// The module's variables as they are on the device now (on the first
-  /// replica this process runs, unless \p replica says).
+  /// replica this process runs, unless \p replica says), but for the
+  /// hyper-parameters.
   Checkpoint readVariables(std::uint64_t step = 0,
                            std::optional<unsigned> replica = std::nullopt);
   /// One variable, \p name, as readVariables reads it; IrError when the
@@ -149,7 +151,22 @@ public:
                                 std::optional<unsigned> replica = std::nullopt);
   /// Sets the device's variables from \p ckpt (read from \p path, for
   /// messages); SerializationError when it is of another model.
+  /// Checkpoints leave the hyper-parameters out (they are settings, not
+  /// state: the program that restores one sets them); entries for them,
+  /// which a caller listing every variable of the module gives, are
+  /// ignored.
   void writeVariables(const Checkpoint &ckpt, const std::string &path);
+
+  /// Writes \p value to the module's hyper-parameter \p name (on every
+  /// replica this process runs) for the runs that follow, without
+  /// recompiling: the optimizer pass records "learning_rate" (and
+  /// "momentum" for SGD and RMSprop with momentum). compile() writes the
+  /// module's own values, so the executable cache ignores them. Throws
+  /// OptionError for a name the module lacks (listing those it has) or a
+  /// value that is not finite, RuntimeError before compile().
+  void setHyperParameter(const std::string &name, double value);
+  /// The hyper-parameter \p name as the device holds it (a float).
+  double hyperParameter(const std::string &name);
 
   /// The estimated IPU cycles of one run, from the executable's estimates
   /// (Engine::getElapsedCycles over the runs: IPUs run side by side between
@@ -168,6 +185,7 @@ public:
 private:
   Executable build(std::ostream *progress);
   std::vector<VariableSpec> variableSpecs() const;
+  ir::ValueId hyperParameterVariable(const std::string &name) const;
 
   ir::Module module_;
   Config config_;
