@@ -201,6 +201,9 @@ private:
   }
   unsigned programOfOp(std::size_t i) const;
   void checkUpdates() const;
+  void planForwards(const ir::LoweredModule &lowered);
+  const Tensor &destination(std::size_t b, unsigned microBatch,
+                            const ir::LoweredModule &lowered) const;
   Sequence tick(const PipelineTick &t, const ir::LoweredModule &lowered);
 
   const ir::Module &module_;
@@ -225,6 +228,12 @@ private:
   /// Per boundary: its stash slots (none when the boundary tensor is the
   /// only one needed).
   std::vector<std::vector<Tensor>> slots_;
+  /// Per boundary: the boundaries whose tensors it fills from its own once
+  /// its reading pass pops it (values another IPU reads in several passes
+  /// cross the IPU-links once).
+  std::vector<std::vector<std::size_t>> forwards_;
+  /// Per boundary: whether another boundary forwards it.
+  std::vector<bool> forwarded_;
 };
 
 void PipelineBuilder::checkModule() {
@@ -351,6 +360,51 @@ void PipelineBuilder::checkUpdates() const {
   }
 }
 
+// A value that passes of one IPU read from another IPU (a stage's input,
+// read by its forward and its backward pass) goes over the IPU-links only
+// to the first of them; the later ones take it from the first's boundary
+// tensor, laid out as theirs (an on-tile copy, no sync), when the first
+// pops it. That is later than the transfer would have filled them, never
+// early: each later reader's slot for micro-batch i is free by then, as
+// the transfer of micro-batch i would have found it.
+void PipelineBuilder::planForwards(const ir::LoweredModule &lowered) {
+  const auto &bounds = lowered.boundaries();
+  forwards_.assign(bounds.size(), {});
+  forwarded_.assign(bounds.size(), false);
+  const auto before = [&](unsigned a, unsigned b) {
+    for (std::size_t i = 0; i < N_; ++i)
+      if (tickOf_[a][i] >= tickOf_[b][i])
+        return false;
+    return true;
+  };
+  for (std::size_t later = 0; later < bounds.size(); ++later) {
+    const ir::Boundary &l = bounds[later];
+    if (l.to == U_ || lowered.ipu(l.value) == mapping_[l.to / 2])
+      continue;
+    std::optional<std::size_t> first;
+    for (std::size_t e = 0; e < bounds.size(); ++e) {
+      const ir::Boundary &f = bounds[e];
+      if (e == later || f.value != l.value || f.from != l.from || f.to == U_ ||
+          mapping_[f.to / 2] != mapping_[l.to / 2] || !before(f.to, l.to))
+        continue;
+      if (!first || before(f.to, bounds[*first].to))
+        first = e;
+    }
+    if (first) {
+      forwards_[*first].push_back(later);
+      forwarded_[later] = true;
+    }
+  }
+}
+
+// Where micro-batch \p microBatch of boundary \p b is put for its reader.
+const Tensor &
+PipelineBuilder::destination(std::size_t b, unsigned microBatch,
+                             const ir::LoweredModule &lowered) const {
+  return slots_[b].empty() ? lowered.boundaries()[b].tensor
+                           : slots_[b][microBatch % slots_[b].size()];
+}
+
 // One copy per element type of every (source, destination) pair: a single
 // exchange (and, across IPUs, a single sync), as Poplar merges the copies
 // of a program into one exchange.
@@ -375,9 +429,15 @@ Sequence PipelineBuilder::tick(const PipelineTick &t,
     const unsigned prog = passProgram(p.stage, p.backward);
     const unsigned i = p.microBatch;
     std::vector<std::pair<Tensor, Tensor>> pops;
-    for (std::size_t b = 0; b < bounds.size(); ++b)
-      if (bounds[b].to == prog && !slots_[b].empty())
-        pops.emplace_back(slots_[b][i % slots_[b].size()], bounds[b].tensor);
+    for (std::size_t b = 0; b < bounds.size(); ++b) {
+      if (bounds[b].to != prog)
+        continue;
+      const Tensor &at = destination(b, i, lowered);
+      if (!slots_[b].empty())
+        pops.emplace_back(at, bounds[b].tensor);
+      for (std::size_t later : forwards_[b])
+        pops.emplace_back(at, destination(later, i, lowered));
+    }
     addMergedCopy(passes, pops);
     for (const auto &[stream, tensor] : feeds_[prog])
       passes.add(Copy(stream, tensor));
@@ -388,11 +448,11 @@ Sequence PipelineBuilder::tick(const PipelineTick &t,
     for (const auto &[from, to] : updates_[prog])
       passes.add(Copy(from, to));
     for (std::size_t b = 0; b < bounds.size(); ++b) {
-      if (bounds[b].from != prog || (bounds[b].to == U_ && i + 1 != N_))
+      if (bounds[b].from != prog || forwarded_[b] ||
+          (bounds[b].to == U_ && i + 1 != N_))
         continue;
-      const Tensor &dst = slots_[b].empty() ? bounds[b].tensor
-                                            : slots_[b][i % slots_[b].size()];
-      transfers.emplace_back(lowered.tensor(bounds[b].value), dst);
+      transfers.emplace_back(lowered.tensor(bounds[b].value),
+                             destination(b, i, lowered));
     }
   }
   addMergedCopy(passes, transfers);
@@ -430,6 +490,7 @@ Sequence PipelineBuilder::build(ir::LoweredModule &lowered) {
       slots_.back().push_back(graph_.clone(
           b.tensor, {fmt::format("stash {} of {}", k, m.describe(b.value))}));
   }
+  planForwards(lowered);
   feeds_.resize(U_ + 1);
   outfeeds_.resize(U_ + 1);
   updates_.resize(U_ + 1);
