@@ -112,7 +112,9 @@ namespace {
 
 using namespace tessera::program;
 
-// Program indices: F_s = 2s, B_s = 2s + 1, the weight update 2S.
+// Program indices: F_s = 2s, B_s = 2s + 1, the weight update 2S, and
+// A_s = 2S + 1 + s: B_s's gradient accumulation, run after its tick's
+// transfers.
 unsigned passProgram(unsigned stage, bool backward) {
   return 2 * stage + (backward ? 1 : 0);
 }
@@ -197,13 +199,19 @@ private:
   void checkOrder() const;
   std::size_t depthOf(unsigned from, unsigned to) const;
   std::size_t depth(unsigned from, unsigned to) const {
-    return to == U_ ? 1 : depths_[from][to];
+    return to == U_ ? 1 : depths_[passOf(from)][passOf(to)];
   }
   unsigned programOfOp(std::size_t i) const;
+  /// The pass whose tick runs program \p p (B_s for A_s).
+  unsigned passOf(unsigned p) const {
+    return p > U_ ? 2 * (p - U_ - 1) + 1 : p;
+  }
+  void findAccumulations();
   void checkUpdates() const;
   void planForwards(const ir::LoweredModule &lowered);
   const Tensor &destination(std::size_t b, unsigned microBatch,
                             const ir::LoweredModule &lowered) const;
+  std::string passLabel(const StagePass &p) const;
   Sequence tick(const PipelineTick &t, const ir::LoweredModule &lowered);
 
   const ir::Module &module_;
@@ -213,6 +221,8 @@ private:
   Stages stages_;
   unsigned S_, U_, N_ = 1;
   std::vector<unsigned> mapping_;
+  /// Per op: whether it runs in its backward pass's accumulation A_s.
+  std::vector<bool> accumulation_;
   std::vector<PipelineTick> ticks_;
   /// [program][micro-batch] -> tick.
   std::vector<std::vector<std::size_t>> tickOf_;
@@ -275,9 +285,70 @@ void PipelineBuilder::checkModule() {
 
 unsigned PipelineBuilder::programOfOp(std::size_t i) const {
   const ir::Op &op = module_.ops()[i];
-  return op.annotations.weightUpdate
-             ? U_
-             : passProgram(stages_.ofOp[i], op.annotations.backward);
+  if (op.annotations.weightUpdate)
+    return U_;
+  if (accumulation_[i])
+    return U_ + 1 + stages_.ofOp[i];
+  return passProgram(stages_.ofOp[i], op.annotations.backward);
+}
+
+// A backward pass's gradient accumulation (the elementwise ops computing
+// the accumulators' next values, read only by the weight update of their
+// stage, and the elementwise ops only those read, all reading only that
+// pass's values) sends nothing to another pass: it runs after its tick's
+// transfers (program A_s), so the next stage's pass need not wait for it,
+// as the sharded program's IPUs accumulate in parallel at the end of a
+// micro-batch. The weights' gradients (matmuls, reductions) stay in the
+// pass, where the sharded program computes them too: Sequential then costs
+// what sharded execution does per micro-batch.
+void PipelineBuilder::findAccumulations() {
+  const auto &ops = module_.ops();
+  accumulation_.assign(ops.size(), false);
+  std::vector<std::vector<std::size_t>> readers(module_.numValues());
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    for (ir::ValueId v : ops[i].operands)
+      readers[v].push_back(i);
+  std::vector<bool> output(module_.numValues(), false);
+  for (const std::string &o : spec_.outfeeds)
+    output[module_.output(o)] = true;
+  std::vector<bool> accumulator(module_.numValues(), false);
+  for (const ir::VariableRecord &u : module_.updates())
+    accumulator[u.value] = true;
+  for (std::size_t i = ops.size(); i-- > 0;) {
+    const ir::Op &op = ops[i];
+    if (!op.annotations.backward || op.annotations.weightUpdate)
+      continue;
+    const ir::OpClass cls = ir::opClass(op.kind);
+    bool tail = !op.results.empty() && cls != ir::OpClass::Other;
+    for (ir::ValueId r : op.results) {
+      // Read by an op of its tail, or an accumulator's next value that
+      // its stage's weight update reads.
+      bool any = accumulator[r];
+      tail = tail && !output[r];
+      for (std::size_t j : readers[r]) {
+        const bool update = ops[j].annotations.weightUpdate && accumulator[r] &&
+                            stages_.ofOp[j] == stages_.ofOp[i];
+        any = any || accumulation_[j];
+        tail = tail && (update || (accumulation_[j] &&
+                                   stages_.ofOp[j] == stages_.ofOp[i]));
+      }
+      tail = tail && any;
+    }
+    // Reading only its own pass's values, variables and constants: a
+    // value of another pass would need its boundary filled for this
+    // program too, and could be replaced by the tick's transfers.
+    for (ir::ValueId v : op.operands) {
+      const ir::ValueInfo &info = module_.value(v);
+      if (info.kind == ir::ValueKind::Input)
+        tail = false;
+      else if (info.kind == ir::ValueKind::OpResult) {
+        const ir::Op &p = ops[info.def];
+        tail = tail && p.annotations.backward && !p.annotations.weightUpdate &&
+               stages_.ofOp[info.def] == stages_.ofOp[i];
+      }
+    }
+    accumulation_[i] = tail;
+  }
 }
 
 void PipelineBuilder::placeOps(ir::Module &m) const {
@@ -308,13 +379,14 @@ void PipelineBuilder::checkOrder() const {
       if (module_.value(v).kind != ir::ValueKind::OpResult)
         continue;
       const unsigned from = programOfOp(module_.value(v).def);
-      if (from != to && tickOf_[to][0] <= tickOf_[from][0])
+      if (passOf(from) != passOf(to) &&
+          tickOf_[passOf(to)][0] <= tickOf_[passOf(from)][0])
         throw ir::IrError(fmt::format(
             "session: op {} ({}) in {} reads {} from {}, which runs after it "
             "in the pipeline; a forward stage can only use values of itself "
             "or earlier stages: move the op to stage {} or later",
-            i, ir::opKindName(ops[i].kind), passName(to), module_.describe(v),
-            passName(from), from / 2));
+            i, ir::opKindName(ops[i].kind), passName(passOf(to)),
+            module_.describe(v), passName(passOf(from)), passOf(from) / 2));
     }
   }
 }
@@ -345,7 +417,7 @@ void PipelineBuilder::checkUpdates() const {
     const unsigned writer = programOfOp(module_.value(u.value).def);
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const unsigned reader = programOfOp(i);
-      if (reader == writer || reader == U_)
+      if (passOf(reader) == passOf(writer) || reader == U_)
         continue;
       for (ir::ValueId v : ops[i].operands)
         if (v == u.variable)
@@ -354,7 +426,7 @@ void PipelineBuilder::checkUpdates() const {
               "and read by {}, which sees it a varying number of "
               "micro-batches later in a pipeline; use the SUM or MEAN "
               "gradient accumulation (RUNNING_MEAN reads a shared counter)",
-              module_.value(u.variable).name, passName(writer),
+              module_.value(u.variable).name, passName(passOf(writer)),
               passName(reader)));
     }
   }
@@ -420,6 +492,14 @@ void addMergedCopy(Sequence &prog,
     prog.add(Copy(concat(tensors.first), concat(tensors.second)));
 }
 
+// The trace scope of a pass's steps (Executable::stepScopes), as `tessera
+// report` lists them per IPU.
+std::string PipelineBuilder::passLabel(const StagePass &p) const {
+  return fmt::format("{}, micro-batch {}, IPU {}",
+                     passName(passProgram(p.stage, p.backward)), p.microBatch,
+                     mapping_[p.stage]);
+}
+
 Sequence PipelineBuilder::tick(const PipelineTick &t,
                                const ir::LoweredModule &lowered) {
   Sequence passes;
@@ -428,6 +508,7 @@ Sequence PipelineBuilder::tick(const PipelineTick &t,
   for (const StagePass &p : t) {
     const unsigned prog = passProgram(p.stage, p.backward);
     const unsigned i = p.microBatch;
+    Sequence pass{DebugContext(passLabel(p))};
     std::vector<std::pair<Tensor, Tensor>> pops;
     for (std::size_t b = 0; b < bounds.size(); ++b) {
       if (bounds[b].to != prog)
@@ -438,15 +519,15 @@ Sequence PipelineBuilder::tick(const PipelineTick &t,
       for (std::size_t later : forwards_[b])
         pops.emplace_back(at, destination(later, i, lowered));
     }
-    addMergedCopy(passes, pops);
+    addMergedCopy(pass, pops);
     for (const auto &[stream, tensor] : feeds_[prog])
-      passes.add(Copy(stream, tensor));
-    passes.add(Sequence({programs_[prog]}, {fmt::format("{}, micro-batch {}",
-                                                        passName(prog), i)}));
+      pass.add(Copy(stream, tensor));
+    pass.add(programs_[prog]);
     for (const auto &[tensor, stream] : outfeeds_[prog])
-      passes.add(Copy(tensor, stream));
+      pass.add(Copy(tensor, stream));
     for (const auto &[from, to] : updates_[prog])
-      passes.add(Copy(from, to));
+      pass.add(Copy(from, to));
+    passes.add(pass);
     for (std::size_t b = 0; b < bounds.size(); ++b) {
       if (bounds[b].from != prog || forwarded_[b] ||
           (bounds[b].to == U_ && i + 1 != N_))
@@ -456,11 +537,22 @@ Sequence PipelineBuilder::tick(const PipelineTick &t,
     }
   }
   addMergedCopy(passes, transfers);
+  // The accumulations belong to their backward passes: the same scope.
+  for (const StagePass &p : t)
+    if (p.backward) {
+      const unsigned acc = U_ + 1 + p.stage;
+      Sequence tail{DebugContext(passLabel(p))};
+      tail.add(programs_[acc]);
+      for (const auto &[from, to] : updates_[acc])
+        tail.add(Copy(from, to));
+      passes.add(tail);
+    }
   return passes;
 }
 
 Sequence PipelineBuilder::build(ir::LoweredModule &lowered) {
   checkModule();
+  findAccumulations();
   timeTicks();
   checkOrder();
   checkUpdates();
@@ -478,7 +570,7 @@ Sequence PipelineBuilder::build(ir::LoweredModule &lowered) {
   lowering.boundary = [this](unsigned from, unsigned to, bool sameIpu) {
     return !sameIpu || depth(from, to) > 1;
   };
-  programs_.resize(U_ + 1);
+  programs_.resize(U_ + 1 + S_);
   std::vector<Sequence *> targets;
   for (Sequence &p : programs_)
     targets.push_back(&p);
@@ -491,9 +583,9 @@ Sequence PipelineBuilder::build(ir::LoweredModule &lowered) {
           b.tensor, {fmt::format("stash {} of {}", k, m.describe(b.value))}));
   }
   planForwards(lowered);
-  feeds_.resize(U_ + 1);
-  outfeeds_.resize(U_ + 1);
-  updates_.resize(U_ + 1);
+  feeds_.resize(U_ + 1 + S_);
+  outfeeds_.resize(U_ + 1 + S_);
+  updates_.resize(U_ + 1 + S_);
   for (const std::string &f : spec_.feeds) {
     const ir::ValueId v = *m.findValue(f);
     const Tensor &t = lowered.tensor(v);
@@ -534,7 +626,8 @@ Sequence PipelineBuilder::build(ir::LoweredModule &lowered) {
   for (ir::ValueId v : m.resets())
     ops::zero(graph_, lowered.tensor(v), update,
               {"weight_update/reset " + m.value(v).name});
-  step.add(withOffloadedState(graph_, m, offloaded, lowered, update));
+  step.add(Sequence({withOffloadedState(graph_, m, offloaded, lowered, update)},
+                    {"weight update"}));
   return step;
 }
 
