@@ -212,7 +212,8 @@ private:
   const Tensor &destination(std::size_t b, unsigned microBatch,
                             const ir::LoweredModule &lowered) const;
   std::string passLabel(const StagePass &p) const;
-  Sequence tick(const PipelineTick &t, const ir::LoweredModule &lowered);
+  bool readsPending(std::size_t k, const ir::LoweredModule &lowered) const;
+  Sequence tick(std::size_t k, const ir::LoweredModule &lowered);
 
   const ir::Module &module_;
   const Config &config_;
@@ -244,6 +245,9 @@ private:
   std::vector<std::vector<std::size_t>> forwards_;
   /// Per boundary: whether another boundary forwards it.
   std::vector<bool> forwarded_;
+  /// Transfers not yet made, and the ticks whose passes made them.
+  std::vector<std::pair<Tensor, Tensor>> pending_;
+  std::vector<std::size_t> pendingTicks_;
 };
 
 void PipelineBuilder::checkModule() {
@@ -492,6 +496,28 @@ void addMergedCopy(Sequence &prog,
     prog.add(Copy(concat(tensors.first), concat(tensors.second)));
 }
 
+// Whether a pass of tick \p k reads a value of a pending transfer. A
+// tick's transfers wait for the next tick's when that tick reads none of
+// them: one exchange, and one sync of the IPUs, for both (Grouped's
+// forward tick sends what only the next step's forward tick reads). Made
+// later, they still fill each slot after its last reader, and before its
+// next.
+bool PipelineBuilder::readsPending(std::size_t k,
+                                   const ir::LoweredModule &lowered) const {
+  if (k >= ticks_.size())
+    return true;
+  const auto &bounds = lowered.boundaries();
+  for (const StagePass &p : ticks_[k]) {
+    const unsigned prog = passProgram(p.stage, p.backward);
+    for (const ir::Boundary &b : bounds)
+      if (b.to == prog && std::find(pendingTicks_.begin(), pendingTicks_.end(),
+                                    tickOf_[passOf(b.from)][p.microBatch]) !=
+                              pendingTicks_.end())
+        return true;
+  }
+  return false;
+}
+
 // The trace scope of a pass's steps (Executable::stepScopes), as `tessera
 // report` lists them per IPU.
 std::string PipelineBuilder::passLabel(const StagePass &p) const {
@@ -500,10 +526,12 @@ std::string PipelineBuilder::passLabel(const StagePass &p) const {
                      mapping_[p.stage]);
 }
 
-Sequence PipelineBuilder::tick(const PipelineTick &t,
+Sequence PipelineBuilder::tick(std::size_t k,
                                const ir::LoweredModule &lowered) {
+  const PipelineTick &t = ticks_[k];
   Sequence passes;
-  std::vector<std::pair<Tensor, Tensor>> transfers;
+  std::vector<std::pair<Tensor, Tensor>> &transfers = pending_;
+  pendingTicks_.push_back(k);
   const auto &bounds = lowered.boundaries();
   for (const StagePass &p : t) {
     const unsigned prog = passProgram(p.stage, p.backward);
@@ -536,7 +564,11 @@ Sequence PipelineBuilder::tick(const PipelineTick &t,
                              destination(b, i, lowered));
     }
   }
-  addMergedCopy(passes, transfers);
+  if (readsPending(k + 1, lowered)) {
+    addMergedCopy(passes, transfers);
+    transfers.clear();
+    pendingTicks_.clear();
+  }
   // The accumulations belong to their backward passes: the same scope.
   for (const StagePass &p : t)
     if (p.backward) {
@@ -618,8 +650,8 @@ Sequence PipelineBuilder::build(ir::LoweredModule &lowered) {
           .emplace_back(from, to);
   }
   Sequence step;
-  for (const PipelineTick &t : ticks_)
-    step.add(tick(t, lowered));
+  for (std::size_t k = 0; k < ticks_.size(); ++k)
+    step.add(tick(k, lowered));
   Sequence update({programs_[U_]});
   for (const auto &[from, to] : updates_[U_])
     update.add(Copy(from, to));
