@@ -212,7 +212,7 @@ private:
   const Tensor &destination(std::size_t b, unsigned microBatch,
                             const ir::LoweredModule &lowered) const;
   std::string passLabel(const StagePass &p) const;
-  bool readsPending(std::size_t k, const ir::LoweredModule &lowered) const;
+  bool needsPending(std::size_t k, const ir::LoweredModule &lowered) const;
   Sequence tick(std::size_t k, const ir::LoweredModule &lowered);
 
   const ir::Module &module_;
@@ -496,23 +496,29 @@ void addMergedCopy(Sequence &prog,
     prog.add(Copy(concat(tensors.first), concat(tensors.second)));
 }
 
-// Whether a pass of tick \p k reads a value of a pending transfer. A
-// tick's transfers wait for the next tick's when that tick reads none of
-// them: one exchange, and one sync of the IPUs, for both (Grouped's
-// forward tick sends what only the next step's forward tick reads). Made
-// later, they still fill each slot after its last reader, and before its
-// next.
-bool PipelineBuilder::readsPending(std::size_t k,
+// Whether tick \p k must wait for the pending transfers: a pass of it
+// reads one of their values, or runs again a program whose values they
+// send (and would overwrite them). A tick's transfers otherwise wait for
+// the next tick's: one exchange, and one sync of the IPUs, for both
+// (Grouped's forward tick sends what only the next step's forward tick
+// reads). Made later, they still fill each slot after its last reader and
+// before its next.
+bool PipelineBuilder::needsPending(std::size_t k,
                                    const ir::LoweredModule &lowered) const {
   if (k >= ticks_.size())
     return true;
-  const auto &bounds = lowered.boundaries();
+  const auto pending = [&](std::size_t tick) {
+    return std::find(pendingTicks_.begin(), pendingTicks_.end(), tick) !=
+           pendingTicks_.end();
+  };
   for (const StagePass &p : ticks_[k]) {
     const unsigned prog = passProgram(p.stage, p.backward);
-    for (const ir::Boundary &b : bounds)
-      if (b.to == prog && std::find(pendingTicks_.begin(), pendingTicks_.end(),
-                                    tickOf_[passOf(b.from)][p.microBatch]) !=
-                              pendingTicks_.end())
+    for (std::size_t t : pendingTicks_)
+      for (const StagePass &q : ticks_[t])
+        if (q.stage == p.stage && q.backward == p.backward)
+          return true;
+    for (const ir::Boundary &b : lowered.boundaries())
+      if (b.to == prog && pending(tickOf_[passOf(b.from)][p.microBatch]))
         return true;
   }
   return false;
@@ -564,7 +570,7 @@ Sequence PipelineBuilder::tick(std::size_t k,
                              destination(b, i, lowered));
     }
   }
-  if (readsPending(k + 1, lowered)) {
+  if (needsPending(k + 1, lowered)) {
     addMergedCopy(passes, transfers);
     transfers.clear();
     pendingTicks_.clear();
