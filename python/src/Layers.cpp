@@ -177,6 +177,15 @@ void bindLayers(py::module_ &m) {
       }));
   LayerClass<nn::GlobalAvgPool2D>(m, "GlobalAveragePooling2D")
       .def(py::init<std::string>());
+  LayerClass<nn::ZeroPadding2D>(m, "ZeroPadding2D")
+      .def(py::init([](std::vector<unsigned> rows, std::vector<unsigned> cols,
+                       std::string name) {
+             return nn::ZeroPadding2D(
+                 {size2(rows, "padding"), size2(cols, "padding")},
+                 std::move(name));
+           }),
+           py::arg("rows"), py::arg("cols"), py::arg("name"),
+           "Zeros (top, bottom) and (left, right) of images.");
   LayerClass<nn::Flatten>(m, "Flatten").def(py::init<std::string>());
   LayerClass<nn::Dropout>(m, "Dropout").def(py::init<double, std::string>());
   LayerClass<nn::ActivationLayer>(m, "Activation")

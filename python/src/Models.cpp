@@ -98,10 +98,13 @@ void flushPython() {
 void compile(nn::Model &m, passes::Optimizer optimizer, std::string loss,
              bool fromLogits, std::vector<std::string> metrics,
              unsigned stepsPerExecution, session::Config config,
-             std::string syntheticDataInitializer) {
+             std::string syntheticDataInitializer,
+             std::vector<std::string> losses, std::vector<double> lossWeights) {
   nn::CompileOptions o;
   o.optimizer = optimizer;
   o.loss = std::move(loss);
+  o.losses = std::move(losses);
+  o.lossWeights = std::move(lossWeights);
   o.fromLogits = fromLogits;
   o.metrics = std::move(metrics);
   o.stepsPerExecution = stepsPerExecution;
@@ -126,12 +129,22 @@ py::list fitDataset(nn::Model &m, const data::Dataset &d, unsigned epochs,
   return historyList(h);
 }
 
-py::list fitArrays(nn::Model &m, data::HostTensor &x, data::HostTensor &y,
+// The HostTensors of \p list, taken over (moved, not copied: pybind11's
+// list-to-vector conversion would copy each).
+std::vector<data::HostTensor> takeTensors(const py::list &list) {
+  std::vector<data::HostTensor> tensors;
+  for (const py::handle &t : list)
+    tensors.push_back(std::move(py::cast<data::HostTensor &>(t)));
+  return tensors;
+}
+
+py::list fitArrays(nn::Model &m, const py::list &xs, const py::list &ys,
                    std::size_t batchSize, bool shuffle, unsigned epochs,
                    unsigned initialEpoch, int verbose, py::object hooks,
                    std::optional<data::Dataset> validation) {
   nn::FitOptions o = fitOptions(epochs, initialEpoch, verbose, std::move(hooks),
                                 std::move(validation), std::nullopt);
+  std::vector<data::HostTensor> x = takeTensors(xs), y = takeTensors(ys);
   flushPython();
   nn::History h;
   {
@@ -154,13 +167,24 @@ py::dict evaluate(nn::Model &m, const data::Dataset &d, int verbose) {
   return toDict(logs);
 }
 
-py::array predict(nn::Model &m, data::HostTensor &x, std::size_t batchSize) {
-  data::HostTensor out;
+// One array for a model of one output, else a list of them. \p xs are
+// the converted inputs, taken over.
+py::object predict(nn::Model &m, const py::list &xs, std::size_t batchSize) {
+  std::vector<data::HostTensor> in = takeTensors(xs), out;
+  const bool one = in.size() == 1 && m.outputNames().size() == 1;
   {
     py::gil_scoped_release nogil;
-    out = m.predict(x, batchSize);
+    if (one)
+      out.push_back(m.predict(in[0], batchSize));
+    else
+      out = m.predict(in, batchSize);
   }
-  return toNumpy(std::move(out));
+  if (out.size() == 1)
+    return toNumpy(std::move(out[0]));
+  py::list l;
+  for (data::HostTensor &t : out)
+    l.append(toNumpy(std::move(t)));
+  return l;
 }
 
 // The model's weights in Keras' order, as (name, array) pairs.
@@ -198,14 +222,13 @@ void setWeights(nn::Model &m, const py::list &arrays) {
   m.setWeights(ckpt);
 }
 
-py::tuple inputSpec(const nn::Model &m) {
-  const auto *in = m.layers().empty()
-                       ? nullptr
-                       : dynamic_cast<const nn::Input *>(&*m.layers()[0]);
-  if (!in)
-    throw nn::ModelError("model \"" + m.name() + "\" has no Input");
-  return py::make_tuple(in->name(), dtypeOf(in->dtype()),
-                        py::tuple(py::cast(in->shape())));
+// (name, dtype, shape) of each Input.
+py::list inputSpecs(const nn::Model &m) {
+  py::list l;
+  for (const nn::Input *in : m.inputLayers())
+    l.append(py::make_tuple(in->name(), dtypeOf(in->dtype()),
+                            py::tuple(py::cast(in->shape()))));
+  return l;
 }
 
 // \p reduction ("mean" or "sum") as passes::AccumulationReduction.
@@ -253,9 +276,10 @@ void setAccumulation(nn::Model &m, unsigned count,
 
 void bindModels(py::module_ &m) {
   py::class_<nn::Model>(m, "Model", "tessera::nn::Model")
-      .def(py::init<const nn::KerasTensor &, const nn::KerasTensor &,
-                    std::string, std::uint64_t>(),
-           py::arg("input"), py::arg("output"), py::arg("name") = "model",
+      .def(py::init<const std::vector<nn::KerasTensor> &,
+                    const std::vector<nn::KerasTensor> &, std::string,
+                    std::uint64_t>(),
+           py::arg("inputs"), py::arg("outputs"), py::arg("name") = "model",
            py::arg("seed") = 1)
       .def_property_readonly("name", &nn::Model::name)
       .def_property_readonly("layers",
@@ -268,23 +292,30 @@ void bindModels(py::module_ &m) {
       .def("summary", py::overload_cast<>(&nn::Model::summary, py::const_))
       .def("count_params", &nn::Model::countParams)
       .def("output_shape", &nn::Model::outputShape)
-      .def("input_spec", &inputSpec,
-           "(name, dtype, shape) of the model's Input.")
+      .def("output_shapes", &nn::Model::outputShapes)
+      .def("output_names", &nn::Model::outputNames,
+           "The names of the layers making the outputs.")
+      .def("input_specs", &inputSpecs,
+           "(name, dtype, shape) of each of the model's Inputs.")
       .def("weight_names", &nn::Model::weightNames)
       .def("compile", &compile, py::arg("optimizer"), py::arg("loss"),
            py::arg("from_logits"), py::arg("metrics"),
            py::arg("steps_per_execution"), py::arg("config"),
-           py::arg("synthetic_data_initializer") = "")
+           py::arg("synthetic_data_initializer") = "",
+           py::arg("losses") = std::vector<std::string>{},
+           py::arg("loss_weights") = std::vector<double>{})
       .def("fit_dataset", &fitDataset, py::arg("dataset"), py::arg("epochs"),
            py::arg("initial_epoch"), py::arg("verbose"), py::arg("hooks"),
            py::arg("validation"), py::arg("steps_per_epoch"))
-      .def("fit_arrays", &fitArrays, py::arg("x"), py::arg("y"),
+      .def("fit_arrays", &fitArrays, py::arg("xs"), py::arg("ys"),
            py::arg("batch_size"), py::arg("shuffle"), py::arg("epochs"),
            py::arg("initial_epoch"), py::arg("verbose"), py::arg("hooks"),
            py::arg("validation"),
-           "Trains on x and y, taking over their storage (no copy).")
+           "Trains on lists of HostTensors (one per input, one per "
+           "output), taking over their storage (no copy).")
       .def("evaluate", &evaluate, py::arg("dataset"), py::arg("verbose"))
-      .def("predict", &predict, py::arg("x"), py::arg("batch_size"))
+      .def("predict", &predict, py::arg("xs"), py::arg("batch_size"),
+           "One array per output (one array for a single output).")
       .def("set_pipeline_stage_assignment",
            &nn::Model::setPipelineStageAssignment, py::arg("stages"),
            "The stage of each layer after the Input (empty: none).")

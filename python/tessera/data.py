@@ -5,6 +5,10 @@
           .map(lambda x, y: (x / 255.0, y)).prefetch(tessera.data.AUTOTUNE))
 
 Iterating yields tuples of NumPy arrays (one array for one component).
+Elements may nest tuples, as a model of several inputs and outputs takes
+them: from_tensor_slices(((x1, x2), (y1, y2))); the C++ pipeline holds
+their arrays flat, in order (x1, x2, y1, y2), and iteration and map
+functions see the nesting.
 Map functions take and return NumPy arrays; they are traced once on zeros
 to learn their output types and shapes, as TensorFlow traces them, and run
 on the pipeline's thread afterwards.
@@ -22,14 +26,37 @@ __all__ = ["Dataset", "AUTOTUNE", "INFINITE_CARDINALITY",
            "UNKNOWN_CARDINALITY"]
 
 
-def _components(tensors):
-    """The arrays of from_tensor_slices' argument, and whether it was a tuple."""
+_LEAF = None  # the structure of one array
+
+
+def _flatten(tensors):
+    """The arrays of a (possibly nested) tuple of arrays, in order, and its
+    structure: _LEAF for an array, a tuple of structures for a tuple."""
     if isinstance(tensors, (tuple, list)):
-        return list(tensors), True
+        leaves, structure = [], []
+        for t in tensors:
+            ls, st = _flatten(t)
+            leaves += ls
+            structure.append(st)
+        return leaves, tuple(structure)
     if isinstance(tensors, dict):
-        raise TypeError("from_tensor_slices: dict elements are not supported; "
-                        "give a tuple (features, labels)")
-    return [tensors], False
+        raise TypeError("Dataset: dict elements are not supported; give a "
+                        "tuple (features, labels), nested for several "
+                        "inputs or outputs: ((x1, x2), (y1, y2))")
+    return [tensors], _LEAF
+
+
+def _pack(leaves, structure):
+    """The inverse of _flatten: `leaves` (an iterator) nested as
+    `structure`."""
+    if structure is _LEAF:
+        return next(leaves)
+    return tuple(_pack(leaves, st) for st in structure)
+
+
+def _components(tensors):
+    """The arrays of from_tensor_slices' argument and its structure."""
+    return _flatten(tensors)
 
 
 class Dataset:
@@ -39,26 +66,31 @@ class Dataset:
     trains on it or when it is iterated.
     """
 
-    def __init__(self, core, is_tuple=True):
+    def __init__(self, core, structure=()):
+        """`structure`: how each element nests its components (_flatten's);
+        the default, a flat tuple of however many the core has."""
         self._core = core
-        self._is_tuple = is_tuple
+        if structure == ():
+            structure = (_LEAF,) * len(core.spec)
+        self._structure = structure
 
     @staticmethod
     def from_tensor_slices(tensors):
-        """The slices of `tensors` (an array or a tuple of arrays) along
-        their first dimension. Arrays are copied once, into C++."""
-        arrays, is_tuple = _components(tensors)
-        return Dataset(_tessera.Dataset.from_tensors(list(arrays)), is_tuple)
+        """The slices of `tensors` (an array or a tuple of arrays, which
+        may nest tuples) along their first dimension. Arrays are copied
+        once, into C++."""
+        arrays, structure = _components(tensors)
+        return Dataset(_tessera.Dataset.from_tensors(list(arrays)), structure)
 
     @staticmethod
     def from_tensors(tensors):
         """One element: `tensors` (an array or a tuple of arrays) whole."""
-        arrays, is_tuple = _components(tensors)
+        arrays, structure = _components(tensors)
         return Dataset(_tessera.Dataset.from_tensors(
-            [np.asarray(a)[None] for a in arrays]), is_tuple)
+            [np.asarray(a)[None] for a in arrays]), structure)
 
     def _wrap(self, core):
-        return Dataset(core, self._is_tuple)
+        return Dataset(core, self._structure)
 
     def batch(self, batch_size, drop_remainder=False, **unused):
         """Stacks `batch_size` consecutive elements; `drop_remainder` drops
@@ -76,11 +108,23 @@ class Dataset:
                                              bool(reshuffle_each_iteration)))
 
     def map(self, map_func, num_parallel_calls=None, deterministic=None):
-        """Applies `map_func(*components)` to each element."""
+        """Applies `map_func(*components)` to each element (to the one
+        array of an element that is one array)."""
         parallel = 1
         if num_parallel_calls is not None and num_parallel_calls != AUTOTUNE:
             parallel = int(num_parallel_calls)
-        return self._wrap(self._core.map(map_func, parallel))
+        structure, out = self._structure, []
+
+        def flat(*leaves):
+            args = _pack(iter(leaves), structure)
+            r = map_func(args) if structure is _LEAF else map_func(*args)
+            leaves, st = _flatten(r)
+            if not out:
+                out.append(st)
+            return tuple(leaves)
+
+        core = self._core.map(flat, parallel)  # calls flat once, on zeros
+        return Dataset(core, out[0])
 
     def repeat(self, count=None):
         """The dataset `count` times over (for ever when None or -1)."""
@@ -120,7 +164,7 @@ class Dataset:
 
     def __iter__(self):
         for element in self._core:
-            yield element if self._is_tuple else element[0]
+            yield _pack(iter(element), self._structure)
 
     def as_numpy_iterator(self):
         return iter(self)

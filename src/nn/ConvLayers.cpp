@@ -125,4 +125,19 @@ Activations GlobalAvgPool2D::call(BuildContext &ctx,
   return {ir::reduceMean(x.value, {2, 3}), false};
 }
 
+ZeroPadding2D::ZeroPadding2D(std::array<Size2, 2> padding, std::string name)
+    : Layer(std::move(name)), padding_(padding) {}
+
+Activations ZeroPadding2D::call(BuildContext &, const Activations &x) const {
+  requireImages(*this, x);
+  // Either layout will do: pad the height and width where they are.
+  const std::size_t h = x.channelsFirst ? 2 : 1;
+  Shape lower(4, 0), upper(4, 0);
+  lower[h] = padding_[0][0];
+  upper[h] = padding_[0][1];
+  lower[h + 1] = padding_[1][0];
+  upper[h + 1] = padding_[1][1];
+  return {ir::pad(x.value, lower, upper), x.channelsFirst};
+}
+
 } // namespace tessera::nn

@@ -106,23 +106,44 @@ Activations Concatenate::callMany(BuildContext &ctx,
 
 Model::Model(const KerasTensor &input, const KerasTensor &output,
              std::string name, std::uint64_t seed)
+    : Model(std::vector<KerasTensor>{input}, std::vector<KerasTensor>{output},
+            std::move(name), seed) {}
+
+Model::Model(const std::vector<KerasTensor> &inputs,
+             const std::vector<KerasTensor> &outputs, std::string name,
+             std::uint64_t seed)
     : Model(std::move(name), seed, true) {
-  if (!dynamic_cast<const Input *>(&input.layer()))
-    throw ModelError("model \"" + name_ + "\": its input is made by " +
-                     describeLayer(input.layer()) +
-                     "; pass the tensor of an nn::Input");
-  // Depth-first from the output: a node is appended after its inputs, so
-  // the order is topological and the output comes last.
+  if (inputs.empty() || outputs.empty())
+    throw ModelError("model \"" + name_ + "\": give at least one input and " +
+                     "one output, got " + std::to_string(inputs.size()) +
+                     " and " + std::to_string(outputs.size()));
+  // The Inputs come first, in the order given (the order of the dataset's
+  // components); then depth-first from each output: a node is appended
+  // after its inputs, so the order is topological.
   std::map<const Layer *, std::size_t> index;
+  for (const KerasTensor &in : inputs) {
+    if (!dynamic_cast<const Input *>(&in.layer()))
+      throw ModelError("model \"" + name_ + "\": input " +
+                       std::to_string(inputs_.size()) + " is made by " +
+                       describeLayer(in.layer()) +
+                       "; pass the tensors of nn::Inputs");
+    if (index.contains(&in.layer()))
+      throw ModelError("model \"" + name_ + "\": input " +
+                       std::to_string(inputs_.size()) +
+                       " is given twice; list each Input once");
+    inputs_.push_back(layers_.size());
+    index[&in.layer()] = layers_.size();
+    append(LayerRef(in.layer().clone()), {});
+  }
   std::function<std::size_t(const KerasTensor &)> visit =
       [&](const KerasTensor &t) -> std::size_t {
     if (auto it = index.find(&t.layer()); it != index.end())
       return it->second;
-    if (dynamic_cast<const Input *>(&t.layer()) && !(t == input))
-      throw ModelError("model \"" + name_ + "\": the output depends on " +
+    if (dynamic_cast<const Input *>(&t.layer()))
+      throw ModelError("model \"" + name_ + "\": an output depends on " +
                        describeLayer(t.layer()) +
-                       ", an Input other than the model's; a model has one "
-                       "input");
+                       ", an Input other than the model's; list it in its "
+                       "inputs");
     std::vector<std::size_t> ins;
     for (const KerasTensor &in : t.inputs())
       ins.push_back(visit(in));
@@ -131,8 +152,8 @@ Model::Model(const KerasTensor &input, const KerasTensor &output,
     index[&t.layer()] = layers_.size() - 1;
     return layers_.size() - 1;
   };
-  visit(input);
-  visit(output);
+  for (const KerasTensor &out : outputs)
+    outputs_.push_back(visit(out));
 }
 
 } // namespace tessera::nn

@@ -54,7 +54,12 @@ void Model::append(LayerRef layer, std::vector<std::size_t> inputs) {
     throw ModelError("model \"" + name_ +
                      "\": add layers before compile(), not after");
   const bool isInput = dynamic_cast<const Input *>(layer.get().get());
-  if (isInput && !layers_.empty())
+  // A model of several inputs lists them all first.
+  const bool onlyInputs =
+      std::all_of(layers_.begin(), layers_.end(), [](const LayerRef &l) {
+        return dynamic_cast<const Input *>(l.get().get()) != nullptr;
+      });
+  if (isInput && !(onlyInputs && (layers_.empty() || !inputs_.empty())))
     throw ModelError("model \"" + name_ +
                      "\": an Input must be the first "
                      "layer, but the model already has " +
@@ -99,6 +104,38 @@ const Input &Model::input() const {
   return *in;
 }
 
+std::vector<std::size_t> Model::inputIndices() const {
+  if (!inputs_.empty())
+    return inputs_;
+  (void)input();
+  return {0};
+}
+
+std::vector<std::size_t> Model::outputIndices() const {
+  if (!outputs_.empty())
+    return outputs_;
+  (void)input();
+  return {layers_.size() - 1};
+}
+
+std::vector<const Input *> Model::inputLayers() const {
+  std::vector<const Input *> ins;
+  for (std::size_t i : inputIndices())
+    ins.push_back(static_cast<const Input *>(&*layers_[i]));
+  return ins;
+}
+
+std::vector<std::string> Model::outputNames() const {
+  std::vector<std::string> names;
+  for (std::size_t i : outputIndices())
+    names.push_back(layers_[i]->name());
+  return names;
+}
+
+std::string detail::feedName(char kind, std::size_t i) {
+  return i == 0 ? std::string(1, kind) : kind + std::to_string(i);
+}
+
 namespace {
 
 bool isNumber(const std::string &text) {
@@ -138,22 +175,28 @@ Model::Forward Model::buildForward(ir::Module &m, BuildMode mode,
                                    std::size_t batch,
                                    const std::string *synthetic,
                                    bool staged) const {
-  const Input &in = input();
+  const std::vector<const Input *> ins = inputLayers();
   ir::Builder b(m);
   BuildContext ctx(b, mode, seed_);
   Forward f;
-  Shape xShape{batch};
-  xShape.insert(xShape.end(), in.shape().begin(), in.shape().end());
-  f.x = synthetic ? syntheticValue(b, "x", in.dtype(), xShape, *synthetic, 2,
-                                   detail::mixSeed(seed_, 0x5e7a))
-                  : b.input("x", in.dtype(), xShape);
-  std::vector<Activations> values{Activations{f.x, false}};
-  f.shapes.push_back(xShape);
-  f.params.emplace_back(0, 0);
+  std::vector<Activations> values;
+  for (std::size_t k = 0; k < ins.size(); ++k) {
+    const Input &in = *ins[k];
+    Shape xShape{batch};
+    xShape.insert(xShape.end(), in.shape().begin(), in.shape().end());
+    const std::string name = detail::feedName('x', k);
+    f.xs.push_back(synthetic
+                       ? syntheticValue(b, name, in.dtype(), xShape, *synthetic,
+                                        2, detail::mixSeed(seed_, 0x5e7a + k))
+                       : b.input(name, in.dtype(), xShape));
+    values.push_back(Activations{f.xs.back(), false});
+    f.shapes.push_back(xShape);
+    f.params.emplace_back(0, 0);
+  }
   // Left open after the loop: the output's layout change and the loss
   // belong to the last stage.
   std::optional<ir::StageScope> stage;
-  for (std::size_t i = 1; i < layers_.size(); ++i) {
+  for (std::size_t i = ins.size(); i < layers_.size(); ++i) {
     if (staged) {
       stage.reset();
       stage.emplace(b, stages_[i - 1]);
@@ -169,9 +212,10 @@ Model::Forward Model::buildForward(ir::Module &m, BuildMode mode,
     f.shapes.push_back(values.back().logicalShape());
     f.params.push_back(ctx.paramCounts(i));
   }
-  const Activations &a = values.back();
-  f.output = ctx.channelsLast(a).value;
-  f.logits = ctx.logitsOf(f.output);
+  for (std::size_t i : outputIndices()) {
+    f.outputs.push_back(ctx.channelsLast(values[i]).value);
+    f.logits.push_back(ctx.logitsOf(f.outputs.back()));
+  }
   f.updates = ctx.updates();
   return f;
 }
@@ -243,34 +287,102 @@ LossValues lossValues(LossKind kind, bool fromLogits, bool wantAccuracy,
   return r;
 }
 
-// The labels input "y", the loss and metric and their outputs ("loss",
-// "accuracy"), shared by the training and evaluation modules.
-LossValues addLoss(ir::Builder &b, const ir::Value &out,
-                   const std::optional<ir::Value> &logits,
-                   const data::ComponentSpec &labels, LossKind kind,
-                   const CompileOptions &options, bool accuracy,
-                   const std::string *synthetic = nullptr,
-                   std::uint64_t seed = 0) {
-  checkLabels(labels, out.shape(), kind == LossKind::SparseCategorical,
-              options.loss.c_str());
-  ir::Value y = synthetic ? syntheticValue(b, "y", labels.type, labels.shape,
-                                           *synthetic, out.shape().back(), seed)
-                          : b.input("y", labels.type, labels.shape);
-  LossValues l;
-  {
-    ir::NameScope scope(b, "loss");
-    l = lossValues(kind, options.fromLogits, accuracy, out, logits, y);
+// What the loss of a model with its outputs needs from compile().
+struct LossPlan {
+  std::vector<LossKind> kinds;
+  std::vector<double> weights;
+  std::vector<std::string> lossNames, outputNames;
+  bool fromLogits = false;
+  bool accuracy = false;
+};
+
+// The labels inputs ("y", "y1", ...: spec[first + i] for output i), each
+// output's loss and metric and their outputs: "loss" (which autodiff reads)
+// and "accuracy", and with several outputs "<output>_loss" and
+// "<output>_accuracy" too, the loss being their weighted sum. Shared by the
+// training and evaluation modules.
+void addLosses(ir::Builder &b, const std::vector<ir::Value> &outs,
+               const std::vector<std::optional<ir::Value>> &logits,
+               const data::ElementSpec &spec, std::size_t first,
+               const LossPlan &plan, const std::string *synthetic = nullptr,
+               std::uint64_t seed = 0) {
+  const bool several = outs.size() > 1;
+  std::optional<ir::Value> total;
+  std::vector<std::pair<std::string, ir::Value>> named;
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    const data::ComponentSpec &labels = spec[first + i];
+    const LossKind kind = plan.kinds[i];
+    const std::string what =
+        several ? plan.lossNames[i] + " (output \"" + plan.outputNames[i] +
+                      "\", labels component " + std::to_string(first + i) + ")"
+                : plan.lossNames[i];
+    checkLabels(labels, outs[i].shape(), kind == LossKind::SparseCategorical,
+                what.c_str());
+    const std::string yName = detail::feedName('y', i);
+    ir::Value y =
+        synthetic ? syntheticValue(b, yName, labels.type, labels.shape,
+                                   *synthetic, outs[i].shape().back(), seed + i)
+                  : b.input(yName, labels.type, labels.shape);
+    LossValues l;
+    {
+      ir::NameScope scope(b, several ? plan.outputNames[i] + "_loss" : "loss");
+      l = lossValues(kind, plan.fromLogits,
+                     plan.accuracy && kind != LossKind::MeanSquared, outs[i],
+                     logits[i], y);
+    }
+    const std::string prefix = several ? plan.outputNames[i] + "_" : "";
+    if (several)
+      named.emplace_back(prefix + "loss", l.loss);
+    if (l.accuracy)
+      named.emplace_back(prefix + "accuracy", *l.accuracy);
+    const ir::Value weighted =
+        plan.weights[i] == 1.0 ? l.loss : l.loss * plan.weights[i];
+    total = total ? *total + weighted : weighted;
   }
-  b.output("loss", l.loss);
-  if (l.accuracy)
-    b.output("accuracy", *l.accuracy);
-  return l;
+  b.output("loss", *total);
+  // Keras' order: every output's loss, then every output's metrics.
+  std::stable_partition(named.begin(), named.end(), [](const auto &p) {
+    return p.first.ends_with("_loss");
+  });
+  for (const auto &[name, value] : named)
+    b.output(name, value);
 }
 
 } // namespace
 
 ir::Module Model::trainingModule(std::size_t batchSize,
                                  const data::ComponentSpec &labels) const {
+  if (outputIndices().size() != 1)
+    throw ModelError("trainingModule: model \"" + name_ + "\" has " +
+                     std::to_string(outputIndices().size()) +
+                     " outputs; give the spec of a whole element");
+  std::vector<data::ComponentSpec> spec;
+  for (const Input *in : inputLayers()) {
+    Shape shape{batchSize};
+    shape.insert(shape.end(), in->shape().begin(), in->shape().end());
+    spec.push_back({in->name(), in->dtype(), shape});
+  }
+  spec.push_back(labels);
+  return trainingModule(data::ElementSpec(std::move(spec)));
+}
+
+namespace {
+
+LossPlan lossPlan(const std::vector<LossKind> &kinds,
+                  const std::vector<double> &weights,
+                  const CompileOptions &options, bool accuracy,
+                  std::vector<std::string> outputNames) {
+  LossPlan plan{
+      kinds, weights, {}, std::move(outputNames), options.fromLogits, accuracy};
+  for (std::size_t i = 0; i < kinds.size(); ++i)
+    plan.lossNames.push_back(options.losses.empty() ? options.loss
+                                                    : options.losses[i]);
+  return plan;
+}
+
+} // namespace
+
+ir::Module Model::trainingModule(const data::ElementSpec &spec) const {
   if (!compiled_)
     throw ModelError("model \"" + name_ +
                      "\": call compile() before building its training module");
@@ -281,15 +393,18 @@ ir::Module Model::trainingModule(std::size_t batchSize,
                                      ? &c.options.syntheticDataInitializer
                                      : nullptr;
   const auto [accumulation, stages] = trainingLayout(c.options);
+  const std::size_t batchSize = spec[0].shape[0];
   Forward f =
       buildForward(m, BuildMode::Training, batchSize, synthetic, stages > 0);
   {
     std::optional<ir::StageScope> last;
     if (stages > 0)
       last.emplace(b, stages - 1);
-    // addLoss names the loss as the output "loss", which autodiff reads.
-    addLoss(b, f.output, f.logits, labels, c.loss, c.options, c.accuracy,
-            synthetic, detail::mixSeed(seed_, 0x5e7b));
+    // addLosses names the loss as the output "loss", which autodiff reads.
+    addLosses(
+        b, f.outputs, f.logits, spec, f.xs.size(),
+        lossPlan(c.losses, c.lossWeights, c.options, c.accuracy, outputNames()),
+        synthetic, detail::mixSeed(seed_, 0x5e7b));
   }
   passes::TrainingPassOptions o;
   o.accumulation = accumulation;
@@ -310,20 +425,23 @@ ir::Module Model::trainingModule(std::size_t batchSize,
   return m;
 }
 
-ir::Module Model::evaluationModule(std::size_t batchSize,
-                                   const data::ComponentSpec &labels) const {
+ir::Module Model::evaluationModule(const data::ElementSpec &spec) const {
   ir::Module m(name_ + "_eval");
   ir::Builder b(m);
-  Forward f = buildForward(m, BuildMode::Inference, batchSize);
+  Forward f = buildForward(m, BuildMode::Inference, spec[0].shape[0]);
   const Compiled &c = *compiled_;
-  addLoss(b, f.output, f.logits, labels, c.loss, c.options, c.accuracy);
+  addLosses(
+      b, f.outputs, f.logits, spec, f.xs.size(),
+      lossPlan(c.losses, c.lossWeights, c.options, c.accuracy, outputNames()));
   return m;
 }
 
 ir::Module Model::predictionModule(std::size_t batchSize) const {
   ir::Module m(name_ + "_predict");
   Forward f = buildForward(m, BuildMode::Inference, batchSize);
-  ir::Builder(m).output("output", f.output);
+  ir::Builder b(m);
+  for (std::size_t i = 0; i < f.outputs.size(); ++i)
+    b.output(i == 0 ? "output" : "output" + std::to_string(i), f.outputs[i]);
   return m;
 }
 
@@ -375,8 +493,9 @@ std::string Model::summary() const {
     trainable += t;
     other += o;
     // Keras prints an InputLayer's shape as a list of shapes.
+    const bool isInput = dynamic_cast<const Input *>(&*layers_[i]) != nullptr;
     const std::string shape =
-        i == 0 ? "[" + kerasShape(f.shapes[i]) + "]" : kerasShape(f.shapes[i]);
+        isInput ? "[" + kerasShape(f.shapes[i]) + "]" : kerasShape(f.shapes[i]);
     std::vector<std::string> fields{describeLayer(*layers_[i]), shape,
                                     std::to_string(t + o)};
     if (staged)
@@ -406,10 +525,17 @@ std::pair<std::size_t, std::size_t> Model::countParams() const {
   return total;
 }
 
-Shape Model::outputShape() const {
+Shape Model::outputShape() const { return outputShapes()[0]; }
+
+std::vector<Shape> Model::outputShapes() const {
   ir::Module m(name_ + "_shape");
-  const Shape s = buildForward(m, BuildMode::Inference, 1).output.shape();
-  return Shape(s.begin() + 1, s.end());
+  std::vector<Shape> shapes;
+  for (const ir::Value &out :
+       buildForward(m, BuildMode::Inference, 1).outputs) {
+    const Shape &s = out.shape();
+    shapes.emplace_back(s.begin() + 1, s.end());
+  }
+  return shapes;
 }
 
 // ---- compile --------------------------------------------------------------
@@ -430,19 +556,49 @@ LossKind lossKind(const std::string &name) {
 
 } // namespace
 
-void Model::compile(CompileOptions options) {
-  auto c = std::make_unique<Compiled>();
-  c->loss = lossKind(options.loss);
+void Model::compileLosses(Compiled &c, const CompileOptions &options) const {
+  const std::vector<std::string> outs = outputNames();
+  const auto count = [](std::size_t n) { return std::to_string(n); };
+  if (!options.losses.empty() && options.losses.size() != outs.size())
+    throw OptionError("compile: " + count(options.losses.size()) +
+                      " losses for the " + count(outs.size()) +
+                      " outputs of model \"" + name_ +
+                      "\"; give one loss per output, or one for all");
+  if (!options.lossWeights.empty() && options.lossWeights.size() != outs.size())
+    throw OptionError("compile: " + count(options.lossWeights.size()) +
+                      " loss weights for the " + count(outs.size()) +
+                      " outputs of model \"" + name_ +
+                      "\"; give one weight per output");
+  c.logNames = {"loss"};
+  std::vector<std::string> metricNames;
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    const std::string &name =
+        options.losses.empty() ? options.loss : options.losses[i];
+    c.losses.push_back(lossKind(name));
+    c.lossWeights.push_back(
+        options.lossWeights.empty() ? 1.0 : options.lossWeights[i]);
+    const std::string prefix = outs.size() > 1 ? outs[i] + "_" : "";
+    if (outs.size() > 1)
+      c.logNames.push_back(prefix + "loss");
+    if (!options.metrics.empty() && c.losses[i] != LossKind::MeanSquared)
+      metricNames.push_back(prefix + "accuracy");
+  }
   for (const std::string &metric : options.metrics) {
     if (metric != "accuracy" && metric != "acc")
       throw OptionError("compile: unknown metric \"" + metric +
                         "\"; the metric there is is \"accuracy\"");
-    if (c->loss == LossKind::MeanSquared)
+    if (metricNames.empty())
       throw OptionError("compile: the accuracy metric needs a "
                         "cross-entropy loss, not \"" +
                         options.loss + "\"");
-    c->accuracy = true;
+    c.accuracy = true;
   }
+  c.logNames.insert(c.logNames.end(), metricNames.begin(), metricNames.end());
+}
+
+void Model::compile(CompileOptions options) {
+  auto c = std::make_unique<Compiled>();
+  compileLosses(*c, options);
   if (options.stepsPerExecution == 0)
     throw OptionError("compile: stepsPerExecution must be at least 1");
   const std::string &rule = options.syntheticDataInitializer;

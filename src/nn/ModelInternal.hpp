@@ -16,8 +16,14 @@ enum class LossKind { SparseCategorical, Categorical, MeanSquared };
 
 struct Model::Compiled {
   CompileOptions options;
-  LossKind loss = LossKind::SparseCategorical;
+  /// The loss of each output and its weight.
+  std::vector<LossKind> losses;
+  std::vector<double> lossWeights;
   bool accuracy = false;
+  /// What the training and evaluation steps report, in order: "loss", then
+  /// the metrics ("accuracy"; per output with several: "dense_loss",
+  /// "dense_accuracy", ...).
+  std::vector<std::string> logNames;
   /// The training session and the element spec it was built for.
   std::unique_ptr<session::Session> train;
   data::ElementSpec trainSpec;
@@ -31,11 +37,12 @@ struct Model::Compiled {
 };
 
 struct Model::Forward {
-  ir::Value x;
-  /// The model's output, channels-last.
-  ir::Value output;
-  /// The logits of a final softmax, when there is one.
-  std::optional<ir::Value> logits;
+  /// The model's inputs, in order.
+  std::vector<ir::Value> xs;
+  /// The model's outputs, channels-last.
+  std::vector<ir::Value> outputs;
+  /// The logits of each output's final softmax, when it has one.
+  std::vector<std::optional<ir::Value>> logits;
   /// Per layer: logical output shape (batch included) and parameters.
   std::vector<Shape> shapes;
   std::vector<std::pair<std::size_t, std::size_t>> params;
@@ -43,6 +50,9 @@ struct Model::Forward {
 };
 
 namespace detail {
+/// The module's name for input (\p kind 'x') or label ('y') \p i: "x",
+/// "x1", "x2", ... so a model of one input and output feeds "x" and "y".
+std::string feedName(char kind, std::size_t i);
 /// The largest divisor of \p steps that is at most \p limit (at least 1).
 std::size_t largestDivisorAtMost(std::size_t steps, std::size_t limit);
 } // namespace detail

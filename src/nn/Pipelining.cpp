@@ -67,6 +67,11 @@ Model::trainingLayout(const CompileOptions &options) const {
           name_));
     return {accumulation_, 0};
   }
+  if (inputIndices().size() > 1)
+    throw UnsupportedError(fmt::format(
+        "fit: model \"{}\" has {} inputs; Tessera pipelines models of one "
+        "input only, so remove the pipeline stage assignment",
+        name_, inputIndices().size()));
   if (stages_.size() + 1 != layers_.size())
     throw OptionError(fmt::format(
         "fit: the pipeline stage assignment lists {} stages but model \"{}\" "

@@ -87,25 +87,35 @@ void checkLabelValues(std::span<const T> labels, std::size_t classes,
   }
 }
 
-data::Dataset withLabelCheck(const data::Dataset &dataset, std::size_t classes,
-                             std::uint64_t perPass, const char *what) {
+// \p labels: the element's components of sparse labels, each with the
+// classes of its output. No labels to check: the dataset as it is.
+data::Dataset
+withLabelCheck(const data::Dataset &dataset,
+               std::vector<std::pair<std::size_t, std::size_t>> labels,
+               std::uint64_t perPass, const char *what) {
+  if (labels.empty())
+    return dataset;
   auto batches = std::make_shared<std::uint64_t>(0);
   return dataset.map([=](data::Element e) {
     const std::uint64_t n = (*batches)++;
     const std::uint64_t batch = perPass ? n % perPass : n;
-    const data::HostTensor &y = e[1];
-    if (y.type() == INT)
-      checkLabelValues(y.values<std::int32_t>(), classes, batch, what);
-    else if (y.type() == UNSIGNED_INT)
-      checkLabelValues(y.values<std::uint32_t>(), classes, batch, what);
+    for (const auto &[component, classes] : labels) {
+      const data::HostTensor &y = e[component];
+      if (y.type() == INT)
+        checkLabelValues(y.values<std::int32_t>(), classes, batch, what);
+      else if (y.type() == UNSIGNED_INT)
+        checkLabelValues(y.values<std::uint32_t>(), classes, batch, what);
+    }
     return e;
   });
 }
 
-std::vector<std::string> outfeedNames(bool accuracy) {
-  if (accuracy)
-    return {"loss", "accuracy"};
-  return {"loss"};
+// "x", "x1", ... for \p n inputs (kind 'x') or labels ('y').
+std::vector<std::string> feedNames(char kind, std::size_t n) {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < n; ++i)
+    names.push_back(detail::feedName(kind, i));
+  return names;
 }
 
 // The steps of each epoch of a fit; OptionError for options fit() cannot
@@ -155,41 +165,71 @@ std::vector<FitStats::IpuMemory> memoryPerIpu(const Executable &exe) {
 
 void Model::checkElements(const data::ElementSpec &spec, bool needLabels,
                           const char *what) const {
-  const Input &in = input();
-  const std::size_t want = needLabels ? 2 : 1;
-  if (spec.size() != want)
+  const std::vector<const Input *> ins = inputLayers();
+  const std::size_t outs = outputIndices().size();
+  const std::size_t want = ins.size() + (needLabels ? outs : 0);
+  if (spec.size() != want) {
+    const std::string needs =
+        ins.size() == 1 && outs == 1
+            ? (needLabels ? "2: (inputs, labels)" : "1: (inputs)")
+            : std::to_string(want) + ": " + std::to_string(ins.size()) +
+                  " inputs" +
+                  (needLabels ? ", then labels for each of its " +
+                                    std::to_string(outs) + " outputs"
+                              : "");
     throw ShapeError(std::string(what) + ": the dataset's elements have " +
                      std::to_string(spec.size()) + " components " +
-                     spec.toString() + " but the model needs " +
-                     (needLabels ? "2: (inputs, labels)" : "1: (inputs)"));
-  const data::ComponentSpec &x = spec[0];
+                     spec.toString() + " but the model needs " + needs);
+  }
   for (std::size_t i = 0; i < spec.size(); ++i)
     if (!spec[i].shape.empty() && spec[i].shape[0] == data::anyDim)
       throw ShapeError(std::string(what) + ": batches of " + spec.describe(i) +
                        " vary in size (" + data::shapeString(spec[i].shape) +
                        "); batch the dataset with dropRemainder = true so "
                        "every step has the same shape");
+  for (std::size_t k = 0; k < ins.size(); ++k)
+    checkInput(spec, k, *ins[k], what);
+  const data::ComponentSpec &x = spec[0];
+  for (std::size_t k = 1; k < spec.size(); ++k)
+    if (spec[k].shape.empty() || spec[k].shape[0] != x.shape[0])
+      throw ShapeError(std::string(what) + ": " +
+                       (k < ins.size() ? "the inputs (" : "the labels (") +
+                       spec.describe(k) + ") have shape " +
+                       data::shapeString(spec[k].shape) +
+                       " but the batch has " + std::to_string(x.shape[0]) +
+                       " examples; batch inputs and labels together");
+}
+
+void Model::checkInput(const data::ElementSpec &spec, std::size_t k,
+                       const Input &in, const char *what) const {
+  const data::ComponentSpec &x = spec[k];
   Shape expected{x.shape.empty() ? 0 : x.shape[0]};
   expected.insert(expected.end(), in.shape().begin(), in.shape().end());
   if (x.shape != expected)
     throw ShapeError(std::string(what) + ": the dataset's inputs (" +
-                     spec.describe(0) + ") have shape " +
+                     spec.describe(k) + ") have shape " +
                      data::shapeString(x.shape) + " but the model's Input \"" +
                      in.name() + "\" takes " + kerasShape(expected) +
                      "; batch the dataset, reshape it with map() or change "
                      "the Input shape");
   if (x.type != in.dtype())
     throw TypeError(std::string(what) + ": the dataset's inputs (" +
-                    spec.describe(0) + ") are " + describeSpec(x) +
+                    spec.describe(k) + ") are " + describeSpec(x) +
                     " but the model's Input \"" + in.name() + "\" takes " +
                     std::string(typeName(in.dtype())) +
-                    "; convert them with Dataset::cast(0, " +
-                    std::string(typeName(in.dtype())) + ")");
-  if (needLabels && (spec[1].shape.empty() || spec[1].shape[0] != x.shape[0]))
-    throw ShapeError(std::string(what) + ": the labels (" + spec.describe(1) +
-                     ") have shape " + data::shapeString(spec[1].shape) +
-                     " but the batch has " + std::to_string(x.shape[0]) +
-                     " examples; batch inputs and labels together");
+                    "; convert them with Dataset::cast(" + std::to_string(k) +
+                    ", " + std::string(typeName(in.dtype())) + ")");
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> Model::sparseLabels() const {
+  const Compiled &c = *compiled_;
+  const std::size_t first = inputIndices().size();
+  const std::vector<Shape> shapes = outputShapes();
+  std::vector<std::pair<std::size_t, std::size_t>> labels;
+  for (std::size_t i = 0; i < c.losses.size(); ++i)
+    if (c.losses[i] == LossKind::SparseCategorical)
+      labels.emplace_back(first + i, shapes[i].back());
+  return labels;
 }
 
 Model::Compiled &Model::compiled(const char *what) {
@@ -227,7 +267,7 @@ session::Session &Model::trainingSession(const data::ElementSpec &spec) {
   std::optional<session::Checkpoint> carried = c.pending;
   if (c.train)
     carried = c.train->readVariables();
-  ir::Module m = trainingModule(spec[0].shape[0], spec[1]);
+  ir::Module m = trainingModule(spec);
   session::Config config = c.options.config;
   const unsigned spe = c.options.stepsPerExecution;
   const auto [accumulation, stages] = trainingLayout(c.options);
@@ -243,7 +283,7 @@ session::Session &Model::trainingSession(const data::ElementSpec &spec) {
     config.pipeline.schedule = pipelining_->schedule;
     config.pipeline.deviceMapping = pipelining_->deviceMapping;
   }
-  std::vector<std::string> outfeeds = outfeedNames(c.accuracy);
+  std::vector<std::string> outfeeds = c.logNames;
   std::vector<detail::OutfeedTap> taps = detail::planOutfeeds(
       m, layers_, c.options.gradientOutfeed, accumulation.count, false);
   for (std::string &o : detail::streamedOutputs(taps))
@@ -252,7 +292,7 @@ session::Session &Model::trainingSession(const data::ElementSpec &spec) {
       std::move(m), std::move(config),
       session::RunSpec{c.options.config.syntheticData
                            ? std::vector<std::string>{}
-                           : std::vector<std::string>{"x", "y"},
+                           : elementFeeds(),
                        std::move(outfeeds), spe});
   const double start = session::nowSeconds();
   stats_.cacheHit = s->compile(c.options.compileProgress);
@@ -319,9 +359,8 @@ History Model::fit(const data::Dataset &dataset, const FitOptions &options) {
   session::Outfeed out;
   if (!c.options.config.syntheticData) {
     data::Dataset feed = card.isFinite() ? dataset.repeat() : dataset;
-    if (c.loss == LossKind::SparseCategorical)
-      feed = withLabelCheck(feed, outputShape().back(),
-                            card.isFinite() ? card.count() : 0, "fit");
+    feed = withLabelCheck(feed, sparseLabels(),
+                          card.isFinite() ? card.count() : 0, "fit");
     in.emplace(std::move(feed));
     s.connect(*in, out);
   }
@@ -336,7 +375,7 @@ History Model::fit(const data::Dataset &dataset, const FitOptions &options) {
     if (os)
       *os << "Epoch " << epoch + 1 << "/" << options.epochs << '\n'
           << std::flush;
-    RunningMeans means(outfeedNames(c.accuracy));
+    RunningMeans means(c.logNames);
     const double start = session::nowSeconds();
     for (std::size_t done = 0; done < steps; done += spe) {
       const double t0 = session::nowSeconds();
@@ -399,17 +438,26 @@ History Model::fit(const data::Dataset &dataset, const FitOptions &options) {
 History Model::fit(data::HostTensor x, data::HostTensor y,
                    std::size_t batchSize, const FitOptions &options,
                    bool shuffle) {
+  // Moved, not listed in braces: an initializer_list would copy them.
+  std::vector<data::HostTensor> xs, ys;
+  xs.push_back(std::move(x));
+  ys.push_back(std::move(y));
+  return fit(std::move(xs), std::move(ys), batchSize, options, shuffle);
+}
+
+History Model::fit(std::vector<data::HostTensor> xs,
+                   std::vector<data::HostTensor> ys, std::size_t batchSize,
+                   const FitOptions &options, bool shuffle) {
   compiled("fit");
-  if (batchSize == 0 || x.rank() == 0 || x.dim(0) < batchSize)
+  const std::size_t n = xs.empty() || xs[0].rank() == 0 ? 0 : xs[0].dim(0);
+  if (batchSize == 0 || n < batchSize)
     throw OptionError("fit: batchSize must be between 1 and the number of "
                       "examples (" +
-                      std::to_string(x.rank() ? x.dim(0) : 0) + "), got " +
+                      std::to_string(n) + "), got " +
                       std::to_string(batchSize));
-  const std::size_t n = x.dim(0);
-  // Moved, not listed in braces: an initializer_list would copy them.
-  std::vector<data::HostTensor> tensors;
-  tensors.push_back(std::move(x));
-  tensors.push_back(std::move(y));
+  std::vector<data::HostTensor> tensors = std::move(xs);
+  for (data::HostTensor &y : ys)
+    tensors.push_back(std::move(y));
   data::Dataset examples = data::Dataset::fromTensors(std::move(tensors));
   if (shuffle)
     examples = examples.shuffle(n, seed_);
@@ -431,16 +479,14 @@ Logs Model::evaluate(const data::Dataset &dataset,
       detail::largestDivisorAtMost(steps, c.options.stepsPerExecution));
   const std::string key =
       "eval " + spec.toString() + " x" + std::to_string(spe);
-  ir::Module m = evaluationModule(spec[0].shape[0], spec[1]);
-  session::Session &s = inferenceSession(key, std::move(m), {"x", "y"},
-                                         outfeedNames(c.accuracy), spe);
+  ir::Module m = evaluationModule(spec);
+  session::Session &s =
+      inferenceSession(key, std::move(m), elementFeeds(), c.logNames, spe);
   session::Infeed in(
-      c.loss == LossKind::SparseCategorical
-          ? withLabelCheck(dataset, outputShape().back(), steps, "evaluate")
-          : dataset);
+      withLabelCheck(dataset, sparseLabels(), steps, "evaluate"));
   session::Outfeed out;
   s.connect(in, out);
-  RunningMeans means(outfeedNames(c.accuracy));
+  RunningMeans means(c.logNames);
   const double start = session::nowSeconds();
   for (std::size_t done = 0; done < steps; done += spe) {
     s.run();
@@ -456,59 +502,121 @@ Logs Model::evaluate(const data::Dataset &dataset,
   return means.logs();
 }
 
+std::vector<std::string> Model::elementFeeds(bool labels) const {
+  std::vector<std::string> names = feedNames('x', inputIndices().size());
+  if (labels)
+    for (const std::string &y : feedNames('y', outputIndices().size()))
+      names.push_back(y);
+  return names;
+}
+
 data::HostTensor Model::predict(const data::HostTensor &x,
                                 std::size_t batchSize) {
-  Compiled &c = compiled("predict");
-  const Input &in = input();
-  if (batchSize == 0)
-    throw OptionError("predict: batchSize must be at least 1");
+  if (outputIndices().size() != 1)
+    throw ModelError("predict: model \"" + name_ + "\" has " +
+                     std::to_string(outputIndices().size()) +
+                     " outputs; call the predict() that returns one tensor "
+                     "per output");
+  return std::move(predictPointers({&x}, batchSize)[0]);
+}
+
+std::vector<data::HostTensor>
+Model::predict(const std::vector<data::HostTensor> &xs, std::size_t batchSize) {
+  std::vector<const data::HostTensor *> pointers;
+  for (const data::HostTensor &x : xs)
+    pointers.push_back(&x);
+  return predictPointers(pointers, batchSize);
+}
+
+void Model::checkPredictInput(const data::HostTensor &x, const Input &in,
+                              std::size_t k) const {
+  const std::string which =
+      inputIndices().size() == 1 ? "the inputs" : "input " + std::to_string(k);
   Shape perExample(x.shape().begin() + (x.rank() ? 1 : 0), x.shape().end());
   if (x.rank() == 0 || perExample != in.shape()) {
     Shape expected{0};
     expected.insert(expected.end(), in.shape().begin(), in.shape().end());
-    throw ShapeError("predict: the inputs have shape " +
+    throw ShapeError("predict: " + which + " have shape " +
                      data::shapeString(x.shape()) +
                      " but the model's Input \"" + in.name() + "\" takes " +
                      kerasShape(expected) +
                      "; give one example per row of the first dimension");
   }
   if (x.type() != in.dtype())
-    throw TypeError("predict: the inputs are " +
+    throw TypeError("predict: " + which + " are " +
                     std::string(typeName(x.type())) +
                     " but the model's Input \"" + in.name() + "\" takes " +
                     std::string(typeName(in.dtype())) + "; cast them first");
-  const std::size_t n = x.dim(0), batches = (n + batchSize - 1) / batchSize;
-  const std::size_t exampleBytes = x.numBytes() / std::max<std::size_t>(n, 1);
-  Shape padded{batches, batchSize};
-  padded.insert(padded.end(), in.shape().begin(), in.shape().end());
-  data::HostTensor xs(x.type(), padded); // zeros past the last example
-  if (n)
-    std::memcpy(xs.data(), x.data(), n * exampleBytes);
+}
+
+// Pointers, so that predict(x) does not copy x into a vector.
+std::vector<data::HostTensor>
+Model::predictPointers(const std::vector<const data::HostTensor *> &xs,
+                       std::size_t batchSize) {
+  Compiled &c = compiled("predict");
+  const std::vector<const Input *> ins = inputLayers();
+  if (batchSize == 0)
+    throw OptionError("predict: batchSize must be at least 1");
+  if (xs.size() != ins.size())
+    throw ShapeError("predict: model \"" + name_ + "\" has " +
+                     std::to_string(ins.size()) + " inputs but " +
+                     std::to_string(xs.size()) +
+                     " tensors were given; give one per input");
+  for (std::size_t k = 0; k < xs.size(); ++k)
+    checkPredictInput(*xs[k], *ins[k], k);
+  const std::size_t n = xs[0]->dim(0),
+                    batches = (n + batchSize - 1) / batchSize;
+  std::vector<data::HostTensor> padded;
+  for (std::size_t k = 0; k < xs.size(); ++k) {
+    if (xs[k]->dim(0) != n)
+      throw ShapeError("predict: input " + std::to_string(k) + " has " +
+                       std::to_string(xs[k]->dim(0)) +
+                       " examples but input 0 " + "has " + std::to_string(n) +
+                       "; give each input alike");
+    Shape shape{batches, batchSize};
+    shape.insert(shape.end(), ins[k]->shape().begin(), ins[k]->shape().end());
+    padded.emplace_back(xs[k]->type(), shape); // zeros past the last example
+    if (n)
+      std::memcpy(padded.back().data(), xs[k]->data(), xs[k]->numBytes());
+  }
   const auto spe = static_cast<unsigned>(
       detail::largestDivisorAtMost(batches, c.options.stepsPerExecution));
   const std::string key =
       "predict " + std::to_string(batchSize) + " x" + std::to_string(spe);
-  session::Session &s = inferenceSession(key, predictionModule(batchSize),
-                                         {"x"}, {"output"}, spe);
-  session::Infeed feed(data::Dataset::fromTensors({std::move(xs)}));
+  session::Session &s =
+      inferenceSession(key, predictionModule(batchSize), elementFeeds(false),
+                       predictionOutputs(), spe);
+  session::Infeed feed(data::Dataset::fromTensors(std::move(padded)));
   session::Outfeed out;
   s.connect(feed, out);
-  Shape outShape{n};
-  const Shape perOut = outputShape();
-  outShape.insert(outShape.end(), perOut.begin(), perOut.end());
-  data::HostTensor result(FLOAT, outShape);
-  auto dst = static_cast<std::byte *>(result.data());
-  const std::size_t outBytes = ir::numElements(perOut) * sizeof(float);
+  std::vector<data::HostTensor> results;
+  std::vector<std::size_t> outBytes;
+  for (const Shape &perOut : outputShapes()) {
+    Shape outShape{n};
+    outShape.insert(outShape.end(), perOut.begin(), perOut.end());
+    results.emplace_back(FLOAT, outShape);
+    outBytes.push_back(ir::numElements(perOut) * sizeof(float));
+  }
   std::size_t written = 0;
   for (std::size_t done = 0; done < batches; done += spe) {
     s.run();
     for (const data::Element &e : out.dequeueAll()) {
       const std::size_t take = std::min(batchSize, n - written);
-      std::memcpy(dst + written * outBytes, e[0].data(), take * outBytes);
+      for (std::size_t i = 0; i < results.size(); ++i)
+        std::memcpy(static_cast<std::byte *>(results[i].data()) +
+                        written * outBytes[i],
+                    e[i].data(), take * outBytes[i]);
       written += take;
     }
   }
-  return result;
+  return results;
+}
+
+std::vector<std::string> Model::predictionOutputs() const {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < outputIndices().size(); ++i)
+    names.push_back(i == 0 ? "output" : "output" + std::to_string(i));
+  return names;
 }
 
 session::Checkpoint Model::getReplicaWeights(unsigned replica) {
@@ -529,7 +637,8 @@ session::Checkpoint Model::getWeights() {
   // Not trained yet: the initial values, as an inference session holds them.
   ir::Module m = predictionModule(1);
   session::Session &s =
-      inferenceSession("predict 1 x1", std::move(m), {"x"}, {"output"}, 1);
+      inferenceSession("predict 1 x1", std::move(m), elementFeeds(false),
+                       predictionOutputs(), 1);
   session::Checkpoint ckpt = s.readVariables();
   ckpt.model = name_;
   return ckpt;

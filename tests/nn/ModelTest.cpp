@@ -578,3 +578,35 @@ TEST(Errors, AProfileThatCannotBeWrittenFailsTheFit) {
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST(Layers, ZeroPaddingPutsZerosAroundImagesInEitherLayout) {
+  // Straight from the Input (channels-last) and after a 1x1 convolution
+  // of weight 1 (channels-first): the same padded images.
+  Conv2DOptions identity;
+  identity.useBias = false;
+  identity.kernelInitializer = tessera::ir::init::constant(1.0);
+  Sequential last(
+      {Input({2, 3, 1}), ZeroPadding2D({{{1, 0}, {2, 1}}}), Flatten()});
+  Sequential first({Input({2, 3, 1}), Conv2D(1, {1, 1}, identity),
+                    ZeroPadding2D({{{1, 0}, {2, 1}}}), Flatten()});
+  EXPECT_THAT(last.summary(),
+              HasSubstr("zero_padding2d (ZeroPadding2 (None, 3, 6, 1)"));
+  std::vector<float> values(12);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = float(i + 1);
+  const HostTensor x = HostTensor::fromValues<float>({2, 2, 3, 1}, values);
+  for (Sequential *m : {&last, &first}) {
+    m->compile(smallCompile(1));
+    const HostTensor p = m->predict(x, 2);
+    ASSERT_EQ(p.shape(), (data::Shape{2, 18}));
+    for (std::size_t n = 0; n < 2; ++n)
+      for (std::size_t r = 0; r < 3; ++r)
+        for (std::size_t c = 0; c < 6; ++c) {
+          const bool inside = r >= 1 && c >= 2 && c < 5;
+          const float want =
+              inside ? values[n * 6 + (r - 1) * 3 + (c - 2)] : 0.0f;
+          EXPECT_EQ(p.values<float>()[n * 18 + r * 6 + c], want)
+              << "example " << n << " row " << r << " column " << c;
+        }
+  }
+}

@@ -321,6 +321,23 @@ private:
   Size2 pool_;
   PoolOptions options_;
 };
+/// Zeros around images: [N, H, W, C] -> [N, top + H + bottom,
+/// left + W + right, C] (Keras' ZeroPadding2D, ResNet50's conv1_pad).
+class ZeroPadding2D : public Layer {
+public:
+  /// \p padding: {{top, bottom}, {left, right}}.
+  explicit ZeroPadding2D(std::array<Size2, 2> padding = {{{1, 1}, {1, 1}}},
+                         std::string name = "");
+  std::string typeName() const override { return "ZeroPadding2D"; }
+  std::shared_ptr<Layer> clone() const override {
+    return std::make_shared<ZeroPadding2D>(*this);
+  }
+  std::string defaultName() const override { return "zero_padding2d"; }
+  Activations call(BuildContext &ctx, const Activations &x) const override;
+
+private:
+  std::array<Size2, 2> padding_;
+};
 /// The mean over height and width: [N, H, W, C] -> [N, C].
 class GlobalAvgPool2D : public Layer {
 public:

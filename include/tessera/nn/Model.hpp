@@ -59,10 +59,17 @@ struct CompileOptions {
   /// "categorical_crossentropy" (one-hot targets [N, classes]) or
   /// "mean_squared_error" ("mse").
   std::string loss = "sparse_categorical_crossentropy";
+  /// One loss per output of a model with several (Keras' list of losses);
+  /// empty: \ref loss for every output.
+  std::vector<std::string> losses;
+  /// The weight of each output's loss in the loss trained on (Keras'
+  /// loss_weights); empty: 1 for each.
+  std::vector<double> lossWeights;
   /// The model's outputs are logits, not probabilities. (With a final
   /// softmax the loss uses the logits before it either way.)
   bool fromLogits = false;
-  /// "accuracy" (for the cross-entropy losses).
+  /// "accuracy" (for the cross-entropy losses; with several outputs, for
+  /// each output trained with one).
   std::vector<std::string> metrics;
   /// Training steps per device run (TensorFlow-for-IPU's
   /// steps_per_execution); an epoch's steps must be a multiple of it.
@@ -209,6 +216,15 @@ public:
   /// default initialiser and dropout.
   Model(const KerasTensor &input, const KerasTensor &output,
         std::string name = "model", std::uint64_t seed = 1);
+  /// A functional model of several inputs and outputs. Its dataset
+  /// elements are (x0, ..., xN-1, y0, ..., yM-1): the inputs in \p inputs'
+  /// order, then one label per output. With several outputs the logs hold
+  /// "loss" (the weighted sum), then "<output layer>_loss" and
+  /// "<output layer>_accuracy" for each, as Keras names them. Models of
+  /// several inputs cannot be pipelined.
+  Model(const std::vector<KerasTensor> &inputs,
+        const std::vector<KerasTensor> &outputs, std::string name = "model",
+        std::uint64_t seed = 1);
   virtual ~Model();
   Model(Model &&) noexcept;
   Model &operator=(Model &&) noexcept;
@@ -222,8 +238,15 @@ public:
   void summary(std::ostream &out) const;
   /// (trainable, non-trainable) parameter counts.
   std::pair<std::size_t, std::size_t> countParams() const;
-  /// The output shape of one example (no batch dimension).
+  /// The output shape of one example (no batch dimension); of the first
+  /// output of a model with several.
   Shape outputShape() const;
+  /// The shape of one example of each output.
+  std::vector<Shape> outputShapes() const;
+  /// The model's Inputs, in the order its elements give them.
+  std::vector<const Input *> inputLayers() const;
+  /// The names of the layers making the outputs.
+  std::vector<std::string> outputNames() const;
 
   /// Sets the loss, optimizer, metrics and device loop. Throws OptionError
   /// for an unknown loss or metric and ShapeError when the model does not
@@ -245,6 +268,11 @@ public:
   /// into the dataset, not copied, when the caller moves them in.
   History fit(data::HostTensor x, data::HostTensor y, std::size_t batchSize,
               const FitOptions &options = {}, bool shuffle = true);
+  /// As above for a model of several inputs or outputs: one tensor per
+  /// input in \p xs and one per output in \p ys, each [n, ...].
+  History fit(std::vector<data::HostTensor> xs,
+              std::vector<data::HostTensor> ys, std::size_t batchSize,
+              const FitOptions &options = {}, bool shuffle = true);
   /// Compiles (or loads from the executable cache) the training step for
   /// elements of \p spec, so that a later fit() on such a dataset starts at
   /// once; a program can load its data meanwhile. Errors as fit().
@@ -259,6 +287,10 @@ public:
   /// \p batchSize (the last one padded): [n, output shape...].
   data::HostTensor predict(const data::HostTensor &x,
                            std::size_t batchSize = 32);
+  /// As above for a model of several inputs or outputs: one tensor per
+  /// input in \p xs, one result per output.
+  std::vector<data::HostTensor> predict(const std::vector<data::HostTensor> &xs,
+                                        std::size_t batchSize = 32);
 
   /// The weights (and optimizer state) as they are now.
   session::Checkpoint getWeights();
@@ -324,6 +356,9 @@ protected:
 
   std::vector<LayerRef> layers_;
   std::vector<std::vector<std::size_t>> inputsOf_;
+  /// The indices in layers_ of the model's inputs and outputs; empty: the
+  /// first layer and the last (a Sequential).
+  std::vector<std::size_t> inputs_, outputs_;
 
 private:
   struct Compiled;
@@ -336,11 +371,31 @@ private:
                        const std::string *synthetic = nullptr,
                        bool staged = false) const;
   const Input &input() const;
-  ir::Module evaluationModule(std::size_t batchSize,
-                              const data::ComponentSpec &labels) const;
+  std::vector<std::size_t> inputIndices() const;
+  std::vector<std::size_t> outputIndices() const;
+  /// The training module for elements of \p spec (inputs, then labels).
+  ir::Module trainingModule(const data::ElementSpec &spec) const;
+  ir::Module evaluationModule(const data::ElementSpec &spec) const;
   ir::Module predictionModule(std::size_t batchSize) const;
   void checkElements(const data::ElementSpec &spec, bool needLabels,
                      const char *what) const;
+  void checkInput(const data::ElementSpec &spec, std::size_t k, const Input &in,
+                  const char *what) const;
+  void checkPredictInput(const data::HostTensor &x, const Input &in,
+                         std::size_t k) const;
+  /// The module's feeds for an element: the inputs, then (with \p labels)
+  /// the labels.
+  std::vector<std::string> elementFeeds(bool labels = true) const;
+  std::vector<data::HostTensor>
+  predictPointers(const std::vector<const data::HostTensor *> &xs,
+                  std::size_t batchSize);
+  /// The prediction module's outputs, one per model output.
+  std::vector<std::string> predictionOutputs() const;
+  /// The components of sparse labels, each with its output's classes.
+  std::vector<std::pair<std::size_t, std::size_t>> sparseLabels() const;
+  /// Each output's loss, weight and the names of the logs; OptionError for
+  /// lists of the wrong length, unknown losses and metrics.
+  void compileLosses(Compiled &c, const CompileOptions &options) const;
   Compiled &compiled(const char *what);
   session::Session &trainingSession(const data::ElementSpec &spec);
   session::Session &inferenceSession(const std::string &key, ir::Module module,

@@ -16,7 +16,7 @@ __all__ = ["Layer", "InputLayer", "Input", "KerasTensor", "Dense", "Conv2D",
            "MaxPooling2D", "MaxPool2D", "AveragePooling2D", "AvgPool2D",
            "GlobalAveragePooling2D", "GlobalAvgPool2D", "Flatten", "Dropout",
            "BatchNormalization", "LayerNormalization", "Activation", "Add",
-           "Concatenate", "Embedding", "ReLU", "Softmax"]
+           "Concatenate", "Embedding", "ReLU", "Softmax", "ZeroPadding2D"]
 
 _seeds = itertools.count(1000)
 
@@ -194,6 +194,26 @@ class AveragePooling2D(Layer):
 
 MaxPool2D = MaxPooling2D
 AvgPool2D = AveragePooling2D
+
+
+class ZeroPadding2D(Layer):
+    """Zeros around channels-last images. padding: an int (all sides), a
+    pair (rows, columns: symmetric) or ((top, bottom), (left, right))."""
+
+    def __init__(self, padding=(1, 1), data_format=None, name=None,
+                 **kwargs):
+        if data_format not in (None, "channels_last"):
+            raise ValueError("ZeroPadding2D: only channels_last images are "
+                             "supported, got data_format=%r" % data_format)
+        if isinstance(padding, int):
+            rows = cols = (padding, padding)
+        else:
+            rows, cols = padding
+            rows = (rows, rows) if isinstance(rows, int) else tuple(rows)
+            cols = (cols, cols) if isinstance(cols, int) else tuple(cols)
+        super().__init__(_tessera.ZeroPadding2D(
+            [int(r) for r in rows], [int(c) for c in cols], _name(name)),
+            **kwargs)
 
 
 class GlobalAveragePooling2D(Layer):

@@ -34,9 +34,51 @@ def _synthetic_data_initializer():
     return ipu_config._current_synthetic_initializer()
 
 
+def _as_arrays(values):
+    """An array, a list of arrays or a dict of arrays, with lists' and
+    dicts' entries as arrays (views where they were arrays)."""
+    if values is None:
+        return None
+    if isinstance(values, dict):
+        return {k: _as_arrays(v) for k, v in values.items()}
+    if isinstance(values, (list, tuple)) and values and \
+            hasattr(values[0], "shape"):
+        return [np.asarray(v) for v in values]
+    return values if hasattr(values, "shape") else np.asarray(values)
+
+
+def _examples(values):
+    """The examples (first dimension) of what _as_arrays returns."""
+    if isinstance(values, dict):
+        values = list(values.values())
+    if isinstance(values, list):
+        values = values[0]
+    return len(values)
+
+
+def _cut(values, begin, end):
+    """Rows begin..end of each array of `values` (views, no copy)."""
+    if values is None:
+        return None
+    if isinstance(values, dict):
+        return {k: v[begin:end] for k, v in values.items()}
+    if isinstance(values, list):
+        return [v[begin:end] for v in values]
+    return values[begin:end]
+
+
 class Model:
     """A functional model: Model(inputs, outputs) with tensors from
-    keras.Input() and layers applied to them."""
+    keras.Input() and layers applied to them. inputs and outputs may be
+    lists (or dicts) of tensors: fit, evaluate and predict then take one
+    array per input (a list in order, or a dict by Input name) and one
+    label array per output (a list, or a dict by output layer name);
+    compile takes one loss for all outputs or one per output (a list or a
+    dict by output name) and loss_weights; predict returns a list of
+    arrays, one per output. Datasets give elements
+    ((x1, x2, ...), (y1, y2, ...)). The logs are "loss" (the weighted
+    sum), then "<output>_loss" and "<output>_accuracy" for each output,
+    as Keras names them."""
 
     def __init__(self, inputs=None, outputs=None, name=None, seed=None,
                  **kwargs):
@@ -56,26 +98,34 @@ class Model:
         self._accumulation = None
         if inputs is None and outputs is None:
             return
-        if isinstance(inputs, (list, tuple)):
-            if len(inputs) != 1:
-                raise NotImplementedError(
-                    "Model: Tessera models take one input, got %d"
-                    % len(inputs))
-            inputs = inputs[0]
-        if isinstance(outputs, (list, tuple)):
-            if len(outputs) != 1:
-                raise NotImplementedError(
-                    "Model: Tessera models have one output, got %d"
-                    % len(outputs))
-            outputs = outputs[0]
-        if not isinstance(inputs, _layers.KerasTensor) or \
-                inputs._input_layer is None:
-            raise TypeError("Model: inputs must be the tensor keras.Input() "
-                            "returned")
-        self._core = _tessera.Model(inputs._t, outputs._t, self._name,
+        inputs = self._tensors(inputs, "inputs")
+        outputs = self._tensors(outputs, "outputs")
+        for i, t in enumerate(inputs):
+            if t._input_layer is None:
+                raise TypeError("Model: input %d must be a tensor "
+                                "keras.Input() returned" % i)
+        self._core = _tessera.Model([t._t for t in inputs],
+                                    [t._t for t in outputs], self._name,
                                     self._seed)
         self._stages = self._scoped_stages(inputs, outputs)
         self._apply_options()
+
+    @staticmethod
+    def _tensors(tensors, what):
+        """`tensors` (one KerasTensor, or a list, tuple or dict of them) as a
+        list (a dict's in its order)."""
+        if isinstance(tensors, dict):
+            tensors = list(tensors.values())
+        elif not isinstance(tensors, (list, tuple)):
+            tensors = [tensors]
+        if not tensors:
+            raise ValueError("Model: give at least one tensor as %s" % what)
+        for i, t in enumerate(tensors):
+            if not isinstance(t, _layers.KerasTensor):
+                raise TypeError("Model: %s[%d] is %s, not a Keras tensor "
+                                "(keras.Input() or a layer's output)"
+                                % (what, i, type(t).__name__))
+        return list(tensors)
 
     def _scoped_stages(self, inputs, outputs):
         """The stage of each layer after the Input from the PipelineStage
@@ -92,12 +142,12 @@ class Model:
             seen.add(id(t))
             order.append(t)
 
-        visit(inputs)
-        visit(outputs)
-        stages = [t._stage for t in order[1:]]
+        for t in inputs + outputs:
+            visit(t)
+        stages = [t._stage for t in order[len(inputs):]]
         if all(s is None for s in stages):
             return None
-        names = [l.name for l in self._core.layers][1:]
+        names = [l.name for l in self._core.layers][len(inputs):]
         if len(names) != len(stages):
             raise RuntimeError(
                 "Model: %d layers after the Input but %d layer calls seen; "
@@ -152,13 +202,27 @@ class Model:
 
     @property
     def input_shape(self):
+        """(None, ...) of the input; a list of them with several."""
         self._require_built("input_shape")
-        return (None,) + tuple(self._core.input_spec()[2])
+        shapes = [(None,) + tuple(s[2]) for s in self._core.input_specs()]
+        return shapes[0] if len(shapes) == 1 else shapes
 
     @property
     def output_shape(self):
+        """(None, ...) of the output; a list of them with several."""
         self._require_built("output_shape")
-        return (None,) + tuple(self._core.output_shape())
+        shapes = [(None,) + tuple(s) for s in self._core.output_shapes()]
+        return shapes[0] if len(shapes) == 1 else shapes
+
+    @property
+    def output_names(self):
+        self._require_built("output_names")
+        return list(self._core.output_names())
+
+    @property
+    def input_names(self):
+        self._require_built("input_names")
+        return [s[0] for s in self._core.input_specs()]
 
     # ---- compile ---------------------------------------------------------
 
@@ -170,8 +234,8 @@ class Model:
         steps_per_execution: training steps per device run; an epoch's
         steps must be a multiple of it.
         """
-        for key in ("loss_weights", "weighted_metrics", "run_eagerly",
-                    "jit_compile"):
+        loss_weights = kwargs.pop("loss_weights", None)
+        for key in ("weighted_metrics", "run_eagerly", "jit_compile"):
             kwargs.pop(key, None)
         if kwargs:
             raise TypeError("compile: unknown arguments %s" % sorted(kwargs))
@@ -182,24 +246,75 @@ class Model:
         if loss is None:
             loss = previous.get("loss",
                                 _losses.SparseCategoricalCrossentropy())
-        loss = _losses.get(loss)
+        if isinstance(loss, dict):
+            loss = {k: _losses.get(v) for k, v in loss.items()}
+        elif isinstance(loss, (list, tuple)):
+            loss = [_losses.get(v) for v in loss]
+        else:
+            loss = _losses.get(loss)
+        if isinstance(metrics, dict):  # per output: any metric is accuracy
+            metrics = [m for ms in metrics.values()
+                       for m in (ms if isinstance(ms, (list, tuple))
+                                 else [ms])]
         names = [_metrics.name_of(m) for m in (metrics or [])]
         self.optimizer = optimizer
         self._compile_args = {
             "optimizer": optimizer, "loss": loss, "metric_names": names,
+            "loss_weights": loss_weights,
             "steps_per_execution": int(steps_per_execution or 1)}
         self._compiled_core = False
         if self._core is not None:
             self._compile_core()
             self._compiled_core = True
 
+    def _per_output(self, value, what):
+        """`value` given per output (a list in output order or a dict by
+        output layer name) as a list in output order."""
+        names = self._core.output_names()
+        if isinstance(value, dict):
+            unknown = sorted(set(value) - set(names))
+            if unknown:
+                raise ValueError("compile: %s names %s, which are not "
+                                 "outputs of model %r; its outputs are %s"
+                                 % (what, unknown, self._name, names))
+            missing = [n for n in names if n not in value]
+            if missing:
+                raise ValueError("compile: %s has no entry for the outputs "
+                                 "%s" % (what, missing))
+            return [value[n] for n in names]
+        value = list(value)
+        if len(value) != len(names):
+            raise ValueError("compile: %s lists %d entries for the %d "
+                             "outputs %s of model %r; give one per output"
+                             % (what, len(value), len(names), names,
+                                self._name))
+        return value
+
+    def _output_losses(self):
+        """The Loss of each output."""
+        loss = self._compile_args["loss"]
+        if isinstance(loss, _losses.Loss):
+            return [loss] * len(self._core.output_names())
+        return self._per_output(loss, "loss")
+
     def _compile_core(self):
         a = self._compile_args
-        self._core.compile(a["optimizer"]._core(), a["loss"].name,
-                           a["loss"].from_logits,
+        losses = self._output_losses()
+        logits = {l.from_logits for l in losses
+                  if l.name != "mean_squared_error"}
+        if len(logits) > 1:
+            raise ValueError("compile: the outputs' cross-entropy losses "
+                             "differ in from_logits; Tessera takes one "
+                             "setting for all of them")
+        weights = a["loss_weights"]
+        weights = [] if weights is None else \
+            [float(w) for w in self._per_output(weights, "loss_weights")]
+        self._core.compile(a["optimizer"]._core(), losses[0].name,
+                           logits.pop() if logits else False,
                            ["accuracy"] if a["metric_names"] else [],
                            a["steps_per_execution"], _system_config(),
-                           _synthetic_data_initializer())
+                           _synthetic_data_initializer(),
+                           [l.name for l in losses], weights)
 
     def _require_compiled(self, what):
         if self._compile_args is None:
@@ -208,45 +323,98 @@ class Model:
                                % (what, self._name))
 
     def _rename(self):
+        """The C++ logs' accuracy names as the metric was named in compile
+        ("sparse_categorical_accuracy", "dense_1_acc", ...)."""
         names = self._compile_args["metric_names"]
-        if not names:
+        if not names or names[0] == "accuracy":
             return {}
-        return {"accuracy": names[0], "val_accuracy": "val_" + names[0]}
+        outs = self._core.output_names()
+        prefixes = [""] if len(outs) == 1 else [o + "_" for o in outs]
+        rename = {}
+        for p in prefixes:
+            for v in ("", "val_"):
+                rename[v + p + "accuracy"] = v + p + names[0]
+        return rename
 
     # ---- data at the boundary -------------------------------------------
 
+    def _inputs(self):
+        """(name, dtype, shape) of each Input."""
+        return [(n, np.dtype(d), tuple(s))
+                for n, d, s in self._core.input_specs()]
+
     def _input(self):
-        name, dtype, shape = self._core.input_spec()
-        return name, np.dtype(dtype), tuple(shape)
+        return self._inputs()[0]
+
+    @staticmethod
+    def _arrays(values, names, what, arg):
+        """`values` (an array; a list or tuple of them; or a dict by name)
+        as a list of one array per name."""
+        if isinstance(values, dict):
+            missing = [n for n in names if n not in values]
+            if missing:
+                raise ValueError("%s: %s has no arrays for %s; its keys are "
+                                 "%s" % (what, arg, missing, sorted(values)))
+            return [values[n] for n in names]
+        if isinstance(values, (list, tuple)) and (
+                len(names) > 1 or (len(values) == 1 and
+                                   hasattr(values[0], "shape"))):
+            if len(values) != len(names):
+                raise ValueError("%s: %s holds %d arrays but the model "
+                                 "takes %d (%s)" % (what, arg, len(values),
+                                                    len(names), names))
+            return list(values)
+        if len(names) > 1:
+            raise ValueError("%s: the model takes %d arrays as %s (%s); give "
+                             "a list or a dict of them"
+                             % (what, len(names), arg, names))
+        return [values]
+
+    def _x_tensors(self, x, what):
+        ins = self._inputs()
+        xs = self._arrays(x, [n for n, _, _ in ins], what, "x")
+        return [_tessera.HostTensor.from_array(
+            a, dtype.name, '%s: x for Input layer "%s" (expects shape %s, %s)'
+            % (what, name, (None,) + shape, dtype.name))
+            for a, (name, dtype, shape) in zip(xs, ins)]
 
     def _x_tensor(self, x, what):
-        name, dtype, shape = self._input()
-        return _tessera.HostTensor.from_array(
-            x, dtype.name, '%s: x for Input layer "%s" (expects shape %s, %s)'
-            % (what, name, (None,) + shape, dtype.name))
+        return self._x_tensors(x, what)[0]
+
+    def _label_dtypes(self):
+        return ["int32" if l.name == "sparse_categorical_crossentropy"
+                else "float32" for l in self._output_losses()]
 
     def _label_dtype(self):
-        loss = self._compile_args["loss"].name
-        return "int32" if loss == "sparse_categorical_crossentropy" \
-            else "float32"
+        return self._label_dtypes()[0]
+
+    def _y_tensors(self, y, what):
+        outs = self._core.output_names()
+        ys = self._arrays(y, outs, what, "y")
+        losses = self._output_losses()
+        return [_tessera.HostTensor.from_array(
+            a, dtype, "%s: y (labels for %s%s)" % (
+                what, l.name, "" if len(outs) == 1 else
+                ' of output "%s"' % o))
+            for a, dtype, l, o in zip(ys, self._label_dtypes(), losses, outs)]
 
     def _y_tensor(self, y, what):
-        return _tessera.HostTensor.from_array(
-            y, self._label_dtype(), "%s: y (labels for %s)"
-            % (what, self._compile_args["loss"].name))
+        return self._y_tensors(y, what)[0]
 
     def _dataset(self, ds):
         """`ds`'s C++ dataset with its components cast to what the model
         takes (float64 images to float32, float labels to int32 for
-        sparse cross-entropy), as Keras casts them."""
+        sparse cross-entropy), as Keras casts them: the inputs, then one
+        label per output."""
         core = ds._core
         spec = core.spec
-        _, in_dtype, _ = self._input()
-        if len(spec) >= 1 and np.dtype(spec[0][1]) != in_dtype \
-                and np.dtype(spec[0][1]).kind in "fiub":
-            core = core.cast(0, in_dtype.name)
-        if len(spec) >= 2 and np.dtype(spec[1][1]).name != self._label_dtype():
-            core = core.cast(1, self._label_dtype())
+        want = [d.name for _, d, _ in self._inputs()]
+        if self._compile_args is not None:
+            want += self._label_dtypes()
+        for i, dtype in enumerate(want[:len(spec)]):
+            have = np.dtype(spec[i][1])
+            if have.name != dtype and have.kind in "fiub":
+                core = core.cast(i, dtype)
         return core
 
     def _ensure_built(self, x):
@@ -256,6 +424,9 @@ class Model:
                 shape = spec[0][2][1:]
                 dtype = np.dtype(spec[0][1])
             else:
+                if isinstance(x, (list, tuple)) and len(x) == 1 and \
+                        hasattr(x[0], "shape"):
+                    x = x[0]
                 arr = np.asarray(x) if not hasattr(x, "shape") else x
                 shape, dtype = tuple(arr.shape[1:]), arr.dtype
             self._build_for(shape, dtype)
@@ -272,8 +443,8 @@ class Model:
             return self._dataset(validation_data)
         xv, yv = validation_data[0], validation_data[1]
         return _tessera.Dataset.from_host_tensors(
-            [self._x_tensor(xv, "validation_data"),
-             self._y_tensor(yv, "validation_data")]).batch(batch_size, True)
+            self._x_tensors(xv, "validation_data") +
+            self._y_tensors(yv, "validation_data")).batch(batch_size, True)
 
     @staticmethod
     def _split(x, y, fraction):
@@ -286,9 +457,8 @@ class Model:
         if not 0.0 < fraction < 1.0:
             raise ValueError("fit: validation_split must be between 0 and 1 "
                              "(the fraction held out), got %r" % fraction)
-        x = x if hasattr(x, "shape") else np.asarray(x)
-        y = y if y is None or hasattr(y, "shape") else np.asarray(y)
-        n = len(x)
+        x, y = _as_arrays(x), _as_arrays(y)
+        n = _examples(x)
         at = int(n * (1.0 - fraction))
         if at == 0 or at == n:
             raise ValueError(
@@ -297,7 +467,8 @@ class Model:
                 % (fraction, n, "training" if at == 0 else "validation"))
         if y is None:
             raise ValueError("fit: give labels y with arrays x")
-        return x[:at], y[:at], (x[at:], y[at:])
+        return _cut(x, 0, at), _cut(y, 0, at), (_cut(x, at, n),
+                                                  _cut(y, at, n))
 
     # ---- training --------------------------------------------------------
 
@@ -306,7 +477,9 @@ class Model:
             shuffle=True, steps_per_epoch=None, initial_epoch=0, **kwargs):
         """Trains on NumPy arrays x, y (in batches of batch_size, default
         32; a last short batch is left out, as the IPU needs one batch
-        shape) or on a tessera.data.Dataset of (x, y) batches.
+        shape) or on a tessera.data.Dataset of (x, y) batches. For a model
+        of several inputs or outputs, x and y are lists or dicts of arrays
+        (see Model).
 
         validation_split holds out the last fraction of the arrays (before
         shuffling) as validation data, as Keras does; validation_data wins
@@ -324,12 +497,12 @@ class Model:
         if validation_split:
             x, y, split = self._split(x, y, validation_split)
             bs = int(batch_size or 32)
-            if validation_data is None and len(split[0]) < bs:
+            if validation_data is None and _examples(split[0]) < bs:
                 raise ValueError(
                     "fit: validation_split %g holds out %d examples, fewer "
                     "than one batch (batch_size %d); the IPU evaluates whole "
                     "batches, so hold out more" % (validation_split,
-                                                   len(split[0]), bs))
+                                                   _examples(split[0]), bs))
             if validation_data is None:
                 validation_data = split
         if verbose == "auto":
@@ -353,7 +526,7 @@ class Model:
             if y is None:
                 raise ValueError("fit: give labels y with arrays x")
             bs = int(batch_size or 32)
-            xt, yt = self._x_tensor(x, "fit"), self._y_tensor(y, "fit")
+            xt, yt = self._x_tensors(x, "fit"), self._y_tensors(y, "fit")
             self._core.fit_arrays(xt, yt, bs, bool(shuffle), epochs,
                                   initial_epoch, int(verbose), hooks,
                                   self._validation(validation_data, bs))
@@ -375,14 +548,14 @@ class Model:
             ds = self._dataset(x)
         else:
             bs = int(batch_size or 32)
-            n = len(x)
+            n = _examples(_as_arrays(x))
             if n % bs:
                 print("evaluate: leaving out the last %d of %d examples "
                       "(batch_size %d must divide them)" % (n % bs, n, bs),
                       file=sys.stderr)
             ds = _tessera.Dataset.from_host_tensors(
-                [self._x_tensor(x, "evaluate"),
-                 self._y_tensor(y, "evaluate")]).batch(bs, True)
+                self._x_tensors(x, "evaluate") +
+                self._y_tensors(y, "evaluate")).batch(bs, True)
         logs = self._core.evaluate(ds, int(verbose if verbose != "auto"
                                            else 1))
         rename = self._rename()
@@ -393,15 +566,18 @@ class Model:
         return values[0] if len(values) == 1 else values
 
     def predict(self, x, batch_size=None, verbose=0, **kwargs):
-        """The model's outputs for x (arrays, or a dataset whose first
-        component is x), as a NumPy array that owns Tessera's result."""
+        """The model's outputs for x (an array; a list or dict of arrays
+        for a model of several inputs; or a dataset whose first components
+        are the inputs), as a NumPy array that owns Tessera's result, or
+        a list of them (one per output) for a model of several outputs."""
         if self._compile_args is None:
             self.compile()
         if isinstance(x, _data.Dataset):
-            parts = [e[0] if isinstance(e, tuple) else e for e in x]
-            x = np.concatenate(parts)
+            n = len(self._core.input_specs()) if self._core else 1
+            parts = list(x._core)  # flat: the inputs come first
+            x = [np.concatenate([p[i] for p in parts]) for i in range(n)]
         self._ensure_built(x)
-        return self._core.predict(self._x_tensor(x, "predict"),
+        return self._core.predict(self._x_tensors(x, "predict"),
                                   int(batch_size or 32))
 
     def __call__(self, x):

@@ -27,7 +27,8 @@ from ._v1 import NAMES as _V1
 # tf.keras and its submodules are tessera.keras's, under tessera.tf's name,
 # so `from tessera.tf.keras.layers import *` imports.
 for _name in ("callbacks", "datasets", "initializers", "layers", "losses",
-              "metrics", "models", "optimizers", "utils", "backend"):
+              "metrics", "models", "optimizers", "utils", "backend",
+              "applications"):
     sys.modules[__name__ + ".keras." + _name] = getattr(keras, _name)
 sys.modules[__name__ + ".keras"] = keras
 sys.modules[__name__ + ".data"] = data
