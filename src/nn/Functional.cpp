@@ -23,10 +23,27 @@ KerasTensor Layer::operator()(const KerasTensor &x) const {
   return (*this)(std::vector<KerasTensor>{x});
 }
 
+namespace {
+// The stage of the PipelineStage scope open on this thread.
+thread_local std::optional<unsigned> currentStage;
+} // namespace
+
+PipelineStage::PipelineStage(unsigned stage) : stage_(stage) {
+  if (currentStage)
+    throw OptionError("PipelineStage(" + std::to_string(stage) +
+                      "): already inside PipelineStage(" +
+                      std::to_string(*currentStage) +
+                      "); close that scope first, stages do not nest");
+  currentStage = stage;
+}
+
+PipelineStage::~PipelineStage() { currentStage.reset(); }
+
 KerasTensor Layer::operator()(const std::vector<KerasTensor> &xs) const {
   auto node = std::make_shared<KerasTensor::Node>();
   node->layer = clone();
   node->inputs = xs;
+  node->stage = currentStage;
   return KerasTensor(std::move(node));
 }
 
@@ -135,25 +152,70 @@ Model::Model(const std::vector<KerasTensor> &inputs,
     index[&in.layer()] = layers_.size();
     append(LayerRef(in.layer().clone()), {});
   }
-  std::function<std::size_t(const KerasTensor &)> visit =
-      [&](const KerasTensor &t) -> std::size_t {
-    if (auto it = index.find(&t.layer()); it != index.end())
-      return it->second;
+  // Depth-first from each output: a node follows its inputs, so the order
+  // is topological.
+  std::vector<KerasTensor> order;
+  std::map<const Layer *, bool> seen;
+  std::function<void(const KerasTensor &)> visit = [&](const KerasTensor &t) {
+    if (index.contains(&t.layer()) || seen[&t.layer()])
+      return;
     if (dynamic_cast<const Input *>(&t.layer()))
       throw ModelError("model \"" + name_ + "\": an output depends on " +
                        describeLayer(t.layer()) +
                        ", an Input other than the model's; list it in its "
                        "inputs");
-    std::vector<std::size_t> ins;
     for (const KerasTensor &in : t.inputs())
-      ins.push_back(visit(in));
-    auto layer = t.layer().clone();
-    append(LayerRef(layer), std::move(ins));
-    index[&t.layer()] = layers_.size() - 1;
-    return layers_.size() - 1;
+      visit(in);
+    seen[&t.layer()] = true;
+    order.push_back(t);
   };
   for (const KerasTensor &out : outputs)
-    outputs_.push_back(visit(out));
+    visit(out);
+  const std::vector<unsigned> stages = stagesOf(order);
+  for (const KerasTensor &t : order) {
+    std::vector<std::size_t> ins;
+    for (const KerasTensor &in : t.inputs())
+      ins.push_back(index.at(&in.layer()));
+    append(LayerRef(t.layer().clone()), std::move(ins));
+    index[&t.layer()] = layers_.size() - 1;
+  }
+  for (const KerasTensor &out : outputs)
+    outputs_.push_back(index.at(&out.layer()));
+  if (!stages.empty())
+    setPipelineStageAssignment(stages);
+}
+
+std::vector<unsigned> Model::stagesOf(std::vector<KerasTensor> &order) const {
+  const auto staged = [](const KerasTensor &t) {
+    return t.node_->stage.has_value();
+  };
+  if (std::none_of(order.begin(), order.end(), staged))
+    return {};
+  for (const KerasTensor &t : order) {
+    if (!staged(t))
+      throw ModelError("model \"" + name_ + "\": " + describeLayer(t.layer()) +
+                       " was applied outside any PipelineStage while other "
+                       "layers were applied in one; apply every layer in a "
+                       "PipelineStage scope");
+    for (const KerasTensor &in : t.inputs())
+      if (staged(in) && *in.node_->stage > *t.node_->stage)
+        throw ModelError(
+            "model \"" + name_ + "\": " + describeLayer(t.layer()) +
+            " on pipeline stage " + std::to_string(*t.node_->stage) +
+            " takes the output of " + describeLayer(in.layer()) +
+            " on the later stage " + std::to_string(*in.node_->stage) +
+            "; a stage may only read its own or earlier stages");
+  }
+  // A stable sort by stage keeps the order topological: along every edge
+  // the stage does not fall, and equal stages keep their order.
+  std::stable_sort(order.begin(), order.end(),
+                   [](const KerasTensor &a, const KerasTensor &b) {
+                     return *a.node_->stage < *b.node_->stage;
+                   });
+  std::vector<unsigned> stages;
+  for (const KerasTensor &t : order)
+    stages.push_back(*t.node_->stage);
+  return stages;
 }
 
 } // namespace tessera::nn

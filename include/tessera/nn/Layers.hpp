@@ -150,13 +150,48 @@ public:
 
 private:
   friend class Layer;
+  friend class Model;
   struct Node {
     std::shared_ptr<Layer> layer;
     std::vector<KerasTensor> inputs;
+    /// The PipelineStage scope the layer was applied in, if any.
+    std::optional<unsigned> stage;
   };
   explicit KerasTensor(std::shared_ptr<const Node> node)
       : node_(std::move(node)) {}
   std::shared_ptr<const Node> node_;
+};
+
+/// TensorFlow for the IPU's Keras PipelineStage scope, for functional
+/// models: the layers applied while it lives (on this thread) are on
+/// pipeline stage \p stage. Model(inputs, outputs) makes the stages its
+/// stage assignment (Model::setPipelineStageAssignment), ordering the
+/// layers by stage; every layer but the Inputs must then be applied in a
+/// scope, and a layer may only take tensors of its own or earlier stages.
+///
+/// \code
+///   nn::KerasTensor input = nn::Input({784}), h = input, y = input;
+///   {
+///     nn::PipelineStage stage(0);
+///     h = nn::Dense(256, "relu")(input);
+///   }
+///   {
+///     nn::PipelineStage stage(1);
+///     y = nn::Dense(10, "softmax")(h);
+///   }
+///   nn::Model model(input, y);   // stages {0, 1}
+/// \endcode
+class PipelineStage {
+public:
+  /// Throws OptionError inside another PipelineStage (they do not nest).
+  explicit PipelineStage(unsigned stage);
+  ~PipelineStage();
+  PipelineStage(const PipelineStage &) = delete;
+  PipelineStage &operator=(const PipelineStage &) = delete;
+  unsigned stage() const { return stage_; }
+
+private:
+  unsigned stage_;
 };
 
 /// Base of every layer.

@@ -213,7 +213,8 @@ public:
   /// of an nn::Input). Throws ModelError when \p output depends on another
   /// Input. Each application of a layer is its own copy with its own
   /// weights (weight sharing is not supported). \p seed seeds every
-  /// default initialiser and dropout.
+  /// default initialiser and dropout. Layers applied in PipelineStage
+  /// scopes (Layers.hpp) give the model its stage assignment.
   Model(const KerasTensor &input, const KerasTensor &output,
         std::string name = "model", std::uint64_t seed = 1);
   /// A functional model of several inputs and outputs. Its dataset
@@ -363,6 +364,11 @@ protected:
 private:
   struct Compiled;
   struct Forward;
+  /// The PipelineStage of each node of \p order (a topological order of a
+  /// functional model's layers), sorting \p order by stage; empty when no
+  /// layer was applied in a PipelineStage. ModelError for a layer outside
+  /// any scope among staged ones, or one reading a later stage.
+  std::vector<unsigned> stagesOf(std::vector<KerasTensor> &order) const;
   /// With \p synthetic (a syntheticDataInitializer rule), the input "x" is
   /// a device-made value, not a fed input.
   /// With \p staged, each layer's ops are built in its pipeline stage's
