@@ -13,8 +13,8 @@
 using namespace tessera::nn;
 namespace data = tessera::data;
 namespace passes = tessera::passes;
+namespace session = tessera::session;
 using data::HostTensor;
-using tessera::ModelError;
 using tessera::OptionError;
 using ::testing::HasSubstr;
 
@@ -108,11 +108,21 @@ TEST(PipelineStageScope, TrainsAsTheSameAssignmentGivenByIndex) {
   train(byIndex);
 
   const auto a = scoped.getWeights(), b = byIndex.getWeights();
+  Model untrained = scopedMlp();
+  untrained.compile(options());
+  const session::Checkpoint before = untrained.getWeights();
+  const auto kernel = a.variables[0].second.values<float>();
+  const auto initial = before.variables[0].second.values<float>();
+  EXPECT_NE(std::vector<float>(kernel.begin(), kernel.end()),
+            std::vector<float>(initial.begin(), initial.end()))
+      << "training left " << a.variables[0].first << " unchanged";
   ASSERT_EQ(a.variables.size(), b.variables.size());
   for (std::size_t i = 0; i < a.variables.size(); ++i) {
     EXPECT_EQ(a.variables[i].first, b.variables[i].first);
-    EXPECT_EQ(a.variables[i].second.values<float>(),
-              b.variables[i].second.values<float>())
+    const auto x = a.variables[i].second.values<float>(),
+               y = b.variables[i].second.values<float>();
+    EXPECT_EQ(std::vector<float>(x.begin(), x.end()),
+              std::vector<float>(y.begin(), y.end()))
         << a.variables[i].first;
   }
 }
@@ -155,7 +165,7 @@ TEST(PipelineStageScopeErrors, ALayerOutsideAnyScope) {
   }
   const KerasTensor y = named(kOut, "linear", "loose")(h);
   EXPECT_THAT(errorOf<ModelError>([&] { Model m(input, y); }),
-              HasSubstr("\"loose\" was applied outside any PipelineStage"));
+              HasSubstr("loose (Dense) was applied outside any PipelineStage"));
 }
 
 TEST(PipelineStageScopeErrors, AStageReadingALaterStage) {
