@@ -93,7 +93,9 @@ class Optimizer:
         """After a device run of `steps` steps: moves a schedule on."""
         self._iterations = self.iterations + int(steps)
         if self._schedule is not None:
-            self._write(self._schedule(self._iterations))
+            lr = float(self._schedule(self._iterations))
+            if lr != self._lr:
+                self._write(lr)
 
 
 class SGD(Optimizer):
