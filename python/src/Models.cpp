@@ -326,6 +326,11 @@ void bindModels(py::module_ &m) {
            py::arg("reduction") = "mean")
       .def("set_gradient_accumulation_options", &setAccumulation,
            py::arg("count"), py::arg("reduction") = "mean")
+      .def_property(
+          "learning_rate", &nn::Model::learningRate,
+          &nn::Model::setLearningRate,
+          "The compiled optimizer's learning rate; setting it trains the "
+          "steps that follow with the new rate without recompiling.")
       .def("get_weights", &getWeights)
       .def("set_weights", &setWeights)
       .def(

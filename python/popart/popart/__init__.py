@@ -538,3 +538,13 @@ class TrainingSession(_Session):
         training = dict(optimizer.params)
         training["loss"] = loss
         super().__init__(fnModel, dataFlow, deviceInfo, userOptions, training)
+
+    def updateOptimizerFromHost(self, optimizer):
+        """Trains the runs that follow with optimizer's learning rate (and
+        SGD's momentum, when the session was built with a nonzero one),
+        written to the device without recompiling. The optimizer must
+        otherwise match the session's (same kind, betas, epsilon, weight
+        decay, dampening, Nesterov, momentum on or off): popart_exception
+        names the setting that differs, as those are compiled in. Call it
+        after prepareDevice()."""
+        self._s.updateOptimizer(dict(optimizer.params))

@@ -57,6 +57,21 @@ onnx::AnchorMode anchorMode(const std::string &m) {
                     "': use ALL, FINAL, EVERYN or SUM");
 }
 
+// The optimizer that \p params (a popart optimizer's params dict, with
+// "optimizer" "sgd" or "adam") describes.
+passes::Optimizer optimizerOf(const py::dict &params) {
+  auto get = [&](const char *k, auto dflt) {
+    return params.contains(k) ? params[k].cast<decltype(dflt)>() : dflt;
+  };
+  if (get("optimizer", std::string("sgd")) == "adam")
+    return passes::Adam{get("lr", 0.001),        get("beta1", 0.9),
+                        get("beta2", 0.999),     get("eps", 1e-8),
+                        get("weightDecay", 0.0), get("decoupled", false)};
+  return passes::SGD{get("lr", 0.01), get("momentum", 0.0),
+                     get("dampening", 0.0), get("weightDecay", 0.0),
+                     get("nesterov", false)};
+}
+
 // The session from plain values the Python layer assembles.
 std::unique_ptr<onnx::ModelSession>
 makeSession(const py::bytes &model, unsigned batchesPerStep,
@@ -91,15 +106,7 @@ makeSession(const py::bytes &model, unsigned batchesPerStep,
     onnx::TrainingSpec t;
     t.loss = options["loss"].cast<std::string>();
     t.accumulationFactor = get("accumulation", 1u);
-    const std::string kind = get("optimizer", std::string("sgd"));
-    if (kind == "adam")
-      t.optimizer = passes::Adam{
-          get("lr", 0.001), get("beta1", 0.9),       get("beta2", 0.999),
-          get("eps", 1e-8), get("weightDecay", 0.0), get("decoupled", false)};
-    else
-      t.optimizer = passes::SGD{get("lr", 0.01), get("momentum", 0.0),
-                                get("dampening", 0.0), get("weightDecay", 0.0),
-                                get("nesterov", false)};
+    t.optimizer = optimizerOf(options);
     o.training = t;
   }
   return std::make_unique<onnx::ModelSession>(model, flow, o);
@@ -223,6 +230,14 @@ PYBIND11_MODULE(_popart, m) {
              return s.writeState(w);
            })
       .def("setRandomSeed", &onnx::ModelSession::setRandomSeed)
+      .def(
+          "updateOptimizer",
+          [](onnx::ModelSession &s, const py::dict &params) {
+            s.updateOptimizer(optimizerOf(params));
+          },
+          py::arg("params"),
+          "Writes the learning rate (and momentum) of the optimizer that "
+          "params describes to the device, without recompiling.")
       .def("opIpus",
            [](const onnx::ModelSession &s) {
              // The IPUs the operations are placed on (unplaced: IPU 0).

@@ -200,11 +200,15 @@ class PoplarExecutor:
         """Trains with optimizer from the next call (for example the same
         optimizer after changing its learning rate; changes made to the
         optimizer given to trainingModel are also picked up by the next
-        call). Tessera compiles the hyper-parameters into the program, so
-        a change recompiles the model (or loads it from the executable
-        cache) and carries the weights and the optimizer's state
-        (momentum, Adam's moments and step count) over. The optimizer
-        must be of the same kind (SGD, Adam or AdamW) as the first."""
+        call, so torch.optim.lr_scheduler schedules work). A new learning
+        rate, or SGD momentum (when the model was compiled with a nonzero
+        one), is written to the device without recompiling
+        (TrainingSession.updateOptimizerFromHost). Tessera compiles the
+        other hyper-parameters into the program, so changing one of those
+        recompiles the model (or loads it from the executable cache) and
+        carries the weights and the optimizer's state (momentum, Adam's
+        moments and step count) over. The optimizer must be of the same
+        kind (SGD, Adam or AdamW) as the first."""
         if not self._training:
             raise Error("setOptimizer(): an inference model has no "
                         "optimizer")
@@ -226,13 +230,25 @@ class PoplarExecutor:
                 "lost; change the hyper-parameters of the same kind of "
                 "optimizer, or wrap the module in a new trainingModel")
 
+    # What the device takes at run time; _check_same_kind has ruled out
+    # turning momentum on or off, which changes the program.
+    _RUNTIME_PARAMS = frozenset(("lr", "momentum"))
+
     def _apply_optimizer(self):
-        """Recompiles when the optimizer's hyper-parameters changed since
-        the program was compiled."""
-        params = _optim.to_popart(self._optimizer).params
-        if params == self._optimizer_params:
+        """Writes a new learning rate or momentum to the device; recompiles
+        when another hyper-parameter changed since the program was
+        compiled."""
+        optimizer = _optim.to_popart(self._optimizer)
+        params, old = optimizer.params, self._optimizer_params
+        if params == old:
             return
         self._check_same_kind(params)
+        changed = {k for k in set(params) | set(old)
+                   if params.get(k) != old.get(k)}
+        if changed <= self._RUNTIME_PARAMS:
+            self._session.updateOptimizerFromHost(optimizer)
+            self.__dict__["_optimizer_params"] = params
+            return
         state = self._session.readState()
         self.__dict__["_session"] = self._make_session(
             self._proto, self._outputs, self._loss)

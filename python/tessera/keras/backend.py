@@ -22,3 +22,18 @@ def clear_session():
 
 def floatx():
     return "float32"
+
+
+def get_value(x):
+    """The value of x (an optimizer's learning_rate, or any number or
+    array) as a float or NumPy value."""
+    return x.numpy() if hasattr(x, "numpy") else x
+
+
+def set_value(x, value):
+    """Assigns value to x, an optimizer's learning_rate (model.optimizer.lr
+    or .learning_rate), which the compiled model then trains with."""
+    if not hasattr(x, "assign"):
+        raise TypeError("set_value: %s cannot be assigned; give an "
+                        "optimizer's learning_rate" % type(x).__name__)
+    x.assign(value)

@@ -10,7 +10,8 @@ import os
 import numpy as np
 
 __all__ = ["Callback", "History", "EarlyStopping", "ModelCheckpoint",
-           "CSVLogger", "LambdaCallback", "CallbackList"]
+           "CSVLogger", "LambdaCallback", "LearningRateScheduler",
+           "ReduceLROnPlateau", "CallbackList"]
 
 
 class Callback:
@@ -151,6 +152,113 @@ class ModelCheckpoint(Callback):
             print("Epoch %d: saving model to %s" % (epoch + 1, path))
 
 
+def _optimizer_of(model, what):
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is None or not hasattr(optimizer, "learning_rate"):
+        raise ValueError("%s: the model has no optimizer with a "
+                         "learning_rate; compile it first" % what)
+    return optimizer
+
+
+class LearningRateScheduler(Callback):
+    """Sets the learning rate at the start of each epoch to
+    schedule(epoch, lr) (or schedule(epoch), Keras' older form), epochs
+    counted from 0. The compiled model takes it without recompiling. Adds
+    the rate to the epoch's logs as "lr"."""
+
+    def __init__(self, schedule, verbose=0):
+        super().__init__()
+        self.schedule, self.verbose = schedule, verbose
+
+    def on_epoch_begin(self, epoch, logs=None):
+        optimizer = _optimizer_of(self.model, "LearningRateScheduler")
+        lr = float(optimizer.learning_rate)
+        try:
+            new = self.schedule(epoch, lr)
+        except TypeError:  # schedule(epoch), Keras' older signature
+            new = self.schedule(epoch)
+        if not isinstance(new, (float, int, np.floating, np.integer)):
+            raise ValueError("LearningRateScheduler: the schedule must "
+                             "return a number, got %s for epoch %d"
+                             % (type(new).__name__, epoch))
+        optimizer.learning_rate = float(new)
+        if self.verbose:
+            print("\nEpoch %05d: LearningRateScheduler setting learning "
+                  "rate to %s." % (epoch + 1, float(new)))
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is not None:
+            logs["lr"] = float(self.model.optimizer.learning_rate)
+
+
+class ReduceLROnPlateau(Callback):
+    """Multiplies the learning rate by `factor` (not below `min_lr`) when
+    `monitor` has not improved by more than `min_delta` for `patience`
+    epochs, then waits `cooldown` epochs before counting again, as Keras
+    does. The compiled model takes the new rate without recompiling. Adds
+    the rate to the epoch's logs as "lr"."""
+
+    def __init__(self, monitor="val_loss", factor=0.1, patience=10,
+                 verbose=0, mode="auto", min_delta=1e-4, cooldown=0,
+                 min_lr=0, **kwargs):
+        super().__init__()
+        if "epsilon" in kwargs:  # Keras' old name for min_delta
+            min_delta = kwargs.pop("epsilon")
+        if kwargs:
+            raise TypeError("ReduceLROnPlateau: unknown arguments %s"
+                            % sorted(kwargs))
+        if factor >= 1.0:
+            raise ValueError("ReduceLROnPlateau: factor must be below 1 to "
+                             "reduce the learning rate, got %r" % factor)
+        self.monitor, self.factor = monitor, float(factor)
+        self.patience, self.cooldown = int(patience), int(cooldown)
+        self.min_delta, self.min_lr = float(min_delta), float(min_lr)
+        self.verbose = verbose
+        self.mode = _mode_better(mode, monitor)
+        self._reset()
+
+    def _reset(self):
+        self.best = math.inf if self.mode == "min" else -math.inf
+        self.wait = self.cooldown_counter = 0
+
+    def _improved(self, value):
+        if self.mode == "min":
+            return value < self.best - self.min_delta
+        return value > self.best + self.min_delta
+
+    def on_train_begin(self, logs=None):
+        self._reset()
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs if logs is not None else {}
+        optimizer = _optimizer_of(self.model, "ReduceLROnPlateau")
+        logs["lr"] = float(optimizer.learning_rate)
+        if self.monitor not in logs:
+            raise KeyError("ReduceLROnPlateau monitors %r, which the logs "
+                           "do not hold (they hold %s)"
+                           % (self.monitor, ", ".join(logs)))
+        value = logs[self.monitor]
+        if self.cooldown_counter > 0:
+            self.cooldown_counter -= 1
+            self.wait = 0
+        if self._improved(value):
+            self.best, self.wait = value, 0
+            return
+        if self.cooldown_counter > 0:
+            return
+        self.wait += 1
+        if self.wait < self.patience:
+            return
+        old = float(optimizer.learning_rate)
+        if old > np.float32(self.min_lr):
+            new = max(old * self.factor, self.min_lr)
+            optimizer.learning_rate = new
+            if self.verbose:
+                print("\nEpoch %05d: ReduceLROnPlateau reducing learning "
+                      "rate to %s." % (epoch + 1, new))
+            self.cooldown_counter, self.wait = self.cooldown, 0
+
+
 class CSVLogger(Callback):
     """Writes one row per epoch: epoch and each log."""
 
@@ -220,10 +328,17 @@ class CallbackList:
             c.on_train_end(logs)
 
     def on_epoch_begin(self, epoch):
+        self._step = 0
         for c in self.callbacks:
             c.on_epoch_begin(epoch, {})
 
     def on_run_end(self, step, logs):
+        # A learning-rate schedule moves on before the callbacks see the
+        # run, so the next run trains with the rate of its first step.
+        optimizer = getattr(self.model, "optimizer", None)
+        if optimizer is not None:
+            optimizer._advance(step - self._step)
+        self._step = step
         logs = self.logs(logs)
         for c in self.callbacks:
             c.on_train_batch_end(step - 1, logs)

@@ -257,6 +257,9 @@ class Model:
                        for m in (ms if isinstance(ms, (list, tuple))
                                  else [ms])]
         names = [_metrics.name_of(m) for m in (metrics or [])]
+        if self.optimizer is not None and self.optimizer is not optimizer:
+            self.optimizer._model = None
+        optimizer._bind(self)
         self.optimizer = optimizer
         self._compile_args = {
             "optimizer": optimizer, "loss": loss, "metric_names": names,
@@ -315,6 +318,13 @@ class Model:
                            a["steps_per_execution"], _system_config(),
                            _synthetic_data_initializer(),
                            [l.name for l in losses], weights)
+
+    def _set_learning_rate(self, lr):
+        """The optimizer's learning_rate setter: the compiled program takes
+        the new rate for the steps that follow, without recompiling (a
+        model not built yet compiles with it)."""
+        if self._core is not None and self._compiled_core:
+            self._core.learning_rate = lr
 
     def _require_compiled(self, what):
         if self._compile_args is None:

@@ -31,6 +31,8 @@ for _name in ("callbacks", "datasets", "initializers", "layers", "losses",
               "applications"):
     sys.modules[__name__ + ".keras." + _name] = getattr(keras, _name)
 sys.modules[__name__ + ".keras"] = keras
+sys.modules[__name__ + ".keras.optimizers.schedules"] = \
+    keras.optimizers.schedules
 sys.modules[__name__ + ".data"] = data
 
 __version__ = "2.6.3"  # the TensorFlow API these names follow
