@@ -17,6 +17,7 @@ namespace {
 struct ReportCommandOptions {
   std::string profileDir;
   std::string output;
+  bool scopes = false;
   report::ReportOptions report;
 };
 
@@ -39,6 +40,8 @@ void runReport(ReportCommandOptions o, const CommandStreams &streams) {
   else
     streams.out << ", no execution facts";
   streams.out << '\n';
+  if (o.scopes)
+    streams.out << report::scopeListing(model);
 }
 
 } // namespace
@@ -68,6 +71,10 @@ void addReportCommand(CLI::App &app, const CommandStreams &streams) {
                   "counted in the totals but not drawn")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  sub->add_flag("--scopes", o->scopes,
+                "Also print each IPU's trace scopes in order: the named "
+                "programs its steps ran in, as a pipeline's \"stage 1 "
+                "backward, micro-batch 3, IPU 1\"");
   sub->add_option("--max-variables", o->report.maxVariables,
                   "Variables listed at most, largest first")
       ->capture_default_str()

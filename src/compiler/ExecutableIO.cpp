@@ -45,7 +45,7 @@ static_assert(sizeof(Step) == 40 && sizeof(CopyOp) == 40 &&
                   sizeof(VariableInfo) == 88 && sizeof(StepEstimate) == 40,
               "a serialised struct changed: update field() in "
               "ExecutableIO.cpp and bump kExecutableFormatVersion");
-static_assert(sizeof(Executable) == 688,
+static_assert(sizeof(Executable) == 712,
               "Executable changed: update field() in ExecutableIO.cpp and "
               "bump kExecutableFormatVersion");
 #endif
@@ -109,7 +109,7 @@ template <class IO, class T> void field(IO &io, T &x) {
     each(io, x.tileBase, x.initRegions, x.initData);
     each(io, x.steps, x.programEntry, x.numCounters, x.switchTable,
          x.replicaPairs, x.copyOps, x.vertexClasses, x.codelets, x.vertices,
-         x.fields, x.spans, x.stateBytes, x.strings, x.prints);
+         x.fields, x.spans, x.stateBytes, x.strings, x.prints, x.stepScopes);
     each(io, x.streams, x.hostAccesses, x.remoteBuffers);
     each(io, x.estimates, x.tileCycleTiles, x.tileCycles, x.tileMemory,
          x.variables, x.computeSetNames);
@@ -622,7 +622,19 @@ private:
          ", outside the replica's " + str(memBytes_) + " bytes");
   }
 
+  void checkScopes() const {
+    if (!e_.stepScopes.empty() && e_.stepScopes.size() != e_.steps.size())
+      fail("it has " + str(e_.stepScopes.size()) + " step scopes for " +
+           str(e_.steps.size()) + " steps");
+    for (std::size_t i = 0; i < e_.stepScopes.size(); ++i)
+      if (e_.stepScopes[i] != Executable::kNoScope)
+        checkIndex(
+            e_.stepScopes[i], e_.strings.size(),
+            [&] { return "the scope of " + stepName(i); }, "string");
+  }
+
   void checkEstimates() const {
+    checkScopes();
     if (!e_.estimates.empty() && e_.estimates.size() != e_.steps.size())
       fail("it has " + str(e_.estimates.size()) + " step estimates for " +
            str(e_.steps.size()) + " steps");

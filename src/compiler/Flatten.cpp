@@ -48,6 +48,7 @@ private:
     d.program = program_;
     d.conditional = conditional_ > 0;
     s_.drafts.push_back(std::move(d));
+    s_.exe.stepScopes.push_back(scope_);
     return pc() - 1;
   }
 
@@ -56,6 +57,8 @@ private:
     d.step.name = s_.intern(n.debugName);
     return d;
   }
+
+  static constexpr std::uint32_t kNoScope = Executable::kNoScope;
 
   void visitConditional(const program::Program &p) {
     ++conditional_;
@@ -66,10 +69,17 @@ private:
   void visit(const program::Program &p) {
     const program::ProgramNode &n = p.node();
     switch (n.kind) {
-    case ProgramKind::Sequence:
+    case ProgramKind::Sequence: {
+      // A named sequence is a scope of the trace (the outermost one names
+      // the steps: a pipeline's stage passes, not the ops inside them).
+      const std::uint32_t outer = scope_;
+      if (!n.debugName.empty() && scope_ == kNoScope)
+        scope_ = s_.intern(n.debugName);
       for (const auto &c : n.children)
         visit(c);
+      scope_ = outer;
       return;
+    }
     case ProgramKind::Execute:
       return visitExecute(n);
     case ProgramKind::Copy: {
@@ -278,6 +288,7 @@ private:
         static_cast<std::uint32_t>(s_.exe.switchTable.size()) - first;
   }
 
+  std::uint32_t scope_ = kNoScope;
   State &s_;
   int program_ = -1;
   int conditional_ = 0;

@@ -117,6 +117,14 @@ std::string stepName(const Executable &exe, std::size_t step) {
   return n < exe.strings.size() ? exe.strings[n] : std::string();
 }
 
+// The step's scope (Executable::stepScopes); empty when it has none.
+std::string stepScope(const Executable &exe, std::size_t step) {
+  if (step >= exe.stepScopes.size())
+    return {};
+  const std::uint32_t n = exe.stepScopes[step];
+  return n < exe.strings.size() ? exe.strings[n] : std::string();
+}
+
 // One execution of \p step on each IPU; a step without an estimate (or with
 // fewer IPUs than the target) costs nothing on the missing IPUs.
 std::vector<std::uint64_t> stepCycles(const Executable &exe, std::size_t step) {
@@ -426,6 +434,8 @@ json stepsJson(const Executable &exe) {
       step["computeSet"] = s.c;
       step["vertices"] = s.b;
     }
+    if (std::string scope = stepScope(exe, i); !scope.empty())
+      step["scope"] = std::move(scope);
     out.push_back(std::move(step));
   }
   return out;

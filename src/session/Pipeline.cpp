@@ -112,7 +112,9 @@ namespace {
 
 using namespace tessera::program;
 
-// Program indices: F_s = 2s, B_s = 2s + 1, the weight update 2S.
+// Program indices: F_s = 2s, B_s = 2s + 1, the weight update 2S, and
+// A_s = 2S + 1 + s: B_s's gradient accumulation, run after its tick's
+// transfers.
 unsigned passProgram(unsigned stage, bool backward) {
   return 2 * stage + (backward ? 1 : 0);
 }
@@ -197,11 +199,21 @@ private:
   void checkOrder() const;
   std::size_t depthOf(unsigned from, unsigned to) const;
   std::size_t depth(unsigned from, unsigned to) const {
-    return to == U_ ? 1 : depths_[from][to];
+    return to == U_ ? 1 : depths_[passOf(from)][passOf(to)];
   }
   unsigned programOfOp(std::size_t i) const;
+  /// The pass whose tick runs program \p p (B_s for A_s).
+  unsigned passOf(unsigned p) const {
+    return p > U_ ? 2 * (p - U_ - 1) + 1 : p;
+  }
+  void findAccumulations();
   void checkUpdates() const;
-  Sequence tick(const PipelineTick &t, const ir::LoweredModule &lowered);
+  void planForwards(const ir::LoweredModule &lowered);
+  const Tensor &destination(std::size_t b, unsigned microBatch,
+                            const ir::LoweredModule &lowered) const;
+  std::string passLabel(const StagePass &p) const;
+  bool needsPending(std::size_t k, const ir::LoweredModule &lowered) const;
+  Sequence tick(std::size_t k, const ir::LoweredModule &lowered);
 
   const ir::Module &module_;
   const Config &config_;
@@ -210,6 +222,8 @@ private:
   Stages stages_;
   unsigned S_, U_, N_ = 1;
   std::vector<unsigned> mapping_;
+  /// Per op: whether it runs in its backward pass's accumulation A_s.
+  std::vector<bool> accumulation_;
   std::vector<PipelineTick> ticks_;
   /// [program][micro-batch] -> tick.
   std::vector<std::vector<std::size_t>> tickOf_;
@@ -225,6 +239,15 @@ private:
   /// Per boundary: its stash slots (none when the boundary tensor is the
   /// only one needed).
   std::vector<std::vector<Tensor>> slots_;
+  /// Per boundary: the boundaries whose tensors it fills from its own once
+  /// its reading pass pops it (values another IPU reads in several passes
+  /// cross the IPU-links once).
+  std::vector<std::vector<std::size_t>> forwards_;
+  /// Per boundary: whether another boundary forwards it.
+  std::vector<bool> forwarded_;
+  /// Transfers not yet made, and the ticks whose passes made them.
+  std::vector<std::pair<Tensor, Tensor>> pending_;
+  std::vector<std::size_t> pendingTicks_;
 };
 
 void PipelineBuilder::checkModule() {
@@ -266,9 +289,70 @@ void PipelineBuilder::checkModule() {
 
 unsigned PipelineBuilder::programOfOp(std::size_t i) const {
   const ir::Op &op = module_.ops()[i];
-  return op.annotations.weightUpdate
-             ? U_
-             : passProgram(stages_.ofOp[i], op.annotations.backward);
+  if (op.annotations.weightUpdate)
+    return U_;
+  if (accumulation_[i])
+    return U_ + 1 + stages_.ofOp[i];
+  return passProgram(stages_.ofOp[i], op.annotations.backward);
+}
+
+// A backward pass's gradient accumulation (the elementwise ops computing
+// the accumulators' next values, read only by the weight update of their
+// stage, and the elementwise ops only those read, all reading only that
+// pass's values) sends nothing to another pass: it runs after its tick's
+// transfers (program A_s), so the next stage's pass need not wait for it,
+// as the sharded program's IPUs accumulate in parallel at the end of a
+// micro-batch. The weights' gradients (matmuls, reductions) stay in the
+// pass, where the sharded program computes them too: Sequential then costs
+// what sharded execution does per micro-batch.
+void PipelineBuilder::findAccumulations() {
+  const auto &ops = module_.ops();
+  accumulation_.assign(ops.size(), false);
+  std::vector<std::vector<std::size_t>> readers(module_.numValues());
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    for (ir::ValueId v : ops[i].operands)
+      readers[v].push_back(i);
+  std::vector<bool> output(module_.numValues(), false);
+  for (const std::string &o : spec_.outfeeds)
+    output[module_.output(o)] = true;
+  std::vector<bool> accumulator(module_.numValues(), false);
+  for (const ir::VariableRecord &u : module_.updates())
+    accumulator[u.value] = true;
+  for (std::size_t i = ops.size(); i-- > 0;) {
+    const ir::Op &op = ops[i];
+    if (!op.annotations.backward || op.annotations.weightUpdate)
+      continue;
+    const ir::OpClass cls = ir::opClass(op.kind);
+    bool tail = !op.results.empty() && cls != ir::OpClass::Other;
+    for (ir::ValueId r : op.results) {
+      // Read by an op of its tail, or an accumulator's next value that
+      // its stage's weight update reads.
+      bool any = accumulator[r];
+      tail = tail && !output[r];
+      for (std::size_t j : readers[r]) {
+        const bool update = ops[j].annotations.weightUpdate && accumulator[r] &&
+                            stages_.ofOp[j] == stages_.ofOp[i];
+        any = any || accumulation_[j];
+        tail = tail && (update || (accumulation_[j] &&
+                                   stages_.ofOp[j] == stages_.ofOp[i]));
+      }
+      tail = tail && any;
+    }
+    // Reading only its own pass's values, variables and constants: a
+    // value of another pass would need its boundary filled for this
+    // program too, and could be replaced by the tick's transfers.
+    for (ir::ValueId v : op.operands) {
+      const ir::ValueInfo &info = module_.value(v);
+      if (info.kind == ir::ValueKind::Input)
+        tail = false;
+      else if (info.kind == ir::ValueKind::OpResult) {
+        const ir::Op &p = ops[info.def];
+        tail = tail && p.annotations.backward && !p.annotations.weightUpdate &&
+               stages_.ofOp[info.def] == stages_.ofOp[i];
+      }
+    }
+    accumulation_[i] = tail;
+  }
 }
 
 void PipelineBuilder::placeOps(ir::Module &m) const {
@@ -299,13 +383,14 @@ void PipelineBuilder::checkOrder() const {
       if (module_.value(v).kind != ir::ValueKind::OpResult)
         continue;
       const unsigned from = programOfOp(module_.value(v).def);
-      if (from != to && tickOf_[to][0] <= tickOf_[from][0])
+      if (passOf(from) != passOf(to) &&
+          tickOf_[passOf(to)][0] <= tickOf_[passOf(from)][0])
         throw ir::IrError(fmt::format(
             "session: op {} ({}) in {} reads {} from {}, which runs after it "
             "in the pipeline; a forward stage can only use values of itself "
             "or earlier stages: move the op to stage {} or later",
-            i, ir::opKindName(ops[i].kind), passName(to), module_.describe(v),
-            passName(from), from / 2));
+            i, ir::opKindName(ops[i].kind), passName(passOf(to)),
+            module_.describe(v), passName(passOf(from)), passOf(from) / 2));
     }
   }
 }
@@ -336,7 +421,7 @@ void PipelineBuilder::checkUpdates() const {
     const unsigned writer = programOfOp(module_.value(u.value).def);
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const unsigned reader = programOfOp(i);
-      if (reader == writer || reader == U_)
+      if (passOf(reader) == passOf(writer) || reader == U_)
         continue;
       for (ir::ValueId v : ops[i].operands)
         if (v == u.variable)
@@ -345,10 +430,55 @@ void PipelineBuilder::checkUpdates() const {
               "and read by {}, which sees it a varying number of "
               "micro-batches later in a pipeline; use the SUM or MEAN "
               "gradient accumulation (RUNNING_MEAN reads a shared counter)",
-              module_.value(u.variable).name, passName(writer),
+              module_.value(u.variable).name, passName(passOf(writer)),
               passName(reader)));
     }
   }
+}
+
+// A value that passes of one IPU read from another IPU (a stage's input,
+// read by its forward and its backward pass) goes over the IPU-links only
+// to the first of them; the later ones take it from the first's boundary
+// tensor, laid out as theirs (an on-tile copy, no sync), when the first
+// pops it. That is later than the transfer would have filled them, never
+// early: each later reader's slot for micro-batch i is free by then, as
+// the transfer of micro-batch i would have found it.
+void PipelineBuilder::planForwards(const ir::LoweredModule &lowered) {
+  const auto &bounds = lowered.boundaries();
+  forwards_.assign(bounds.size(), {});
+  forwarded_.assign(bounds.size(), false);
+  const auto before = [&](unsigned a, unsigned b) {
+    for (std::size_t i = 0; i < N_; ++i)
+      if (tickOf_[a][i] >= tickOf_[b][i])
+        return false;
+    return true;
+  };
+  for (std::size_t later = 0; later < bounds.size(); ++later) {
+    const ir::Boundary &l = bounds[later];
+    if (l.to == U_ || lowered.ipu(l.value) == mapping_[l.to / 2])
+      continue;
+    std::optional<std::size_t> first;
+    for (std::size_t e = 0; e < bounds.size(); ++e) {
+      const ir::Boundary &f = bounds[e];
+      if (e == later || f.value != l.value || f.from != l.from || f.to == U_ ||
+          mapping_[f.to / 2] != mapping_[l.to / 2] || !before(f.to, l.to))
+        continue;
+      if (!first || before(f.to, bounds[*first].to))
+        first = e;
+    }
+    if (first) {
+      forwards_[*first].push_back(later);
+      forwarded_[later] = true;
+    }
+  }
+}
+
+// Where micro-batch \p microBatch of boundary \p b is put for its reader.
+const Tensor &
+PipelineBuilder::destination(std::size_t b, unsigned microBatch,
+                             const ir::LoweredModule &lowered) const {
+  return slots_[b].empty() ? lowered.boundaries()[b].tensor
+                           : slots_[b][microBatch % slots_[b].size()];
 }
 
 // One copy per element type of every (source, destination) pair: a single
@@ -366,41 +496,101 @@ void addMergedCopy(Sequence &prog,
     prog.add(Copy(concat(tensors.first), concat(tensors.second)));
 }
 
-Sequence PipelineBuilder::tick(const PipelineTick &t,
+// Whether tick \p k must wait for the pending transfers: a pass of it
+// reads one of their values, or runs again a program whose values they
+// send (and would overwrite them). A tick's transfers otherwise wait for
+// the next tick's: one exchange, and one sync of the IPUs, for both
+// (Grouped's forward tick sends what only the next step's forward tick
+// reads). Made later, they still fill each slot after its last reader and
+// before its next.
+bool PipelineBuilder::needsPending(std::size_t k,
+                                   const ir::LoweredModule &lowered) const {
+  if (k >= ticks_.size())
+    return true;
+  const auto pending = [&](std::size_t tick) {
+    return std::find(pendingTicks_.begin(), pendingTicks_.end(), tick) !=
+           pendingTicks_.end();
+  };
+  for (const StagePass &p : ticks_[k]) {
+    const unsigned prog = passProgram(p.stage, p.backward);
+    for (std::size_t t : pendingTicks_)
+      for (const StagePass &q : ticks_[t])
+        if (q.stage == p.stage && q.backward == p.backward)
+          return true;
+    for (const ir::Boundary &b : lowered.boundaries())
+      if (b.to == prog && pending(tickOf_[passOf(b.from)][p.microBatch]))
+        return true;
+  }
+  return false;
+}
+
+// The trace scope of a pass's steps (Executable::stepScopes), as `tessera
+// report` lists them per IPU.
+std::string PipelineBuilder::passLabel(const StagePass &p) const {
+  return fmt::format("{}, micro-batch {}, IPU {}",
+                     passName(passProgram(p.stage, p.backward)), p.microBatch,
+                     mapping_[p.stage]);
+}
+
+Sequence PipelineBuilder::tick(std::size_t k,
                                const ir::LoweredModule &lowered) {
+  const PipelineTick &t = ticks_[k];
   Sequence passes;
-  std::vector<std::pair<Tensor, Tensor>> transfers;
+  std::vector<std::pair<Tensor, Tensor>> &transfers = pending_;
+  pendingTicks_.push_back(k);
   const auto &bounds = lowered.boundaries();
   for (const StagePass &p : t) {
     const unsigned prog = passProgram(p.stage, p.backward);
     const unsigned i = p.microBatch;
+    Sequence pass{DebugContext(passLabel(p))};
     std::vector<std::pair<Tensor, Tensor>> pops;
-    for (std::size_t b = 0; b < bounds.size(); ++b)
-      if (bounds[b].to == prog && !slots_[b].empty())
-        pops.emplace_back(slots_[b][i % slots_[b].size()], bounds[b].tensor);
-    addMergedCopy(passes, pops);
-    for (const auto &[stream, tensor] : feeds_[prog])
-      passes.add(Copy(stream, tensor));
-    passes.add(Sequence({programs_[prog]}, {fmt::format("{}, micro-batch {}",
-                                                        passName(prog), i)}));
-    for (const auto &[tensor, stream] : outfeeds_[prog])
-      passes.add(Copy(tensor, stream));
-    for (const auto &[from, to] : updates_[prog])
-      passes.add(Copy(from, to));
     for (std::size_t b = 0; b < bounds.size(); ++b) {
-      if (bounds[b].from != prog || (bounds[b].to == U_ && i + 1 != N_))
+      if (bounds[b].to != prog)
         continue;
-      const Tensor &dst = slots_[b].empty() ? bounds[b].tensor
-                                            : slots_[b][i % slots_[b].size()];
-      transfers.emplace_back(lowered.tensor(bounds[b].value), dst);
+      const Tensor &at = destination(b, i, lowered);
+      if (!slots_[b].empty())
+        pops.emplace_back(at, bounds[b].tensor);
+      for (std::size_t later : forwards_[b])
+        pops.emplace_back(at, destination(later, i, lowered));
+    }
+    addMergedCopy(pass, pops);
+    for (const auto &[stream, tensor] : feeds_[prog])
+      pass.add(Copy(stream, tensor));
+    pass.add(programs_[prog]);
+    for (const auto &[tensor, stream] : outfeeds_[prog])
+      pass.add(Copy(tensor, stream));
+    for (const auto &[from, to] : updates_[prog])
+      pass.add(Copy(from, to));
+    passes.add(pass);
+    for (std::size_t b = 0; b < bounds.size(); ++b) {
+      if (bounds[b].from != prog || forwarded_[b] ||
+          (bounds[b].to == U_ && i + 1 != N_))
+        continue;
+      transfers.emplace_back(lowered.tensor(bounds[b].value),
+                             destination(b, i, lowered));
     }
   }
-  addMergedCopy(passes, transfers);
+  if (needsPending(k + 1, lowered)) {
+    addMergedCopy(passes, transfers);
+    transfers.clear();
+    pendingTicks_.clear();
+  }
+  // The accumulations belong to their backward passes: the same scope.
+  for (const StagePass &p : t)
+    if (p.backward) {
+      const unsigned acc = U_ + 1 + p.stage;
+      Sequence tail{DebugContext(passLabel(p))};
+      tail.add(programs_[acc]);
+      for (const auto &[from, to] : updates_[acc])
+        tail.add(Copy(from, to));
+      passes.add(tail);
+    }
   return passes;
 }
 
 Sequence PipelineBuilder::build(ir::LoweredModule &lowered) {
   checkModule();
+  findAccumulations();
   timeTicks();
   checkOrder();
   checkUpdates();
@@ -418,7 +608,7 @@ Sequence PipelineBuilder::build(ir::LoweredModule &lowered) {
   lowering.boundary = [this](unsigned from, unsigned to, bool sameIpu) {
     return !sameIpu || depth(from, to) > 1;
   };
-  programs_.resize(U_ + 1);
+  programs_.resize(U_ + 1 + S_);
   std::vector<Sequence *> targets;
   for (Sequence &p : programs_)
     targets.push_back(&p);
@@ -430,9 +620,10 @@ Sequence PipelineBuilder::build(ir::LoweredModule &lowered) {
       slots_.back().push_back(graph_.clone(
           b.tensor, {fmt::format("stash {} of {}", k, m.describe(b.value))}));
   }
-  feeds_.resize(U_ + 1);
-  outfeeds_.resize(U_ + 1);
-  updates_.resize(U_ + 1);
+  planForwards(lowered);
+  feeds_.resize(U_ + 1 + S_);
+  outfeeds_.resize(U_ + 1 + S_);
+  updates_.resize(U_ + 1 + S_);
   for (const std::string &f : spec_.feeds) {
     const ir::ValueId v = *m.findValue(f);
     const Tensor &t = lowered.tensor(v);
@@ -465,15 +656,16 @@ Sequence PipelineBuilder::build(ir::LoweredModule &lowered) {
           .emplace_back(from, to);
   }
   Sequence step;
-  for (const PipelineTick &t : ticks_)
-    step.add(tick(t, lowered));
+  for (std::size_t k = 0; k < ticks_.size(); ++k)
+    step.add(tick(k, lowered));
   Sequence update({programs_[U_]});
   for (const auto &[from, to] : updates_[U_])
     update.add(Copy(from, to));
   for (ir::ValueId v : m.resets())
     ops::zero(graph_, lowered.tensor(v), update,
               {"weight_update/reset " + m.value(v).name});
-  step.add(withOffloadedState(graph_, m, offloaded, lowered, update));
+  step.add(Sequence({withOffloadedState(graph_, m, offloaded, lowered, update)},
+                    {"weight update"}));
   return step;
 }
 

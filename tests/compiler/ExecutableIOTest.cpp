@@ -401,7 +401,9 @@ TEST(ExecutableIO, FutureVersionSaysWhichVersions) {
   const auto payload = detail::encodeExecutablePayload(richExecutable());
   EXPECT_THAT(readError(fileAround(payload, 7)),
               HasSubstr("was written by format version 7 but this Tessera "
-                        "reads version 2; recompile it with this version"));
+                        "reads version " +
+                        std::to_string(kExecutableFormatVersion) +
+                        "; recompile it with this version"));
 }
 
 TEST(ExecutableIO, UnknownFlagsAreRejected) {

@@ -200,6 +200,8 @@ void checkSteps(const Checker &c, const json &graph, std::size_t numIPUs) {
                                   describe(group));
     c.counts(steps[i], "ipuCycles", path, numIPUs);
     c.count(steps[i], "bytes", path);
+    if (steps[i].contains("scope"))
+      c.string(steps[i], "scope", path);
     if (steps[i].contains("computeSet") &&
         c.count(steps[i], "computeSet", path) >= sets.size())
       c.fail(path + ".computeSet",

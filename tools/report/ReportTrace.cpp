@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace tessera::report::detail {
@@ -32,6 +33,9 @@ private:
 
 struct Lane {
   json blocks = json::array();
+  /// Runs of consecutive steps of one scope (a named program, as a
+  /// pipeline's stage passes): [scope label, start, end, steps].
+  json scopes = json::array();
   std::array<std::uint64_t, kGroups.size()> byGroup{};
   std::uint64_t cycles = 0, drawnCycles = 0, end = 0;
   std::size_t entries = 0, hidden = 0;
@@ -43,12 +47,26 @@ json laneJson(std::size_t ipu, const Lane &lane) {
     byGroup[std::string(kGroups[g])] = lane.byGroup[g];
   return {{"ipu", ipu},
           {"blocks", lane.blocks},
+          {"scopes", lane.scopes},
           {"byGroup", std::move(byGroup)},
           {"cycles", lane.cycles},
           {"drawnCycles", lane.drawnCycles},
           {"end", lane.end},
           {"entries", lane.entries},
           {"hiddenBlocks", lane.hidden}};
+}
+
+// Steps of no scope (a pipeline's transfers) do not end a run: a lane
+// lists each pass once, with the work it finishes after them.
+void addToScope(json &scopes, std::size_t scope, std::uint64_t start,
+                std::uint64_t end) {
+  if (!scopes.empty() && scopes.back()[0] == scope) {
+    json &run = scopes.back();
+    run[2] = std::max(run[2].get<std::uint64_t>(), end);
+    run[3] = run[3].get<std::size_t>() + 1;
+    return;
+  }
+  scopes.push_back({scope, start, end, 1});
 }
 
 } // namespace
@@ -65,6 +83,10 @@ json traceModel(const json &profile, const ReportOptions &options) {
     const std::size_t step = entry["step"];
     const std::size_t group = groupIndex(profile["graph"]["steps"][step]);
     const std::size_t label = labels.index(stepLabel(profile, step));
+    const json &info = profile["graph"]["steps"][step];
+    std::optional<std::size_t> scope;
+    if (info.contains("scope"))
+      scope = labels.index(info["scope"].get<std::string>());
     for (std::size_t ipu = 0; ipu < numIPUs; ++ipu) {
       const std::uint64_t cycles = entry["cycles"][ipu];
       if (cycles == 0)
@@ -75,6 +97,8 @@ json traceModel(const json &profile, const ReportOptions &options) {
       lane.cycles += cycles;
       lane.byGroup[group] += cycles;
       lane.end = std::max(lane.end, start + cycles);
+      if (scope)
+        addToScope(lane.scopes, *scope, start, start + cycles);
       if (lane.blocks.size() >= options.maxTraceBlocks) {
         ++lane.hidden;
         continue;
@@ -217,3 +241,24 @@ json operationsModel(const json &profile, bool byOperation) {
 }
 
 } // namespace tessera::report::detail
+
+namespace tessera::report {
+
+std::string scopeListing(const nlohmann::json &model) {
+  std::string out;
+  const nlohmann::json &trace = model["trace"];
+  if (!trace.value("available", false))
+    return out;
+  for (const nlohmann::json &lane : trace["lanes"]) {
+    if (lane["scopes"].empty())
+      continue;
+    out += "IPU " + std::to_string(lane["ipu"].get<std::size_t>()) + ":\n";
+    for (const nlohmann::json &run : lane["scopes"])
+      out += "  " + std::to_string(run[1].get<std::uint64_t>()) + "  " +
+             trace["labels"][run[0].get<std::size_t>()].get<std::string>() +
+             "\n";
+  }
+  return out;
+}
+
+} // namespace tessera::report

@@ -188,6 +188,12 @@ struct Executable {
   std::vector<Byte> stateBytes;
   std::vector<std::string> strings;
   std::vector<PrintInfo> prints;
+  /// Per step: its scope, the debug name (into strings) of the outermost
+  /// named Sequence enclosing it in its program (a pipeline's stage pass,
+  /// say), or kNoScope (also for the steps of functions). Empty in
+  /// executables made without the compiler.
+  std::vector<std::uint32_t> stepScopes;
+  static constexpr std::uint32_t kNoScope = 0xffffffffu;
 
   // Host interface.
   std::vector<StreamInfo> streams;

@@ -35,7 +35,11 @@
 ///                           "control"),
 ///                  "name" (debug name), "ipuCycles" (one run, per IPU),
 ///                  "bytes" (bytes exchanged in one run),
-///                  "computeSet", "vertices" (compute steps only) } ] },
+///                  "computeSet", "vertices" (compute steps only),
+///                  "scope" (only for steps inside a named Sequence: the
+///                           outermost one's name, Executable::stepScopes,
+///                           as a pipeline's "stage 1 backward,
+///                           micro-batch 3, IPU 1") } ] },
 ///   "execution": {            (only when execution counts were given)
 ///     "runs", "stepsExecuted",
 ///     "elapsedCycles": cycles from the start of the first run to the end

@@ -72,9 +72,20 @@ struct ReportOptions {
 /// only draws it). Keys: "title", "source", "target", "summary", "memory"
 /// (categories, perTile, perIpu, worstTiles), "variables", "liveness",
 /// "trace" (absent facts give "available": false), "operations" and
-/// "debugNames". Throws ReportError for a profile checkProfile rejects.
+/// "debugNames". Each trace lane ("trace"."lanes"[i], for IPU "ipu")
+/// holds its "blocks" and its "scopes": the runs of its steps that a named
+/// program encloses (profile step "scope", as a pipeline's "stage 1
+/// backward, micro-batch 3, IPU 1"), in execution order, each
+/// [label index into "trace"."labels", start cycle, end cycle, steps];
+/// steps of no scope are skipped without ending a run. Throws ReportError
+/// for a profile checkProfile rejects.
 nlohmann::json makeReportModel(const nlohmann::json &profile,
                                const ReportOptions &options);
+
+/// The trace's scopes as text, one block per IPU lane that has any:
+/// "IPU 1:" then a line per run, "  <start cycle>  <scope>" (empty when no
+/// step has a scope).
+std::string scopeListing(const nlohmann::json &model);
 
 /// The HTML page of a report model.
 std::string renderHtml(const nlohmann::json &model);

@@ -30,6 +30,14 @@
 ///
 /// Grouped and Interleaved need N >= S (every stage reaches the steady
 /// state).
+///
+/// A value that several passes of one IPU read crosses the IPU-links once
+/// per micro-batch; a tick's transfers wait for the next tick's when that
+/// tick reads none of them (Grouped: one sync per step t); and a backward
+/// pass's gradient accumulation runs after its tick's transfers. In an
+/// execution trace (`tessera report`), each pass's steps are scoped "stage s
+/// forward, micro-batch m, IPU i" (or backward; recomputed activations are part
+/// of the backward pass), and the weight update's "weight update".
 #pragma once
 
 #include <optional>

@@ -605,7 +605,32 @@
       cols.push({ key: g, label: g, num: true, fmt: fmtInt });
     });
     p.appendChild(dataTable(cols, rows, 'trace-totals'));
+    traceScopes(p, tr);
     status.charts.trace = { lanes: drawn };
+  }
+
+  // Each IPU's runs of steps in named programs (a pipeline's stage passes:
+  // which stage ran which micro-batch on which IPU), in execution order.
+  function traceScopes(p, tr) {
+    var rows = [];
+    tr.lanes.forEach(function (lane) {
+      lane.scopes.forEach(function (s, k) {
+        rows.push({ ipu: 'IPU ' + lane.ipu, order: k, start: s[1],
+                    cycles: s[2] - s[1], steps: s[3],
+                    scope: tr.labels[s[0]] });
+      });
+    });
+    if (!rows.length) return;
+    p.appendChild(el('h3', null, 'Scopes per IPU'));
+    p.appendChild(dataTable([{ key: 'ipu', label: 'IPU' },
+                             { key: 'order', label: '#', num: true },
+                             { key: 'start', label: 'Start', num: true,
+                               fmt: fmtInt },
+                             { key: 'cycles', label: 'Cycles', num: true,
+                               fmt: fmtInt },
+                             { key: 'steps', label: 'Steps', num: true },
+                             { key: 'scope', label: 'Scope', wide: true }],
+                            rows, 'trace-scopes'));
   }
 
   // ---- operations -------------------------------------------------------
