@@ -162,7 +162,7 @@ void countUnits(const ir::Module &m, Stages &st) {
           subs[*op.annotations.pipelineStage], *op.annotations.ipu + 1);
   for (unsigned n : subs)
     st.first.push_back(st.first.back() + n);
-  if (*std::max_element(subs.begin(), subs.end()) > 64)
+  if (!subs.empty() && *std::max_element(subs.begin(), subs.end()) > 64)
     throw OptionError("session: a pipeline stage has more than 64 concurrent "
                       "sub-stages (@ipu annotations); use at most 64");
 }
