@@ -42,7 +42,30 @@ void bindConfig(py::module_ &m) {
                                 "sequential");
             c.schedule = *s;
           })
-      .def_readwrite("device_mapping", &session::PipelineConfig::deviceMapping)
+      // Per stage an IPU, or a list of IPUs (concurrent sub-stages).
+      .def_property(
+          "device_mapping",
+          [](const session::PipelineConfig &c) {
+            py::list out;
+            for (const session::StageIpus &s : c.deviceMapping)
+              if (s.ipus.size() == 1)
+                out.append(s.ipus[0]);
+              else
+                out.append(py::cast(s.ipus));
+            return out;
+          },
+          [](session::PipelineConfig &c, const py::list &mapping) {
+            std::vector<session::StageIpus> out;
+            for (const py::handle &entry : mapping) {
+              if (py::isinstance<py::int_>(entry)) {
+                out.emplace_back(entry.cast<unsigned>());
+                continue;
+              }
+              out.emplace_back(std::initializer_list<unsigned>{});
+              out.back().ipus = entry.cast<std::vector<unsigned>>();
+            }
+            c.deviceMapping = std::move(out);
+          })
       .def_readwrite("offload_optimizer_state",
                      &session::PipelineConfig::offloadOptimizerState);
   py::class_<session::Config>(m, "Config", "The IPU system a model runs on.")

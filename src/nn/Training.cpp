@@ -281,7 +281,8 @@ session::Session &Model::trainingSession(const data::ElementSpec &spec) {
         spe, accumulation.count, accumulation.count));
   if (stages > 0) {
     config.pipeline.schedule = pipelining_->schedule;
-    config.pipeline.deviceMapping = pipelining_->deviceMapping;
+    config.pipeline.deviceMapping.assign(pipelining_->deviceMapping.begin(),
+                                         pipelining_->deviceMapping.end());
   }
   std::vector<std::string> outfeeds = c.logNames;
   std::vector<detail::OutfeedTap> taps = detail::planOutfeeds(

@@ -70,7 +70,8 @@ void ModelSession::Impl::importStages(const std::string &modelProto) {
         "; set enableGradientAccumulation and an accumulationFactor of at "
         "least " +
         std::to_string(stages));
-  options.config.pipeline.deviceMapping = imported.stageIpus;
+  options.config.pipeline.deviceMapping.assign(imported.stageIpus.begin(),
+                                               imported.stageIpus.end());
 }
 
 void ModelSession::Impl::addAnchors() {

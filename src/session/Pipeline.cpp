@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cstdint>
 #include <map>
@@ -112,16 +113,13 @@ namespace {
 
 using namespace tessera::program;
 
-// Program indices: F_s = 2s, B_s = 2s + 1, the weight update 2S, and
-// A_s = 2S + 1 + s: B_s's gradient accumulation, run after its tick's
-// transfers.
-unsigned passProgram(unsigned stage, bool backward) {
-  return 2 * stage + (backward ? 1 : 0);
-}
-
-std::string passName(unsigned program) {
-  return fmt::format("stage {} {}", program / 2,
-                     program % 2 ? "backward" : "forward");
+// Units: a stage, or each concurrent sub-stage of one (its ops annotated
+// @ipu(j)), numbered by stage, then sub-stage; each runs on one IPU.
+// Program indices: F_u = 2u, B_u = 2u + 1, the weight update 2K (K
+// units), and A_u = 2K + 1 + u: B_u's gradient accumulation, run after its
+// tick's transfers.
+unsigned passProgram(unsigned unit, bool backward) {
+  return 2 * unit + (backward ? 1 : 0);
 }
 
 bool isUpdateOp(const ir::Module &m, ir::ValueId v) {
@@ -129,23 +127,108 @@ bool isUpdateOp(const ir::Module &m, ir::ValueId v) {
          m.producer(v).annotations.weightUpdate;
 }
 
-// Every op's stage and every value's: annotated ops keep theirs; ops the
-// passes made without one take their operands' latest stage (forward) or
-// earliest (backward); an input or variable belongs to its first reader's
-// stage; the weight update's ops take their operands' latest stage, so
-// each variable's update runs on its stage's IPU.
+// Every op's unit and every value's: annotated ops keep their stage (and
+// sub-stage: @ipu(j), else an operand's of the same stage, else 0); ops
+// the passes made without one take their operands' latest unit (forward)
+// or earliest (backward); an input or variable belongs to its first
+// reader's unit; the weight update's ops take their operands' latest unit,
+// so each variable's update runs on its unit's IPU.
 struct Stages {
   unsigned count = 0;
+  /// Per stage its first unit; first[count] is the number of units.
+  std::vector<unsigned> first{0};
   std::vector<unsigned> ofOp, ofValue;
+  unsigned units() const { return first.back(); }
+  unsigned stageOf(unsigned unit) const {
+    return unsigned(std::upper_bound(first.begin(), first.end(), unit) -
+                    first.begin()) -
+           1;
+  }
+  bool concurrent(unsigned stage) const {
+    return first[stage + 1] - first[stage] > 1;
+  }
 };
+
+using Units = std::vector<std::optional<unsigned>>;
+
+void countUnits(const ir::Module &m, Stages &st) {
+  for (const ir::Op &op : m.ops())
+    if (op.annotations.pipelineStage)
+      st.count = std::max(st.count, *op.annotations.pipelineStage + 1);
+  std::vector<unsigned> subs(st.count, 1);
+  for (const ir::Op &op : m.ops())
+    if (op.annotations.pipelineStage && op.annotations.ipu)
+      subs[*op.annotations.pipelineStage] = std::max(
+          subs[*op.annotations.pipelineStage], *op.annotations.ipu + 1);
+  for (unsigned n : subs)
+    st.first.push_back(st.first.back() + n);
+  if (!subs.empty() && *std::max_element(subs.begin(), subs.end()) > 64)
+    throw OptionError("session: a pipeline stage has more than 64 concurrent "
+                      "sub-stages (@ipu annotations); use at most 64");
+}
+
+// The gradient of a value that several concurrent sub-stages read is the
+// sum of their gradients: an op adding those (a join, made by autodiff in
+// the stage) can run in none of the sub-stages beside the others, so it
+// runs in its earliest reader's unit (the backward pass of the stage that
+// made the value). A concurrent stage's sub-stages share no weights: a
+// join that no earlier stage reads is an error.
+void placeJoins(const ir::Module &m, Stages &st, Units &value) {
+  const auto &ops = m.ops();
+  std::vector<std::uint64_t> mask(m.numValues(), 0);
+  std::vector<bool> join(ops.size(), false);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const ir::Op &op = ops[i];
+    const unsigned s = st.stageOf(st.ofOp[i]);
+    if (!op.annotations.backward || op.annotations.weightUpdate ||
+        !st.concurrent(s))
+      continue;
+    std::uint64_t mk = 0;
+    for (ir::ValueId v : op.operands) {
+      if (m.value(v).kind != ir::ValueKind::OpResult)
+        continue;
+      const std::size_t p = m.value(v).def;
+      if (join[p])
+        mk |= mask[v];
+      else if (ops[p].annotations.backward &&
+               !ops[p].annotations.weightUpdate && st.stageOf(st.ofOp[p]) == s)
+        mk |= std::uint64_t(1) << (st.ofOp[p] - st.first[s]);
+    }
+    join[i] = std::popcount(mk) > 1;
+    for (ir::ValueId r : op.results)
+      mask[r] = mk;
+  }
+  std::vector<std::vector<std::size_t>> readers(m.numValues());
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    for (ir::ValueId v : ops[i].operands)
+      readers[v].push_back(i);
+  for (std::size_t i = ops.size(); i-- > 0;) {
+    if (!join[i])
+      continue;
+    const unsigned s = st.stageOf(st.ofOp[i]);
+    std::optional<unsigned> unit;
+    for (ir::ValueId r : ops[i].results)
+      for (std::size_t j : readers[r])
+        if (!ops[j].annotations.weightUpdate)
+          unit = std::min(unit.value_or(st.ofOp[j]), st.ofOp[j]);
+    if (!unit || st.stageOf(*unit) >= s)
+      throw UnsupportedError(fmt::format(
+          "session: op {} ({}) adds up gradients of the concurrent sub-stages "
+          "of pipeline stage {}, and no earlier stage reads the sum: "
+          "concurrent sub-stages take the same inputs but share no weights "
+          "or values; give each sub-stage its own variables",
+          i, ir::opKindName(ops[i].kind), s));
+    st.ofOp[i] = *unit;
+    for (ir::ValueId r : ops[i].results)
+      value[r] = *unit;
+  }
+}
 
 Stages assignStages(const ir::Module &m) {
   Stages st;
+  countUnits(m, st);
   const auto &ops = m.ops();
-  for (const ir::Op &op : ops)
-    if (op.annotations.pipelineStage)
-      st.count = std::max(st.count, *op.annotations.pipelineStage + 1);
-  std::vector<std::optional<unsigned>> value(m.numValues());
+  Units value(m.numValues());
   st.ofOp.assign(ops.size(), 0);
   const auto span = [&](const ir::Op &op) {
     std::optional<unsigned> lo, hi;
@@ -160,18 +243,25 @@ Stages assignStages(const ir::Module &m) {
     const ir::Op &op = ops[i];
     if (op.annotations.weightUpdate)
       continue;
-    std::optional<unsigned> s = op.annotations.pipelineStage;
-    if (!s) {
-      const auto [lo, hi] = span(op);
-      s = op.annotations.backward ? lo.value_or(st.count - 1) : hi.value_or(0);
+    const auto [lo, hi] = span(op);
+    const std::optional<unsigned> near = op.annotations.backward ? lo : hi;
+    unsigned u = 0;
+    if (const auto s = op.annotations.pipelineStage) {
+      if (op.annotations.ipu)
+        u = st.first[*s] + *op.annotations.ipu;
+      else
+        u = near && st.stageOf(*near) == *s ? *near : st.first[*s];
+    } else {
+      u = near.value_or(op.annotations.backward ? st.units() - 1 : 0);
     }
-    st.ofOp[i] = *s;
+    st.ofOp[i] = u;
     for (ir::ValueId r : op.results)
-      value[r] = *s;
+      value[r] = u;
     for (ir::ValueId v : op.operands)
       if (m.value(v).kind != ir::ValueKind::OpResult)
-        value[v] = std::min(value[v].value_or(*s), *s);
+        value[v] = std::min(value[v].value_or(u), u);
   }
+  placeJoins(m, st, value);
   for (std::size_t i = 0; i < ops.size(); ++i)
     if (ops[i].annotations.weightUpdate) {
       st.ofOp[i] = span(ops[i]).second.value_or(0);
@@ -188,16 +278,26 @@ public:
   PipelineBuilder(const ir::Module &module, const Config &config,
                   const RunSpec &spec, Graph &graph)
       : module_(module), config_(config), spec_(spec), graph_(graph),
-        stages_(assignStages(module)), S_(stages_.count), U_(2 * S_) {}
+        stages_(assignStages(module)), S_(stages_.count), K_(stages_.units()),
+        U_(2 * K_) {}
 
   Sequence build(ir::LoweredModule &lowered);
 
 private:
   void checkModule();
+  void mapUnits();
+  /// "stage s forward" or "stage s backward", for program \p p.
+  std::string passName(unsigned p) const {
+    return fmt::format("stage {} {}", stages_.stageOf(p / 2),
+                       p % 2 ? "backward" : "forward");
+  }
+  /// The IPU of program \p p (a pass, or an accumulation).
+  unsigned ipuOf(unsigned p) const { return mapping_[passOf(p) / 2]; }
   void placeOps(ir::Module &m) const;
   void timeTicks();
   void checkOrder() const;
   std::size_t depthOf(unsigned from, unsigned to) const;
+  bool overwrites(unsigned from, unsigned to) const;
   std::size_t depth(unsigned from, unsigned to) const {
     return to == U_ ? 1 : depths_[passOf(from)][passOf(to)];
   }
@@ -211,7 +311,9 @@ private:
   void planForwards(const ir::LoweredModule &lowered);
   const Tensor &destination(std::size_t b, unsigned microBatch,
                             const ir::LoweredModule &lowered) const;
-  std::string passLabel(const StagePass &p) const;
+  std::string passLabel(unsigned prog, unsigned microBatch) const;
+  void addPass(Sequence &passes, unsigned prog, unsigned microBatch,
+               const ir::LoweredModule &lowered);
   bool needsPending(std::size_t k, const ir::LoweredModule &lowered) const;
   Sequence tick(std::size_t k, const ir::LoweredModule &lowered);
 
@@ -220,13 +322,16 @@ private:
   const RunSpec &spec_;
   Graph &graph_;
   Stages stages_;
-  unsigned S_, U_, N_ = 1;
+  unsigned S_, K_, U_, N_ = 1;
+  /// Per unit, its IPU.
   std::vector<unsigned> mapping_;
   /// Per op: whether it runs in its backward pass's accumulation A_s.
   std::vector<bool> accumulation_;
   std::vector<PipelineTick> ticks_;
   /// [program][micro-batch] -> tick.
   std::vector<std::vector<std::size_t>> tickOf_;
+  /// [program][micro-batch] -> its place among its tick's passes.
+  std::vector<std::vector<std::size_t>> orderOf_;
   /// [from][to] -> depthOf(from, to), for the passes' programs: lowering
   /// asks for every operand read across programs.
   std::vector<std::vector<std::size_t>> depths_;
@@ -266,25 +371,49 @@ void PipelineBuilder::checkModule() {
         "steps of {} micro-batches (the gradient accumulation count); make "
         "it a multiple of {}",
         spec_.stepsPerExecution, N_, N_));
-  mapping_ = config_.pipeline.deviceMapping;
-  if (mapping_.empty()) {
-    mapping_.resize(S_);
+  mapUnits();
+}
+
+// Per unit its IPU: deviceMapping[s] lists one IPU per sub-stage of stage
+// s; without a mapping, the units on IPUs 0, 1, 2, ... in order.
+void PipelineBuilder::mapUnits() {
+  const auto &mapping = config_.pipeline.deviceMapping;
+  if (mapping.empty()) {
+    mapping_.resize(K_);
     std::iota(mapping_.begin(), mapping_.end(), 0u);
-  }
-  if (mapping_.size() != S_)
+  } else if (mapping.size() != S_) {
     throw OptionError(fmt::format(
         "session: the device mapping lists {} IPUs for {} pipeline stages; "
         "give one IPU per stage",
-        mapping_.size(), S_));
-  for (unsigned s = 0; s < S_; ++s)
-    if (mapping_[s] >= config_.autoSelectIpus)
+        mapping.size(), S_));
+  }
+  for (unsigned s = 0; s < S_ && !mapping.empty(); ++s) {
+    const unsigned subs = stages_.first[s + 1] - stages_.first[s];
+    if (mapping[s].ipus.size() != subs)
       throw OptionError(fmt::format(
-          "session: the device mapping puts stage {} on IPU {}, but the model "
-          "has {} IPU{} (autoSelectIpus); select at least {} IPUs or map the "
-          "stage to IPU 0 to {}",
-          s, mapping_[s], config_.autoSelectIpus,
-          config_.autoSelectIpus == 1 ? "" : "s", mapping_[s] + 1,
-          config_.autoSelectIpus - 1));
+          "session: the device mapping gives pipeline stage {} {} IPU{}, but "
+          "it has {} concurrent sub-stage{} (@ipu annotations); list one IPU "
+          "per sub-stage, as {{1, 2}}",
+          s, mapping[s].ipus.size(), mapping[s].ipus.size() == 1 ? "" : "s",
+          subs, subs == 1 ? "" : "s"));
+    mapping_.insert(mapping_.end(), mapping[s].ipus.begin(),
+                    mapping[s].ipus.end());
+  }
+  for (unsigned u = 0; u < K_; ++u) {
+    if (mapping_[u] < config_.autoSelectIpus)
+      continue;
+    const unsigned s = stages_.stageOf(u);
+    throw OptionError(fmt::format(
+        "session: the device mapping puts {}stage {} on IPU {}, but the model "
+        "has {} IPU{} (autoSelectIpus); select at least {} IPUs or map the "
+        "stage to IPU 0 to {}",
+        stages_.concurrent(s)
+            ? fmt::format("sub-stage {} of ", u - stages_.first[s])
+            : "",
+        s, mapping_[u], config_.autoSelectIpus,
+        config_.autoSelectIpus == 1 ? "" : "s", mapping_[u] + 1,
+        config_.autoSelectIpus - 1));
+  }
 }
 
 unsigned PipelineBuilder::programOfOp(std::size_t i) const {
@@ -355,16 +484,28 @@ void PipelineBuilder::findAccumulations() {
   }
 }
 
+// Each op on its unit's IPU; an input or variable annotated @ipu(j) (made
+// in a sub-stage's scope) on its unit's IPU too, not on IPU j.
 void PipelineBuilder::placeOps(ir::Module &m) const {
   for (std::size_t i = 0; i < m.ops().size(); ++i)
     m.mutableOps()[i].annotations.ipu = mapping_[stages_.ofOp[i]];
+  for (ir::ValueId v = 0; v < m.numValues(); ++v)
+    if (m.value(v).kind != ir::ValueKind::OpResult && m.value(v).ipu)
+      m.mutableValue(v).ipu = mapping_[stages_.ofValue[v]];
 }
 
 void PipelineBuilder::timeTicks() {
   tickOf_.assign(U_, std::vector<std::size_t>(N_, 0));
-  for (std::size_t t = 0; t < ticks_.size(); ++t)
+  orderOf_.assign(U_, std::vector<std::size_t>(N_, 0));
+  for (std::size_t t = 0; t < ticks_.size(); ++t) {
+    std::size_t order = 0;
     for (const StagePass &p : ticks_[t])
-      tickOf_[passProgram(p.stage, p.backward)][p.microBatch] = t;
+      for (unsigned u = stages_.first[p.stage]; u < stages_.first[p.stage + 1];
+           ++u) {
+        tickOf_[passProgram(u, p.backward)][p.microBatch] = t;
+        orderOf_[passProgram(u, p.backward)][p.microBatch] = order++;
+      }
+  }
   depths_.assign(U_, std::vector<std::size_t>(U_, 1));
   for (unsigned from = 0; from < U_; ++from)
     for (unsigned to = 0; to < U_; ++to)
@@ -372,7 +513,8 @@ void PipelineBuilder::timeTicks() {
 }
 
 // A pass reads values of passes that run before it on the same
-// micro-batch; a stage reading a later stage's value cannot be scheduled.
+// micro-batch; a stage reading a later stage's value cannot be scheduled,
+// nor a concurrent sub-stage one of the sub-stages beside it.
 void PipelineBuilder::checkOrder() const {
   const auto &ops = module_.ops();
   for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -380,9 +522,29 @@ void PipelineBuilder::checkOrder() const {
     if (to == U_)
       continue;
     for (ir::ValueId v : ops[i].operands) {
-      if (module_.value(v).kind != ir::ValueKind::OpResult)
+      const ir::ValueKind kind = module_.value(v).kind;
+      if (kind == ir::ValueKind::Input &&
+          tickOf_[passOf(to)][0] ==
+              tickOf_[passProgram(stages_.ofValue[v], false)][0] &&
+          passOf(to) != passProgram(stages_.ofValue[v], false))
+        throw UnsupportedError(fmt::format(
+            "session: input {} is read by the concurrent sub-stages of "
+            "pipeline stage {} on IPUs {} and {}; a pipeline feeds an input "
+            "to one IPU: compute the sub-stages' arguments in a stage before "
+            "them",
+            module_.describe(v), stages_.stageOf(stages_.ofValue[v]),
+            mapping_[stages_.ofValue[v]], ipuOf(to)));
+      if (kind != ir::ValueKind::OpResult)
         continue;
       const unsigned from = programOfOp(module_.value(v).def);
+      if (passOf(from) != passOf(to) &&
+          tickOf_[passOf(to)][0] == tickOf_[passOf(from)][0])
+        throw ir::IrError(fmt::format(
+            "session: op {} ({}) on IPU {} in {} reads {} from the concurrent "
+            "sub-stage on IPU {}, which runs beside it; concurrent sub-stages "
+            "share no values: compute it in an earlier stage",
+            i, ir::opKindName(ops[i].kind), ipuOf(to), passName(passOf(to)),
+            module_.describe(v), ipuOf(from)));
       if (passOf(from) != passOf(to) &&
           tickOf_[passOf(to)][0] <= tickOf_[passOf(from)][0])
         throw ir::IrError(fmt::format(
@@ -390,7 +552,8 @@ void PipelineBuilder::checkOrder() const {
             "in the pipeline; a forward stage can only use values of itself "
             "or earlier stages: move the op to stage {} or later",
             i, ir::opKindName(ops[i].kind), passName(passOf(to)),
-            module_.describe(v), passName(passOf(from)), passOf(from) / 2));
+            module_.describe(v), passName(passOf(from)),
+            stages_.stageOf(passOf(from) / 2)));
     }
   }
 }
@@ -407,6 +570,22 @@ std::size_t PipelineBuilder::depthOf(unsigned from, unsigned to) const {
     d = std::max(d, k);
   }
   return d;
+}
+
+// Whether \p from runs for micro-batch i + 1 before \p to reads micro-batch
+// i in the same tick (Grouped's F_s(i + 1) before F_{s+1}(i)): on one IPU,
+// \p to must then read a copy made at the end of the tick before, not the
+// value where it lies.
+bool PipelineBuilder::overwrites(unsigned from, unsigned to) const {
+  if (to == U_)
+    return false;
+  from = passOf(from);
+  to = passOf(to);
+  for (std::size_t i = 0; i + 1 < N_; ++i)
+    if (tickOf_[from][i + 1] == tickOf_[to][i] &&
+        orderOf_[from][i + 1] < orderOf_[to][i])
+      return true;
+  return false;
 }
 
 // A variable that a pass updates every micro-batch must be read by that
@@ -455,13 +634,13 @@ void PipelineBuilder::planForwards(const ir::LoweredModule &lowered) {
   };
   for (std::size_t later = 0; later < bounds.size(); ++later) {
     const ir::Boundary &l = bounds[later];
-    if (l.to == U_ || lowered.ipu(l.value) == mapping_[l.to / 2])
+    if (l.to == U_ || lowered.ipu(l.value) == ipuOf(l.to))
       continue;
     std::optional<std::size_t> first;
     for (std::size_t e = 0; e < bounds.size(); ++e) {
       const ir::Boundary &f = bounds[e];
       if (e == later || f.value != l.value || f.from != l.from || f.to == U_ ||
-          mapping_[f.to / 2] != mapping_[l.to / 2] || !before(f.to, l.to))
+          ipuOf(f.to) != ipuOf(l.to) || !before(f.to, l.to))
         continue;
       if (!first || before(f.to, bounds[*first].to))
         first = e;
@@ -512,74 +691,86 @@ bool PipelineBuilder::needsPending(std::size_t k,
            pendingTicks_.end();
   };
   for (const StagePass &p : ticks_[k]) {
-    const unsigned prog = passProgram(p.stage, p.backward);
     for (std::size_t t : pendingTicks_)
       for (const StagePass &q : ticks_[t])
         if (q.stage == p.stage && q.backward == p.backward)
           return true;
-    for (const ir::Boundary &b : lowered.boundaries())
-      if (b.to == prog && pending(tickOf_[passOf(b.from)][p.microBatch]))
-        return true;
+    for (unsigned u = stages_.first[p.stage]; u < stages_.first[p.stage + 1];
+         ++u)
+      for (const ir::Boundary &b : lowered.boundaries())
+        if (b.to == passProgram(u, p.backward) &&
+            pending(tickOf_[passOf(b.from)][p.microBatch]))
+          return true;
   }
   return false;
 }
 
-// The trace scope of a pass's steps (Executable::stepScopes), as `tessera
-// report` lists them per IPU.
-std::string PipelineBuilder::passLabel(const StagePass &p) const {
-  return fmt::format("{}, micro-batch {}, IPU {}",
-                     passName(passProgram(p.stage, p.backward)), p.microBatch,
-                     mapping_[p.stage]);
+// The trace scope of the steps of program \p prog (a pass of a unit) on
+// micro-batch \p microBatch (Executable::stepScopes), as `tessera report`
+// lists them per IPU.
+std::string PipelineBuilder::passLabel(unsigned prog,
+                                       unsigned microBatch) const {
+  return fmt::format("{}, micro-batch {}, IPU {}", passName(prog), microBatch,
+                     ipuOf(prog));
+}
+
+// Unit pass \p prog on micro-batch \p i: its stash pops, feeds, program,
+// outfeeds and update copies; its transfers become pending. The units of
+// a concurrent stage add theirs one after another, each on its own IPU
+// (nothing in them syncs the IPUs), so they run side by side.
+void PipelineBuilder::addPass(Sequence &passes, unsigned prog, unsigned i,
+                              const ir::LoweredModule &lowered) {
+  const auto &bounds = lowered.boundaries();
+  Sequence pass{DebugContext(passLabel(prog, i))};
+  std::vector<std::pair<Tensor, Tensor>> pops;
+  for (std::size_t b = 0; b < bounds.size(); ++b) {
+    if (bounds[b].to != prog)
+      continue;
+    const Tensor &at = destination(b, i, lowered);
+    if (!slots_[b].empty())
+      pops.emplace_back(at, bounds[b].tensor);
+    for (std::size_t later : forwards_[b])
+      pops.emplace_back(at, destination(later, i, lowered));
+  }
+  addMergedCopy(pass, pops);
+  for (const auto &[stream, tensor] : feeds_[prog])
+    pass.add(Copy(stream, tensor));
+  pass.add(programs_[prog]);
+  for (const auto &[tensor, stream] : outfeeds_[prog])
+    pass.add(Copy(tensor, stream));
+  for (const auto &[from, to] : updates_[prog])
+    pass.add(Copy(from, to));
+  passes.add(pass);
+  for (std::size_t b = 0; b < bounds.size(); ++b) {
+    if (bounds[b].from != prog || forwarded_[b] ||
+        (bounds[b].to == U_ && i + 1 != N_))
+      continue;
+    pending_.emplace_back(lowered.tensor(bounds[b].value),
+                          destination(b, i, lowered));
+  }
 }
 
 Sequence PipelineBuilder::tick(std::size_t k,
                                const ir::LoweredModule &lowered) {
   const PipelineTick &t = ticks_[k];
   Sequence passes;
-  std::vector<std::pair<Tensor, Tensor>> &transfers = pending_;
   pendingTicks_.push_back(k);
-  const auto &bounds = lowered.boundaries();
-  for (const StagePass &p : t) {
-    const unsigned prog = passProgram(p.stage, p.backward);
-    const unsigned i = p.microBatch;
-    Sequence pass{DebugContext(passLabel(p))};
-    std::vector<std::pair<Tensor, Tensor>> pops;
-    for (std::size_t b = 0; b < bounds.size(); ++b) {
-      if (bounds[b].to != prog)
-        continue;
-      const Tensor &at = destination(b, i, lowered);
-      if (!slots_[b].empty())
-        pops.emplace_back(at, bounds[b].tensor);
-      for (std::size_t later : forwards_[b])
-        pops.emplace_back(at, destination(later, i, lowered));
-    }
-    addMergedCopy(pass, pops);
-    for (const auto &[stream, tensor] : feeds_[prog])
-      pass.add(Copy(stream, tensor));
-    pass.add(programs_[prog]);
-    for (const auto &[tensor, stream] : outfeeds_[prog])
-      pass.add(Copy(tensor, stream));
-    for (const auto &[from, to] : updates_[prog])
-      pass.add(Copy(from, to));
-    passes.add(pass);
-    for (std::size_t b = 0; b < bounds.size(); ++b) {
-      if (bounds[b].from != prog || forwarded_[b] ||
-          (bounds[b].to == U_ && i + 1 != N_))
-        continue;
-      transfers.emplace_back(lowered.tensor(bounds[b].value),
-                             destination(b, i, lowered));
-    }
-  }
+  for (const StagePass &p : t)
+    for (unsigned u = stages_.first[p.stage]; u < stages_.first[p.stage + 1];
+         ++u)
+      addPass(passes, passProgram(u, p.backward), p.microBatch, lowered);
   if (needsPending(k + 1, lowered)) {
-    addMergedCopy(passes, transfers);
-    transfers.clear();
+    addMergedCopy(passes, pending_);
+    pending_.clear();
     pendingTicks_.clear();
   }
   // The accumulations belong to their backward passes: the same scope.
   for (const StagePass &p : t)
-    if (p.backward) {
-      const unsigned acc = U_ + 1 + p.stage;
-      Sequence tail{DebugContext(passLabel(p))};
+    for (unsigned u = stages_.first[p.stage];
+         p.backward && u < stages_.first[p.stage + 1]; ++u) {
+      const unsigned acc = U_ + 1 + u;
+      Sequence tail{
+          DebugContext(passLabel(passProgram(u, true), p.microBatch))};
       tail.add(programs_[acc]);
       for (const auto &[from, to] : updates_[acc])
         tail.add(Copy(from, to));
@@ -606,9 +797,9 @@ Sequence PipelineBuilder::build(ir::LoweredModule &lowered) {
   for (ir::ValueId in : m.inputs())
     lowering.inputProgram[in] = passProgram(stages_.ofValue[in], false);
   lowering.boundary = [this](unsigned from, unsigned to, bool sameIpu) {
-    return !sameIpu || depth(from, to) > 1;
+    return !sameIpu || depth(from, to) > 1 || overwrites(from, to);
   };
-  programs_.resize(U_ + 1 + S_);
+  programs_.resize(U_ + 1 + K_);
   std::vector<Sequence *> targets;
   for (Sequence &p : programs_)
     targets.push_back(&p);
@@ -621,9 +812,9 @@ Sequence PipelineBuilder::build(ir::LoweredModule &lowered) {
           b.tensor, {fmt::format("stash {} of {}", k, m.describe(b.value))}));
   }
   planForwards(lowered);
-  feeds_.resize(U_ + 1 + S_);
-  outfeeds_.resize(U_ + 1 + S_);
-  updates_.resize(U_ + 1 + S_);
+  feeds_.resize(U_ + 1 + K_);
+  outfeeds_.resize(U_ + 1 + K_);
+  updates_.resize(U_ + 1 + K_);
   for (const std::string &f : spec_.feeds) {
     const ir::ValueId v = *m.findValue(f);
     const Tensor &t = lowered.tensor(v);

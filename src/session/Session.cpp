@@ -198,8 +198,11 @@ std::string cacheKey(const ir::Module &module, const Config &config,
           " steps=" + std::to_string(spec.stepsPerExecution) +
           " schedule=" + std::string(scheduleName(config.pipeline.schedule)) +
           " mapping=";
-  for (unsigned ipu : config.pipeline.deviceMapping)
-    text += std::to_string(ipu) + ",";
+  for (const StageIpus &stage : config.pipeline.deviceMapping) {
+    for (unsigned ipu : stage.ipus)
+      text += std::to_string(ipu) + " ";
+    text += ",";
+  }
   text += " " + EngineOptions::parse(engineFlags(config)).compileKey();
   for (const auto &f : spec.feeds)
     text += " feed=" + f;

@@ -373,10 +373,12 @@ def test_learning_rate_fed_each_run_is_refused():
             ipu.ipu_compiler.compile(net, [lr])
 
 
-def concurrent(pipelined):
-    """A first stage, two concurrent stages on its output, a last stage on
-    both of theirs; trained pipelined or, with the same ops in order,
-    unpipelined with GradientAccumulationOptimizerV2."""
+def concurrent(pipelined, mapping=None):
+    """The seed's shape: a first stage, two concurrent stages on its output,
+    a stage on both of theirs and a last one; trained pipelined (on 4 IPUs,
+    by default the concurrent stages on IPUs 1 and 2 and the next stage
+    sharing IPU 2) or, with the same ops in order, unpipelined with
+    GradientAccumulationOptimizerV2."""
     configure(4 if pipelined else 1)
     infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset())
     outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
@@ -396,8 +398,12 @@ def concurrent(pipelined):
     def right(h, y):
         return tf.nn.tanh(dense("layer_right", h, WIDTH, 3)), y
 
-    def last(a, b, y):
-        out = dense("layer_last", a, OUT, 4) + dense("layer_last2", b, OUT, 5)
+    def mix(a, b, y):
+        return dense("layer_mix", a, WIDTH, 4) + \
+            dense("layer_mix2", b, WIDTH, 5), y
+
+    def last(m, y):
+        out = dense("layer_last", tf.nn.tanh(m), OUT, 6)
         return tf.reduce_mean(tf.square(out - y))
 
     def opt():
@@ -406,16 +412,16 @@ def concurrent(pipelined):
     if pipelined:
         def net():
             return pipelining_ops.pipeline(
-                [first, [left, right], last],
+                [first, [left, right], mix, last],
                 gradient_accumulation_count=COUNT, repeat_count=REPEATS,
                 infeed_queue=infeed, outfeed_queue=outfeed,
                 optimizer_function=lambda loss:
                 pipelining_ops.OptimizerFunctionOutput(opt(), loss),
-                device_mapping=[0, [1, 1], 3])
+                device_mapping=mapping or [0, [1, 2], 2, 3])
     else:
         def body(x, y):
             h, y = first(x, y)
-            loss = last(*left(h, y), *right(h, y))
+            loss = last(*mix(*left(h, y), *right(h, y)))
             return [ipu.optimizers.GradientAccumulationOptimizerV2(
                 opt(), COUNT).minimize(loss), outfeed.enqueue(loss)]
 
@@ -431,33 +437,48 @@ def concurrent(pipelined):
         for _ in range(RUNS):
             sess.run(op)
             losses.extend(sess.run(deq).tolist())
+        if pipelined:
+            programs.append(sess._programs[("program", id(op.attrs["call"]))]
+                            .program.text())
         return sess.run(weights()), losses
 
 
-def test_concurrent_stages_take_the_same_inputs_and_concatenate():
+@pytest.mark.parametrize("mapping", [None, [0, [1, 1], 2, 3]],
+                         ids=["two_ipus", "one_ipu"])
+def test_concurrent_stages_take_the_same_inputs_and_concatenate(mapping):
     want = concurrent(False)
     tf.reset_default_graph()
     ipu.config.reset_ipu_configuration()
-    (w_got, l_got), (w_want, l_want) = concurrent(True), want
+    (w_got, l_got), (w_want, l_want) = concurrent(True, mapping), want
     np.testing.assert_allclose(l_got, l_want, rtol=1e-5, atol=1e-6)
-    assert l_want[-1] < l_want[0] and len(w_want) == 10
+    assert l_want[-1] < l_want[0] and len(w_want) == 12
     for name in w_want:
         np.testing.assert_allclose(w_got[name], w_want[name], rtol=1e-5,
                                    atol=1e-6, err_msg=name)
+    # On two IPUs, the concurrent stages' ops are its sub-stages 0 and 1;
+    # on one, stage 1 is one stage.
+    left = [line for line in programs[-1].splitlines()
+            if "layer_left" in line and "@stage(1)" in line]
+    assert left and all(("@ipu(0)" in line) == (mapping is None)
+                        for line in left)
 
 
-def test_concurrent_stages_on_two_ipus_are_refused():
-    configure(4)
-    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset())
-    with ipu.scopes.ipu_scope("/device:IPU:0"):
-        with pytest.raises(NotImplementedError, match="concurrent stages of "
-                           "stage 1 on IPUs \\[1, 2\\]"):
-            ipu.ipu_compiler.compile(lambda: pipelining_ops.pipeline(
-                [layer(0), [layer(1), layer(1)], layer(2)],
-                gradient_accumulation_count=4, infeed_queue=infeed,
-                optimizer_function=lambda loss:
-                pipelining_ops.OptimizerFunctionOutput(optimizer(), loss),
-                device_mapping=[0, [1, 2], 3]))
+def test_concurrent_stages_default_to_their_own_ipus():
+    f = layer(0)
+    assert pipelining_ops._mapping(None, [f, [f, f], f, f]) == \
+        [0, [1, 2], 3, 4]
+
+
+def test_concurrent_stage_on_a_missing_ipu():
+    with pytest.raises(ValueError, match="puts sub-stage 1 of stage 1 on IPU "
+                       "4, but the model has 4 IPUs"):
+        concurrent(True, [0, [1, 4], 2, 3])
+
+
+def test_concurrent_stages_need_an_ipu_each():
+    with pytest.raises(ValueError, match="device_mapping\\[1\\] lists 3 "
+                       "IPUs for 2 concurrent stages"):
+        concurrent(True, [0, [1, 2, 3], 2, 3])
 
 
 def test_inference_pipeline_is_refused():

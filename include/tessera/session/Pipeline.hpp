@@ -38,8 +38,18 @@
 /// execution trace (`tessera report`), each pass's steps are scoped "stage s
 /// forward, micro-batch m, IPU i" (or backward; recomputed activations are part
 /// of the backward pass), and the weight update's "weight update".
+///
+/// Concurrent stages: a stage whose ops carry @ipu(j) annotations is split
+/// into concurrent sub-stages, j = 0, 1, ..., that take the same inputs and
+/// share no values or weights (the next stage reads their outputs); sub-
+/// stage j runs on IPU deviceMapping[s].ipus[j]. The stage's passes are
+/// one pass of the schedule, each sub-stage's part on its IPU in the same
+/// tick, side by side. The gradient of a value several sub-stages read is
+/// the sum of theirs, computed in the backward pass of its reader, on the
+/// reader's IPU.
 #pragma once
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -54,12 +64,21 @@ std::string_view scheduleName(PipelineSchedule s);
 /// "grouped", "interleaved" or "sequential" (any case); nullopt otherwise.
 std::optional<PipelineSchedule> parseSchedule(std::string_view name);
 
+/// The IPUs of one pipeline stage: one, or one per concurrent sub-stage.
+struct StageIpus {
+  std::vector<unsigned> ipus;
+  StageIpus(unsigned ipu) : ipus{ipu} {}
+  StageIpus(std::initializer_list<unsigned> list) : ipus(list) {}
+  bool operator==(const StageIpus &) const = default;
+};
+
 /// How a staged module runs.
 struct PipelineConfig {
   PipelineSchedule schedule = PipelineSchedule::Grouped;
-  /// The IPU of each stage (within a replica); empty: stage i on IPU i.
-  /// Several stages may share an IPU.
-  std::vector<unsigned> deviceMapping;
+  /// The IPUs of each stage (within a replica), as {0, {1, 2}, 2, 3};
+  /// empty: the stages' sub-stages on IPUs 0, 1, 2, ... in order. Several
+  /// stages may share an IPU.
+  std::vector<StageIpus> deviceMapping;
   /// TensorFlow for the IPU's offload_weight_update_variables, on by
   /// default: in a module that accumulates gradients (pipelined or not),
   /// the optimizer state (momentum, Adam's moments) lives in remote

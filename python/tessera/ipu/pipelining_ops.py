@@ -39,9 +39,21 @@ returns, once per micro-batch.
 
 A list of stage functions in place of one is a set of concurrent stages:
 each takes the same arguments and the next stage takes their outputs
-concatenated. Tessera's pipelines run one stage per IPU, so concurrent
-stages run as one stage, on one IPU (their device_mapping entry may be a
-list naming it once or repeatedly, never two different IPUs).
+concatenated; they must share no variables. Their device_mapping entry is
+a list with an IPU per function, and each runs on its own IPU, side by
+side with the others in the same pipeline pass:
+
+    pipelining_ops.pipeline(
+        [stage0, [stage1a, stage1b], stage2, stage3],
+        device_mapping=[0, [1, 2], 2, 3], ...)
+
+(In the IR, stage 1's ops carry @stage(1) and @ipu(j), j the index of
+their function: its concurrent sub-stage, which the session places on
+IPU device_mapping[1][j].) A list naming one IPU for all of them runs
+them as one stage on that IPU. Concurrent stages take the infeed's
+element only through an earlier stage: a pipeline feeds each input to
+one IPU. Without a device_mapping, the stages and concurrent stages take
+IPUs 0, 1, 2, ... in order.
 """
 
 import enum
@@ -108,7 +120,8 @@ class _Settings:
         config.schedule = self.schedule.value
         config.device_mapping = list(self.mapping)
         config.offload_optimizer_state = bool(self.offload)
-        used = max(self.mapping) + 1
+        used = max(max(e) if isinstance(e, list) else e
+                   for e in self.mapping) + 1
         return used if used <= ipus else ipus
 
 
@@ -141,30 +154,39 @@ def _concat(outputs):
 
 
 def _mapping(device_mapping, stages):
-    """One IPU per stage, from device_mapping (ints, or lists for
-    concurrent stages)."""
+    """Per stage an IPU, or for concurrent stages on several IPUs a list
+    with one per function; None: the stages and concurrent stages on IPUs
+    0, 1, 2, ... in order."""
     if device_mapping is None:
-        return list(range(len(stages)))
+        out, next_ipu = [], 0
+        for stage in stages:
+            n = len(stage) if isinstance(stage, (list, tuple)) else 1
+            out.append(next_ipu if n == 1
+                       else list(range(next_ipu, next_ipu + n)))
+            next_ipu += n
+        return out
     mapping = list(device_mapping)
     if len(mapping) != len(stages):
         raise ValueError("pipeline: device_mapping has %d entries for %d "
                          "computational stages; give one IPU per stage"
                          % (len(mapping), len(stages)))
     out = []
-    for i, entry in enumerate(mapping):
-        ipus = set(int(x) for x in entry) \
-            if isinstance(entry, (list, tuple)) else {int(entry)}
-        if len(ipus) != 1:
-            raise NotImplementedError(
-                "pipeline: device_mapping puts the concurrent stages of "
-                "stage %d on IPUs %s; Tessera runs each pipeline stage on "
-                "one IPU, so map all of them to the same IPU"
-                % (i, sorted(ipus)))
-        ipu = ipus.pop()
-        if ipu < 0:
-            raise ValueError("pipeline: device_mapping[%d] is %d; IPU "
-                             "indices are >= 0" % (i, ipu))
-        out.append(ipu)
+    for i, (entry, stage) in enumerate(zip(mapping, stages)):
+        ipus = [int(x) for x in entry] \
+            if isinstance(entry, (list, tuple)) else [int(entry)]
+        if any(ipu < 0 for ipu in ipus):
+            raise ValueError("pipeline: device_mapping[%d] is %r; IPU "
+                             "indices are >= 0" % (i, entry))
+        functions = len(stage) if isinstance(stage, (list, tuple)) else 1
+        if len(set(ipus)) == 1:
+            out.append(ipus[0])
+        elif len(ipus) != functions:
+            raise ValueError(
+                "pipeline: device_mapping[%d] lists %d IPUs for %d "
+                "concurrent stages; give one IPU per stage function"
+                % (i, len(ipus), functions))
+        else:
+            out.append(ipus)
     return out
 
 
@@ -207,7 +229,8 @@ def pipeline(computational_stages, gradient_accumulation_count=None,
     Tessera pipelines train. gradient_accumulation_count (N) micro-batches
     make one step, and Grouped and Interleaved need N >= the number of
     stages. pipeline_schedule defaults to PipelineSchedule.Grouped and
-    device_mapping to stage i on IPU i; offload_weight_update_variables
+    device_mapping to the stages (and each concurrent stage) on IPUs 0,
+    1, 2, ... in order; offload_weight_update_variables
     (default on) keeps the optimizer state in remote buffers between
     weight updates. The Poplar options TensorFlow takes (per-stage and
     weight-update options, sharding and offloading of activations) are
@@ -264,10 +287,16 @@ def pipeline(computational_stages, gradient_accumulation_count=None,
         args += infeed_queue._dequeue()
     for i, stage in enumerate(stages):
         with g.placement(stage=i):
-            if isinstance(stage, (list, tuple)):
-                args = _concat([_call(s, args) for s in stage])
-            else:
+            if not isinstance(stage, (list, tuple)):
                 args = _call(stage, args)
+                continue
+            # Concurrent stages on several IPUs: function j is sub-stage j.
+            split = isinstance(settings.mapping[i], list)
+            outputs = []
+            for j, s in enumerate(stage):
+                with g.placement(shard=j if split else None):
+                    outputs.append(_call(s, args))
+            args = _concat(outputs)
     last = args
 
     ops = []
