@@ -796,6 +796,13 @@ Sequence PipelineBuilder::build(ir::LoweredModule &lowered) {
     lowering.programOf.push_back(programOfOp(i));
   for (ir::ValueId in : m.inputs())
     lowering.inputProgram[in] = passProgram(stages_.ofValue[in], false);
+  // The weight update of every stage reads the hyper-parameters (the
+  // learning rate), which lie on one IPU: as boundaries, they go out with
+  // the last micro-batch's transfers of their stage's forward pass, rather
+  // than as one copy, and one sync, per IPU inside the update.
+  for (const ir::HyperParameterRecord &h : m.hyperParameters())
+    lowering.inputProgram[h.variable] =
+        passProgram(stages_.ofValue[h.variable], false);
   lowering.boundary = [this](unsigned from, unsigned to, bool sameIpu) {
     return !sameIpu || depth(from, to) > 1 || overwrites(from, to);
   };

@@ -148,7 +148,11 @@ StepCycles runStep(Split split, PipelineSchedule schedule, unsigned n) {
       busiest = std::max(busiest, cycles[i].get<double>());
       ipus += cycles[i].get<double>() > 0;
     }
-    if (ipus > 1 && step["kind"] == "exchange") {
+    // The schedule's transfers; the weight update's exchanges (each IPU
+    // spreading the learning rate over its tiles) are the update's cost.
+    const bool inUpdate =
+        step.contains("scope") && step["scope"] == "weight update";
+    if (ipus > 1 && step["kind"] == "exchange" && !inUpdate) {
       out.transferBytes += step["bytes"].get<double>();
       ++out.transfers;
     }
