@@ -597,6 +597,11 @@ void Model::compileLosses(Compiled &c, const CompileOptions &options) const {
 }
 
 void Model::compile(CompileOptions options) {
+  if (fitting_)
+    throw ModelError("model \"" + name_ +
+                     "\": compile() called while fit() runs (from a "
+                     "callback); compile before fit() or after it returns "
+                     "(setLearningRate changes the rate during fit)");
   auto c = std::make_unique<Compiled>();
   compileLosses(*c, options);
   if (options.stepsPerExecution == 0)

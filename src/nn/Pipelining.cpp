@@ -13,6 +13,11 @@ namespace tessera::nn {
 void Model::dropTrainingSession() {
   if (!compiled_ || !compiled_->train)
     return;
+  if (fitting_)
+    throw ModelError("model \"" + name_ +
+                     "\": its pipelining or gradient accumulation options "
+                     "changed while fit() runs (from a callback); change "
+                     "them before fit() or after it returns");
   compiled_->pending = compiled_->train->readVariables();
   compiled_->train.reset();
 }
@@ -37,13 +42,13 @@ void Model::setPipelineStageAssignment(std::vector<unsigned> stages) {
           "predecessor's or the next ({} or {})",
           i + 1, layers_[i + 1]->name(), stages[i], stages[i - 1],
           stages[i - 1], stages[i - 1] + 1));
-  stages_ = std::move(stages);
   dropTrainingSession();
+  stages_ = std::move(stages);
 }
 
 void Model::setPipeliningOptions(PipeliningOptions options) {
-  pipelining_ = std::move(options);
   dropTrainingSession();
+  pipelining_ = std::move(options);
 }
 
 void Model::setGradientAccumulationOptions(
@@ -51,8 +56,8 @@ void Model::setGradientAccumulationOptions(
   if (options.count == 0)
     throw OptionError("setGradientAccumulationOptions: the gradient "
                       "accumulation count must be at least 1");
-  accumulation_ = options;
   dropTrainingSession();
+  accumulation_ = options;
 }
 
 std::pair<passes::GradientAccumulationOptions, unsigned>

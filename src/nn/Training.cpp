@@ -346,6 +346,15 @@ session::Session &Model::inferenceSession(const std::string &key,
 
 History Model::fit(const data::Dataset &dataset, const FitOptions &options) {
   Compiled &c = compiled("fit");
+  if (fitting_)
+    throw ModelError("model \"" + name_ +
+                     "\": fit() called while fit() runs (from a callback); "
+                     "call it after fit() returns");
+  fitting_ = true;
+  struct Done {
+    bool &flag;
+    ~Done() { flag = false; }
+  } done{fitting_};
   const data::ElementSpec &spec = dataset.spec();
   checkElements(spec, true, "fit");
   const data::Cardinality card = dataset.cardinality();

@@ -347,6 +347,35 @@ TEST(Errors, FitBeforeCompileIsAModelError) {
               HasSubstr("not compiled"));
 }
 
+TEST(Errors, CompilingOrFittingFromAFitCallbackIsAModelError) {
+  Sequential m = smallMlp();
+  m.compile(smallCompile());
+  auto recompile = std::make_shared<LambdaCallback>();
+  recompile->epochEnd = [&](unsigned, const Logs &) {
+    m.compile(smallCompile());
+  };
+  FitOptions fo = epochs(2);
+  fo.callbacks = {recompile};
+  EXPECT_THAT(errorOf<ModelError>([&] { m.fit(clusterData(), fo); }),
+              HasSubstr("compile() called while fit() runs"));
+  auto refit = std::make_shared<LambdaCallback>();
+  refit->epochEnd = [&](unsigned, const Logs &) {
+    m.fit(clusterData(), epochs(1));
+  };
+  fo.callbacks = {refit};
+  EXPECT_THAT(errorOf<ModelError>([&] { m.fit(clusterData(), fo); }),
+              HasSubstr("fit() called while fit() runs"));
+  auto regroup = std::make_shared<LambdaCallback>();
+  regroup->epochEnd = [&](unsigned, const Logs &) {
+    m.setGradientAccumulationOptions({.count = 2});
+  };
+  fo.callbacks = {regroup};
+  EXPECT_THAT(errorOf<ModelError>([&] { m.fit(clusterData(), fo); }),
+              HasSubstr("options changed while fit() runs"));
+  // The model is whole: it trains again.
+  EXPECT_NO_THROW(m.fit(clusterData(), epochs(1)));
+}
+
 TEST(Errors, WrongInputShapeIsAShapeError) {
   Sequential m = smallMlp();
   m.compile(smallCompile());

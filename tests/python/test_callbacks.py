@@ -84,6 +84,20 @@ def test_a_raising_callback_stops_training_and_keeps_its_traceback(
     assert len(h.history["loss"]) == 1
 
 
+def test_compile_from_a_callback_during_fit_is_an_error(cluster_data):
+    x, y = cluster_data
+    m = compiled_mlp()
+    cb = callbacks.LambdaCallback(
+        on_epoch_end=lambda e, logs: m.compile(optimizer="sgd", loss="mse"))
+    with pytest.raises(RuntimeError, match="compile was called from a "
+                                           "callback"):
+        m.fit(x, y, batch_size=16, epochs=2, callbacks=[cb], verbose=0)
+    # Neither compiled nor broken: it trains on with its first settings.
+    assert isinstance(m.optimizer, keras.optimizers.Adam)
+    h = m.fit(x, y, batch_size=16, epochs=1, verbose=0)
+    assert len(h.history["loss"]) == 1
+
+
 def test_ctrl_c_during_fit_raises_keyboard_interrupt(cluster_data, tmp_path):
     x, y = cluster_data
     m = compiled_mlp(spe=1)

@@ -427,6 +427,8 @@ private:
   passes::GradientAccumulationOptions accumulation_;
   std::unique_ptr<Compiled> compiled_;
   FitStats stats_;
+  /// fit() is running: recompiling would pull its session away.
+  bool fitting_ = false;
 };
 
 /// Keras' LearningRateScheduler: at the start of each epoch, sets

@@ -234,6 +234,12 @@ class Model:
         steps_per_execution: training steps per device run; an epoch's
         steps must be a multiple of it.
         """
+        if getattr(self, "_fitting", False):
+            raise RuntimeError(
+                "compile: model %r is in fit() (compile was called from a "
+                "callback); compile before fit() or after it returns, and "
+                "set model.optimizer.learning_rate to change the rate "
+                "during fit" % self._name)
         loss_weights = kwargs.pop("loss_weights", None)
         for key in ("weighted_metrics", "run_eagerly", "jit_compile"):
             kwargs.pop(key, None)
@@ -524,6 +530,21 @@ class Model:
             cbs, self, self._rename(),
             self._compile_args["steps_per_execution"])
         hooks.on_train_begin()
+        self._fitting = True
+        try:
+            self._fit_core(x, y, batch_size, epochs, initial_epoch, verbose,
+                           hooks, validation_data, shuffle, steps_per_epoch)
+        finally:
+            self._fitting = False
+        logs = {k: v[-1] for k, v in history.history.items()}
+        hooks.on_train_end(logs)
+        history.model, history.params = self, {"epochs": epochs}
+        self.history = history
+        return history
+
+    def _fit_core(self, x, y, batch_size, epochs, initial_epoch, verbose,
+                  hooks, validation_data, shuffle, steps_per_epoch):
+        """The device loop of fit(), in C++ (callbacks through hooks)."""
         if isinstance(x, _data.Dataset):
             if y is not None:
                 raise ValueError("fit: give y inside the dataset, not as an "
@@ -540,11 +561,6 @@ class Model:
             self._core.fit_arrays(xt, yt, bs, bool(shuffle), epochs,
                                   initial_epoch, int(verbose), hooks,
                                   self._validation(validation_data, bs))
-        logs = {k: v[-1] for k, v in history.history.items()}
-        hooks.on_train_end(logs)
-        history.model, history.params = self, {"epochs": epochs}
-        self.history = history
-        return history
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose=1,
                  return_dict=False, **kwargs):
