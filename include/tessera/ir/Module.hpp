@@ -97,7 +97,9 @@ private:
 /// Where and how an operation runs.
 struct Annotations {
   /// The IPU (shard) the operation runs on; unset: IPU 0 of a sharded
-  /// module, the whole target of an unsharded one.
+  /// module, the whole target of an unsharded one. In a pipelined module
+  /// (with stages) it names the concurrent sub-stage j of the op's stage
+  /// instead, which runs on the IPU the pipeline's device mapping gives it.
   std::optional<unsigned> ipu;
   /// The pipeline stage the operation belongs to.
   std::optional<unsigned> pipelineStage;
