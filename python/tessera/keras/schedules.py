@@ -32,15 +32,15 @@ def _positive(value, what, schedule):
     return value
 
 
-class ExponentialDecay(LearningRateSchedule):
-    """initial_learning_rate * decay_rate ** (step / decay_steps), the
-    exponent floored when staircase."""
+class _TimeDecay(LearningRateSchedule):
+    """A decay of initial_learning_rate by decay_rate as the steps pass
+    in units of decay_steps (whole units when staircase)."""
 
     def __init__(self, initial_learning_rate, decay_steps, decay_rate,
                  staircase=False, name=None):
         self.initial_learning_rate = float(initial_learning_rate)
         self.decay_steps = _positive(decay_steps, "decay_steps",
-                                     "ExponentialDecay")
+                                     type(self).__name__)
         self.decay_rate = float(decay_rate)
         self.staircase = bool(staircase)
         self._config = {"initial_learning_rate": self.initial_learning_rate,
@@ -48,11 +48,18 @@ class ExponentialDecay(LearningRateSchedule):
                         "decay_rate": self.decay_rate,
                         "staircase": self.staircase, "name": name}
 
-    def __call__(self, step):
+    def _units(self, step):
         p = float(step) / self.decay_steps
-        if self.staircase:
-            p = math.floor(p)
-        return self.initial_learning_rate * self.decay_rate ** p
+        return math.floor(p) if self.staircase else p
+
+
+class ExponentialDecay(_TimeDecay):
+    """initial_learning_rate * decay_rate ** (step / decay_steps), the
+    exponent floored when staircase."""
+
+    def __call__(self, step):
+        return (self.initial_learning_rate
+                * self.decay_rate ** self._units(step))
 
 
 class PiecewiseConstantDecay(LearningRateSchedule):
@@ -80,27 +87,13 @@ class PiecewiseConstantDecay(LearningRateSchedule):
         return self.values[-1]
 
 
-class InverseTimeDecay(LearningRateSchedule):
+class InverseTimeDecay(_TimeDecay):
     """initial_learning_rate / (1 + decay_rate * step / decay_steps), the
     quotient floored when staircase."""
 
-    def __init__(self, initial_learning_rate, decay_steps, decay_rate,
-                 staircase=False, name=None):
-        self.initial_learning_rate = float(initial_learning_rate)
-        self.decay_steps = _positive(decay_steps, "decay_steps",
-                                     "InverseTimeDecay")
-        self.decay_rate = float(decay_rate)
-        self.staircase = bool(staircase)
-        self._config = {"initial_learning_rate": self.initial_learning_rate,
-                        "decay_steps": self.decay_steps,
-                        "decay_rate": self.decay_rate,
-                        "staircase": self.staircase, "name": name}
-
     def __call__(self, step):
-        p = float(step) / self.decay_steps
-        if self.staircase:
-            p = math.floor(p)
-        return self.initial_learning_rate / (1 + self.decay_rate * p)
+        return self.initial_learning_rate / (
+            1 + self.decay_rate * self._units(step))
 
 
 class PolynomialDecay(LearningRateSchedule):
