@@ -23,8 +23,8 @@
 namespace tessera::nn {
 namespace {
 
-template <typename T, typename ToDouble>
-TensorStats statsOf(std::span<const T> xs, ToDouble toDouble) {
+template <typename T, typename AsDouble>
+TensorStats statsOf(std::span<const T> xs, AsDouble asDouble) {
   TensorStats s;
   s.count = xs.size();
   double sum = 0, squares = 0;
@@ -32,7 +32,7 @@ TensorStats statsOf(std::span<const T> xs, ToDouble toDouble) {
   s.min = std::numeric_limits<double>::infinity();
   s.max = -s.min;
   for (const T &raw : xs) {
-    const double x = toDouble(raw);
+    const double x = asDouble(raw);
     if (std::isnan(x)) {
       ++s.nans;
       continue;
@@ -58,7 +58,7 @@ TensorStats statsOf(std::span<const T> xs, ToDouble toDouble) {
   // which cancels badly when the mean is large against the spread.
   double deviations = 0;
   for (const T &raw : xs) {
-    const double x = toDouble(raw);
+    const double x = asDouble(raw);
     if (std::isfinite(x))
       deviations += (x - s.mean) * (x - s.mean);
   }

@@ -4,6 +4,8 @@
 // do.
 #include "tessera/nn/Model.hpp"
 
+#include "ErrorOf.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 using namespace tessera::nn;
+using tessera::nn::test::errorOf;
 namespace data = tessera::data;
 namespace passes = tessera::passes;
 namespace session = tessera::session;
@@ -84,15 +87,6 @@ DenseOptions named(const std::string &name) {
   DenseOptions o;
   o.name = name;
   return o;
-}
-
-template <typename E, typename F> std::string errorOf(F &&f) {
-  try {
-    f();
-  } catch (const E &e) {
-    return e.what();
-  }
-  return "no error of the expected type";
 }
 
 } // namespace

@@ -3,17 +3,20 @@
 // tensor per output, and the errors for elements that do not fit.
 #include "tessera/nn/Model.hpp"
 
+#include "ErrorOf.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 using namespace tessera::nn;
+using tessera::nn::test::errorOf;
 namespace data = tessera::data;
 namespace passes = tessera::passes;
 using data::HostTensor;
-using tessera::ShapeError;
 using tessera::OptionError;
+using tessera::ShapeError;
 using tessera::TypeError;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -85,15 +88,6 @@ std::vector<std::string> names(const Logs &logs) {
   for (const auto &[name, v] : logs)
     n.push_back(name);
   return n;
-}
-
-template <typename E, typename F> std::string errorOf(F &&f) {
-  try {
-    f();
-  } catch (const E &e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 } // namespace

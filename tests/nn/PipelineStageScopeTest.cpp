@@ -5,12 +5,15 @@
 // wrongly are one-line errors.
 #include "tessera/nn/Model.hpp"
 
+#include "ErrorOf.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 using namespace tessera::nn;
+using tessera::nn::test::errorOf;
 namespace data = tessera::data;
 namespace passes = tessera::passes;
 namespace session = tessera::session;
@@ -74,15 +77,6 @@ Dense named(unsigned units, const char *activation, const char *name) {
   Dense d(units, activation);
   d.setName(name);
   return d;
-}
-
-template <typename E, typename F> std::string errorOf(F &&f) {
-  try {
-    f();
-  } catch (const E &e) {
-    return e.what();
-  }
-  return "no error of the expected type";
 }
 
 } // namespace

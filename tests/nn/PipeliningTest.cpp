@@ -5,6 +5,8 @@
 // their numbers.
 #include "tessera/nn/Model.hpp"
 
+#include "ErrorOf.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +15,7 @@
 #include <set>
 
 using namespace tessera::nn;
+using tessera::nn::test::errorOf;
 namespace data = tessera::data;
 namespace passes = tessera::passes;
 namespace session = tessera::session;
@@ -87,15 +90,6 @@ PipeliningOptions accumulating(unsigned count) {
   PipeliningOptions p;
   p.accumulation.count = count;
   return p;
-}
-
-template <typename E, typename F> std::string errorOf(F &&f) {
-  try {
-    f();
-  } catch (const E &e) {
-    return e.what();
-  }
-  return "no error of the expected type";
 }
 
 } // namespace
