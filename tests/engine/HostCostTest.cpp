@@ -121,6 +121,20 @@ INSTANTIATE_TEST_SUITE_P(EngineHostCost, HostFigureOverride,
                                            "hostStreamSetupMicroseconds",
                                            "hostCallbackMicroseconds"));
 
+// hostTransferFixedCycles is part of each stream copy step of the device
+// program: raising it moves device time, and host-inclusive time with it.
+TEST(EngineHostCost, HostTransferFixedCyclesIsDeviceTimeOfEachStreamCopy) {
+  const Estimates base = run({}, 2, 3);
+  const Estimates raised = run({{"hostTransferFixedCycles", "5000"}}, 2, 3);
+  const CostFigures c;
+  // Two stream copies a step, three steps a run, two runs.
+  EXPECT_EQ(raised.device - base.device,
+            12 * (5000 - std::uint64_t(c.hostTransferFixedCycles)));
+  EXPECT_EQ(raised.hostInclusive - base.hostInclusive,
+            raised.device - base.device);
+  EXPECT_EQ(raised.host.total(), base.host.total());
+}
+
 TEST(EngineHostCost, HostFiguresMustBeNonNegativeMicroseconds) {
   for (const char *name : {"hostRunMicroseconds", "hostStreamSetupMicroseconds",
                            "hostCallbackMicroseconds"})
