@@ -34,8 +34,10 @@ void runReport(ReportCommandOptions o, const CommandStreams &streams) {
       bytesText(s["capacityBytes"].get<std::uint64_t>()));
   if (s["hasExecution"].get<bool>())
     streams.out << fmt::format(
-        ", {} cycles elapsed, {} cycles on the slowest IPU",
+        ", {} cycles elapsed on the device ({} with the host side), {} "
+        "cycles on the slowest IPU",
         groupedNumber(s["elapsedCycles"].get<std::uint64_t>()),
+        groupedNumber(s["hostInclusiveCycles"].get<std::uint64_t>()),
         groupedNumber(s["maxCycles"].get<std::uint64_t>()));
   else
     streams.out << ", no execution facts";

@@ -288,6 +288,22 @@ void printResults(std::ostream &out, const TrainOptions &o,
       stats.stepsPerExecution, stats.clockHz / 1e9,
       ipuStep > 0 ? groupedNumber(std::uint64_t(double(o.batchSize) / ipuStep))
                   : std::string("n/a"));
+  // Device time alone hides what each run costs the host: at one step per
+  // execution every step pays a round trip.
+  const double withHost = stats.hostInclusiveSecondsPerStep();
+  const HostCycles &h = stats.estimatedHostCyclesPerRun;
+  const auto runTime = [&](std::uint64_t cycles) {
+    return seconds(stats.clockHz > 0 ? double(cycles) / stats.clockHz : 0.0);
+  };
+  out << fmt::format(
+      "Estimated time per step with the host side: {} (per run of {} steps: "
+      "round trip {}, stream set-ups {}, callbacks {}); throughput {} "
+      "examples/s\n",
+      seconds(withHost), stats.stepsPerExecution, runTime(h.runs),
+      runTime(h.streamSetups), runTime(h.callbacks),
+      withHost > 0
+          ? groupedNumber(std::uint64_t(double(o.batchSize) / withHost))
+          : std::string("n/a"));
   printBreakdown(out, stats);
   if (!o.profileDir.empty())
     out << "Profile written to " << o.profileDir

@@ -352,6 +352,7 @@ void bindModels(py::module_ &m) {
         d["compile_seconds"] = s.compileSeconds;
         d["host_seconds_per_step"] = s.hostSecondsPerStep;
         d["ipu_seconds_per_step"] = s.ipuSecondsPerStep();
+        d["host_inclusive_seconds_per_step"] = s.hostInclusiveSecondsPerStep();
         d["steps"] = s.steps;
         d["batch_size"] = s.batchSize;
         const CycleBreakdown &c = s.estimatedCyclesByKind;
@@ -363,6 +364,12 @@ void bindModels(py::module_ &m) {
         cycles["host"] = double(c.host) / spe;
         cycles["control"] = double(c.control) / spe;
         d["estimated_cycles_per_step"] = cycles;
+        const HostCycles &h = s.estimatedHostCyclesPerRun;
+        py::dict host;
+        host["runs"] = double(h.runs) / spe;
+        host["stream_setups"] = double(h.streamSetups) / spe;
+        host["callbacks"] = double(h.callbacks) / spe;
+        d["estimated_host_cycles_per_step"] = host;
         py::dict memory;
         memory["total_bytes"] = s.memory.total.total();
         memory["always_live_bytes"] = s.memory.total.alwaysLive;

@@ -53,6 +53,9 @@ void forEachFigure(TF &t, CF &c, F &&f) {
   f("ipuLinkFixedCycles", c.ipuLinkFixedCycles);
   f("gwLinkFixedCycles", c.gwLinkFixedCycles);
   f("hostTransferFixedCycles", c.hostTransferFixedCycles);
+  f("hostRunMicroseconds", c.hostRunMicroseconds);
+  f("hostStreamSetupMicroseconds", c.hostStreamSetupMicroseconds);
+  f("hostCallbackMicroseconds", c.hostCallbackMicroseconds);
   f("codeBytesPerVertexClass", c.codeBytesPerVertexClass);
 }
 
@@ -160,6 +163,15 @@ Target Target::createIPUTarget(unsigned numIPUs, std::string_view arch,
   if (t.costs_.copyBytesPerWorkerCycle == 0)
     throw OptionError("target figure \"copyBytesPerWorkerCycle\" is 0 but "
                       "must be at least 1");
+  const CostFigures &c = t.costs_;
+  for (const auto &[name, us] :
+       {std::pair{"hostRunMicroseconds", c.hostRunMicroseconds},
+        std::pair{"hostStreamSetupMicroseconds", c.hostStreamSetupMicroseconds},
+        std::pair{"hostCallbackMicroseconds", c.hostCallbackMicroseconds}})
+    if (!(us >= 0 && us < 1e9))
+      throw OptionError(fmt::format("target figure \"{}\" is {} but must be "
+                                    "0 to 1e9 microseconds",
+                                    name, us));
   return t;
 }
 

@@ -176,6 +176,7 @@ void Engine::load(Device &device) {
   impl_->runtime.setGatewayFigures(t.getGwLinkBandwidth() /
                                        t.getTileClockFrequency(),
                                    t.costs().gwLinkFixedCycles);
+  impl_->runtime.setHostFigures(t.costs(), t.getTileClockFrequency());
   if (impl_->options.profileGraph())
     impl_->autoReport();
 }
@@ -397,6 +398,14 @@ std::vector<std::uint64_t> Engine::getCycleCounts() const {
 
 std::uint64_t Engine::getElapsedCycles() const {
   return elapsedCycles(impl_->exe, impl_->runtime.counts());
+}
+
+HostCycles Engine::getHostCycles() const {
+  return impl_->runtime.counts().hostCycles;
+}
+
+std::uint64_t Engine::getHostInclusiveCycles() const {
+  return hostInclusiveCycles(impl_->exe, impl_->runtime.counts());
 }
 
 std::size_t Engine::getHostMemoryBytes() const {

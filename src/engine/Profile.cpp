@@ -289,6 +289,11 @@ std::uint64_t elapsedCycles(const Executable &exe,
   return total;
 }
 
+std::uint64_t hostInclusiveCycles(const Executable &exe,
+                                  const ExecutionCounts &counts) {
+  return elapsedCycles(exe, counts) + counts.hostCycles.total();
+}
+
 MemorySummary memorySummary(const Executable &exe) {
   const TileExtremes e = tileExtremes(exe);
   MemorySummary m;
@@ -508,6 +513,12 @@ json executionJson(const Executable &exe, const ExecutionCounts &counts) {
   return {{"runs", counts.runs},
           {"stepsExecuted", t.stepsExecuted},
           {"elapsedCycles", elapsedCycles(exe, counts)},
+          {"hostCycles",
+           {{"runs", counts.hostCycles.runs},
+            {"streamSetups", counts.hostCycles.streamSetups},
+            {"callbacks", counts.hostCycles.callbacks},
+            {"total", counts.hostCycles.total()}}},
+          {"hostInclusiveCycles", hostInclusiveCycles(exe, counts)},
           {"totalCycles", t.total},
           {"cyclesByKind", std::move(byKind)},
           {"steps", std::move(steps)},
@@ -723,7 +734,17 @@ void printExecution(std::ostream &os, const Executable &exe,
   const std::uint64_t elapsed = elapsedCycles(exe, counts);
   const std::string elapsedTime = durationText(elapsed, exe.clockHz);
   os << fmt::format("  {:<30}{}{}\n", "Elapsed cycles:", groupedNumber(elapsed),
-                    elapsedTime.empty() ? "" : " (" + elapsedTime + ")")
+                    elapsedTime.empty() ? "" : " (" + elapsedTime + ")");
+  const HostCycles &h = counts.hostCycles;
+  const std::uint64_t inclusive = hostInclusiveCycles(exe, counts);
+  const std::string inclusiveTime = durationText(inclusive, exe.clockHz);
+  os << fmt::format("  {:<30}{} (runs {}, stream set-ups {}, callbacks {})\n",
+                    "Host-side cycles:", groupedNumber(h.total()),
+                    groupedNumber(h.runs), groupedNumber(h.streamSetups),
+                    groupedNumber(h.callbacks))
+     << fmt::format("  {:<30}{}{}\n",
+                    "Host-inclusive cycles:", groupedNumber(inclusive),
+                    inclusiveTime.empty() ? "" : " (" + inclusiveTime + ")")
      << "  Total cycles:\n";
   for (std::size_t ipu = 0; ipu < t.total.size(); ++ipu) {
     const std::string time = durationText(t.total[ipu], exe.clockHz);

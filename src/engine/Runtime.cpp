@@ -468,6 +468,23 @@ void Runtime::run(unsigned prog) {
     ~DropPrefetched() { rt.invalidatePrefetched(); }
   } dropPrefetched{*this};
   ++counts_.runs;
+  // The host side of the run, charged when it ends (a run that throws has
+  // still paid its round trip and the callbacks it made).
+  struct ChargeHost {
+    Runtime &rt;
+    HostActivity before;
+    std::uint64_t streams;
+    ~ChargeHost() {
+      HostActivity &now = rt.counts_.hostActivity;
+      ++now.runs;
+      now.streamSetups += streams;
+      rt.counts_.hostCycles += hostCycles(
+          rt.hostCosts_, rt.hostClockHz_,
+          {1, streams, now.callbackTransfers - before.callbackTransfers});
+    }
+  } chargeHost{*this, counts_.hostActivity,
+               std::uint64_t(programStreams_[prog].size()) *
+                   (localEnd() - localBegin())};
   if (timeline_)
     runSteps<true>(prog);
   else
@@ -739,11 +756,13 @@ const std::byte *Runtime::takeTransfer(StreamConnection &c, std::size_t bytes) {
     src = c.begin;
     break;
   case StreamConnection::Kind::Function:
+    ++counts_.hostActivity.callbackTransfers;
     transfer_.resize(bytes);
     c.function(transfer_.data());
     src = transfer_.data();
     break;
   case StreamConnection::Kind::Callback:
+    ++counts_.hostActivity.callbackTransfers;
     if (c.prefetched) {
       c.prefetched = false;
       src = c.prefetchedData.data();
@@ -824,6 +843,7 @@ void Runtime::streamOut(const Step &st) {
       break;
     case StreamConnection::Kind::Function:
     case StreamConnection::Kind::Callback:
+      ++counts_.hostActivity.callbackTransfers;
       transfer_.resize(bytes);
       applyOps(ops, st.c, replicaMemory(r), transfer_.data());
       if (c.kind == StreamConnection::Kind::Function) {

@@ -78,6 +78,12 @@ public:
     gwBytesPerCycle_ = bytesPerCycle;
     gwFixedCycles_ = fixedCycles;
   }
+  /// The host figures (CostFigures' host*Microseconds) each run's host
+  /// side is charged at, at \p clockHz.
+  void setHostFigures(const CostFigures &costs, double clockHz) {
+    hostCosts_ = costs;
+    hostClockHz_ = clockHz;
+  }
   void setLocalReplicas(unsigned first, unsigned count,
                         std::shared_ptr<ReplicaExchange> exchange) {
     localFirst_ = first;
@@ -160,6 +166,8 @@ private:
   std::vector<std::uint32_t> callStack_;
   std::vector<std::byte> transfer_;
   ExecutionCounts counts_;
+  CostFigures hostCosts_;
+  double hostClockHz_ = 0;
   /// Executables of several IPUs: the rule that moves counts_.ipuClocks.
   std::unique_ptr<Timeline> timeline_;
   unsigned localFirst_ = 0, localCount_ = 0; ///< count 0: every replica

@@ -34,6 +34,13 @@ double FitStats::ipuSecondsPerStep() const {
   return double(estimatedCyclesPerRun) / clockHz / stepsPerExecution;
 }
 
+double FitStats::hostInclusiveSecondsPerStep() const {
+  if (clockHz <= 0 || stepsPerExecution == 0)
+    return 0;
+  return double(estimatedHostInclusiveCyclesPerRun) / clockHz /
+         stepsPerExecution;
+}
+
 std::size_t detail::largestDivisorAtMost(std::size_t steps, std::size_t limit) {
   for (std::size_t d = std::min(steps, std::max<std::size_t>(limit, 1)); d > 1;
        --d)

@@ -436,6 +436,9 @@ History Model::fit(const data::Dataset &dataset, const FitOptions &options) {
   stats_.hostSecondsPerStep = totalSteps ? runSeconds / double(totalSteps) : 0;
   stats_.estimatedCyclesPerRun = s.estimatedCyclesPerRun();
   stats_.estimatedCyclesByKind = s.estimatedCyclesByKindPerRun();
+  stats_.estimatedHostCyclesPerRun = s.estimatedHostCyclesPerRun();
+  stats_.estimatedHostInclusiveCyclesPerRun =
+      s.estimatedHostInclusiveCyclesPerRun();
   stats_.memory = s.memorySummary();
   stats_.memoryPerIpu = memoryPerIpu(s.engine().getExecutable());
   stats_.clockHz = s.clockHz();

@@ -501,6 +501,20 @@ CycleBreakdown Session::estimatedCyclesByKindPerRun() const {
   return cyclesPerRun(engine_->getExecutable(), engine_->getExecutionCounts());
 }
 
+HostCycles Session::estimatedHostCyclesPerRun() const {
+  if (!engine_ || engine_->getExecutionCounts().runs == 0)
+    return {};
+  const std::uint64_t runs = engine_->getExecutionCounts().runs;
+  const HostCycles h = engine_->getHostCycles();
+  return {h.runs / runs, h.streamSetups / runs, h.callbacks / runs};
+}
+
+std::uint64_t Session::estimatedHostInclusiveCyclesPerRun() const {
+  if (!engine_ || engine_->getExecutionCounts().runs == 0)
+    return 0;
+  return engine_->getHostInclusiveCycles() / engine_->getExecutionCounts().runs;
+}
+
 MemorySummary Session::memorySummary() const {
   return engine_ ? tessera::memorySummary(engine_->getExecutable())
                  : MemorySummary{};

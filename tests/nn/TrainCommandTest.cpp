@@ -80,6 +80,13 @@ TEST(TrainCommand, ShortRunPrintsKerasLinesAndASecondRunHitsTheCache) {
       << first.out;
   EXPECT_TRUE(std::regex_search(
       first.out,
+      std::regex("Estimated time per step with the host side: [0-9.]+ "
+                 "(s|ms|us) \\(per run of 25 steps: round trip [0-9.]+ "
+                 "(s|ms|us), stream set-ups [0-9.]+ (s|ms|us), callbacks "
+                 "[0-9.]+ (s|ms|us)\\); throughput [0-9,]+ examples/s\n")))
+      << first.out;
+  EXPECT_TRUE(std::regex_search(
+      first.out,
       std::regex("Estimated cycles by kind: compute [0-9.]+%, exchange "
                  "[0-9.]+%, sync [0-9.]+%, host streams [0-9.]+%, control "
                  "[0-9.]+%\nTile memory: [0-9,]+ bytes of [0-9,]+ "

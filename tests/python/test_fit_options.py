@@ -41,6 +41,12 @@ def test_validation_split_holds_out_the_last_examples(capfd):
     assert cycles["compute"] > 0 and cycles["exchange"] > 0
     ipu_cycles = stats["ipu_seconds_per_step"] * 1.33e9
     assert sum(cycles.values()) == pytest.approx(ipu_cycles, rel=1e-3)
+    # The host side of the runs comes on top of the device time.
+    host = stats["estimated_host_cycles_per_step"]
+    assert host["runs"] > 0 and host["stream_setups"] > 0
+    with_host = stats["host_inclusive_seconds_per_step"] * 1.33e9
+    assert with_host == pytest.approx(ipu_cycles + sum(host.values()),
+                                      rel=1e-3)
     assert 0 < stats["memory"]["max_tile_bytes"] <= \
         stats["memory"]["bytes_per_tile"]
 

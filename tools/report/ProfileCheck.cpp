@@ -238,6 +238,8 @@ void checkExecution(const Checker &c, const json &p, std::size_t numIPUs) {
   c.count(e, "stepsExecuted", "execution");
   if (e.contains("elapsedCycles")) // absent from older profiles
     c.count(e, "elapsedCycles", "execution");
+  if (e.contains("hostInclusiveCycles")) // absent from older profiles
+    c.count(e, "hostInclusiveCycles", "execution");
   c.counts(e, "totalCycles", "execution", numIPUs);
   const json &byKind = c.object(e, "cyclesByKind", "execution");
   for (std::string_view g : kGroups)

@@ -266,6 +266,10 @@ json summaryModel(const json &profile, const json &memory) {
     // elapsed figure; the busiest IPU's is what they reported as the time.
     s["elapsedCycles"] =
         e.contains("elapsedCycles") ? e["elapsedCycles"] : s["maxCycles"];
+    // Older profiles have no host side: their time is the device's.
+    s["hostInclusiveCycles"] = e.contains("hostInclusiveCycles")
+                                   ? e["hostInclusiveCycles"]
+                                   : s["elapsedCycles"];
   }
   return s;
 }

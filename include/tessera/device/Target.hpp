@@ -139,6 +139,25 @@ struct CostFigures {
   /// Fixed cycles of a host transfer step (a stream copy or a remote buffer
   /// access): the host sync and the PCIe round trip, ~2 us. Estimate.
   unsigned hostTransferFixedCycles = 2660;
+  /// Host time of one Engine::run outside the device program, in
+  /// microseconds: the host starts the program, the device syncs with the
+  /// host as it starts, and the host learns that it has ended. Estimate
+  /// (Graphcore publishes no figure): three PCIe round trips of ~2 us each
+  /// (a small transfer's round trip over PCIe, as Myrtle.ai's Vollo I/O
+  /// benchmark measures it: 2.0 us), two host thread hand-offs of ~1 us
+  /// (a pthread switch, ~1.1 us in a pipe ping-pong measurement) and ~2 us
+  /// of the host runtime's bookkeeping: ~10 us.
+  double hostRunMicroseconds = 10;
+  /// Host time per stream a run uses, in microseconds: the host runtime
+  /// prepares each stream's buffer for the run and tells the device where
+  /// it is. Estimate: one descriptor write over PCIe, half of a ~2 us round
+  /// trip: ~1 us.
+  double hostStreamSetupMicroseconds = 1;
+  /// Host time of one stream transfer served by a host function or
+  /// StreamCallback, in microseconds: the device's copy waits while a host
+  /// thread is woken to run the callback and hands its data back. Estimate:
+  /// two thread hand-offs of ~1 us (as hostRunMicroseconds): ~2 us.
+  double hostCallbackMicroseconds = 2;
   /// Bytes of tile memory the code of one vertex class takes on each tile
   /// that runs it. Estimate: a small elementwise codelet compiles to a few
   /// hundred bytes of IPU machine code.

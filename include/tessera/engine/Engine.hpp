@@ -7,7 +7,9 @@
 /// (getCycleCounts); in all, the elapsed time (getElapsedCycles), where
 /// each IPU runs its own stream of steps and waits for the others only at
 /// external syncs (inter-IPU exchanges, Sync steps, cross-replica copies,
-/// the end of a run), as Timeline (Timeline.hpp) states.
+/// the end of a run), as Timeline (Timeline.hpp) states. Host-side time
+/// (each run's round trip, stream set-ups, callbacks) is kept apart:
+/// getHostCycles, and getHostInclusiveCycles for device plus host.
 #pragma once
 
 #include "tessera/compiler/Executable.hpp"
@@ -126,6 +128,13 @@ public:
   /// several, work an IPU waits for counts, and work IPUs do side by side
   /// counts once.
   std::uint64_t getElapsedCycles() const;
+  /// Estimated host-side cycles of everything run so far (HostCost.hpp):
+  /// per run its round trip, per stream used its set-up, per callback
+  /// transfer its hand-off, at the figures of the target loaded on.
+  HostCycles getHostCycles() const;
+  /// getElapsedCycles (device time) plus getHostCycles().total(): the time
+  /// the runs take as the host sees them.
+  std::uint64_t getHostInclusiveCycles() const;
   /// Host memory the loaded engine holds for the simulation, in bytes.
   std::size_t getHostMemoryBytes() const;
 

@@ -1,8 +1,11 @@
 /// \file
 /// What an engine records while it runs: how often each step ran, the
-/// order of the first steps, and (several IPUs) each IPU's clock, from which
-/// the execution profile is derived with the compiler's per-step estimates.
+/// order of the first steps, (several IPUs) each IPU's clock, from which
+/// the execution profile is derived with the compiler's per-step estimates,
+/// and the host side of the runs.
 #pragma once
+
+#include "tessera/device/HostCost.hpp"
 
 #include <cstdint>
 #include <vector>
@@ -21,6 +24,13 @@ struct ExecutionCounts {
   /// between IPU-Machines, which the compiler's per-step estimates (one
   /// machine's IPU-Links) leave out. Every IPU waits for it.
   std::uint64_t gatewayCycles = 0;
+  /// What the runs asked of the host (HostCost.hpp): runs, stream set-ups
+  /// and callback transfers.
+  HostActivity hostActivity;
+  /// The host-side cycles of those runs, at the figures of the target the
+  /// engine was loaded on: time a run takes outside the device program,
+  /// which elapsed (device) time leaves out and host-inclusive time adds.
+  HostCycles hostCycles;
   /// Executables of several IPUs only (empty for one): each IPU's clock
   /// since the first run started, moved over every step run by the
   /// Timeline rule (gateway cycles not included). With one IPU the elapsed

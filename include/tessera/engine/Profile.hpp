@@ -44,6 +44,10 @@
 ///     "runs", "stepsExecuted",
 ///     "elapsedCycles": cycles from the start of the first run to the end
 ///                      of the last (elapsedCycles below),
+///     "hostCycles": { "runs", "streamSetups", "callbacks", "total" }:
+///                   host-side cycles outside the device program
+///                   (ExecutionCounts::hostCycles),
+///     "hostInclusiveCycles": elapsedCycles + hostCycles.total,
 ///     "totalCycles": [ per IPU: busy cycles, count x ipuCycles summed ],
 ///     "cyclesByKind": { "compute", "exchange", "sync", "host",
 ///                       "control": [ per IPU ] },
@@ -104,6 +108,11 @@ CycleBreakdown cyclesPerRun(const Executable &exe,
 std::uint64_t elapsedCycles(const Executable &exe,
                             const ExecutionCounts &counts);
 
+/// elapsedCycles plus the host-side cycles counts recorded
+/// (ExecutionCounts::hostCycles): the runs' time as the host sees it.
+std::uint64_t hostInclusiveCycles(const Executable &exe,
+                                  const ExecutionCounts &counts);
+
 /// The program's tile memory: every tile's bytes summed by category, and
 /// the busiest tile.
 struct MemorySummary {
@@ -144,7 +153,8 @@ void writeProfile(const std::string &directory, const Executable &exe,
 /// memory, clock, replicas and what each holds), "Graph:" (variables,
 /// vertices, compute sets, steps), "Memory Usage:" (totals by category; the
 /// maximum (with its tile), mean and minimum over the tiles used), and
-/// "Execution:" (elapsed cycles, and total busy cycles per IPU, each with
+/// "Execution:" (elapsed cycles, host-side and host-inclusive cycles, and
+/// total busy cycles per IPU, each with
 /// the time at the clock rate,
 /// cycles by step kind, the costliest steps with kind, run count, cycles
 /// and debug name). Options: Poplar's "showPerIpuMemoryUsage" ("true" ends

@@ -186,6 +186,11 @@ struct FitStats {
   /// control).
   std::uint64_t estimatedCyclesPerRun = 0;
   CycleBreakdown estimatedCyclesByKind;
+  /// The host side of one run, which the device estimate above leaves
+  /// out: its round trip, stream set-ups and callbacks (HostCost.hpp).
+  HostCycles estimatedHostCyclesPerRun;
+  /// estimatedCyclesPerRun plus estimatedHostCyclesPerRun.total().
+  std::uint64_t estimatedHostInclusiveCyclesPerRun = 0;
   /// The training program's tile memory.
   MemorySummary memory;
   /// The same per IPU (of the first replica): its fullest tile, by
@@ -200,8 +205,11 @@ struct FitStats {
   unsigned stepsPerExecution = 1;
   std::size_t batchSize = 0;
   std::size_t steps = 0;
-  /// Estimated IPU seconds per step.
+  /// Estimated IPU seconds per step: device time only.
   double ipuSecondsPerStep() const;
+  /// Estimated seconds per step with the host side of the runs: at
+  /// stepsPerExecution = 1 every step pays a run's round trip.
+  double hostInclusiveSecondsPerStep() const;
 };
 
 /// A model: layers in an order where each comes after its inputs, the

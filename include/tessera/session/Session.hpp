@@ -175,6 +175,14 @@ public:
   /// estimatedCyclesPerRun by kind of step (compute, exchange, sync, host
   /// streams, control); all zero before the first run.
   CycleBreakdown estimatedCyclesByKindPerRun() const;
+  /// The estimated host-side cycles of one run (Engine::getHostCycles over
+  /// the runs: its round trip, stream set-ups and callbacks), which
+  /// estimatedCyclesPerRun (device time) leaves out; zero before the first
+  /// run.
+  HostCycles estimatedHostCyclesPerRun() const;
+  /// estimatedCyclesPerRun plus estimatedHostCyclesPerRun().total(): one
+  /// run as the host sees it.
+  std::uint64_t estimatedHostInclusiveCyclesPerRun() const;
   /// The compiled program's tile memory; empty before compile().
   MemorySummary memorySummary() const;
   /// The IPU clock in Hz, to turn cycles into time.
