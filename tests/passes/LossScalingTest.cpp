@@ -8,6 +8,7 @@
 
 #include "tessera/ir/Interpreter.hpp"
 #include "tessera/passes/Autodiff.hpp"
+#include "tessera/passes/GradientAccumulation.hpp"
 #include "tessera/passes/Optimizer.hpp"
 #include "tessera/passes/TrainingPasses.hpp"
 #include "tessera/support/Error.hpp"
@@ -32,7 +33,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // loss = sum(w * c) + 0.5 * sum(w * w) with c fed each step, so a step can
 // be given an infinite or NaN gradient (c + w) by feeding one in c.
-Module quadratic(const TrainingOptions &o) {
+Module quadratic(const TrainingOptions &o, unsigned accumulation = 1) {
   Module m("quadratic");
   Builder b(m);
   Value w = b.variable("w", {3}, init::values(kW0));
@@ -40,6 +41,7 @@ Module quadratic(const TrainingOptions &o) {
   b.output("loss", reduceSum(w * c) + reduceSum(w * w) * 0.5);
   TrainingPassOptions t;
   t.training = o;
+  t.accumulation.count = accumulation;
   runTrainingPasses(m, t);
   return m;
 }
@@ -53,8 +55,9 @@ struct Trace {
 // Runs one step per entry of \p cs (c's value that step) in the
 // interpreter, writing the updates back.
 Trace train(const TrainingOptions &o,
-            const std::vector<std::vector<double>> &cs) {
-  Module m = quadratic(o);
+            const std::vector<std::vector<double>> &cs,
+            unsigned accumulation = 1) {
+  Module m = quadratic(o, accumulation);
   Trace t;
   for (const auto &c : cs) {
     t.state["c"] = {FLOAT, {3}, c};
@@ -63,8 +66,7 @@ Trace train(const TrainingOptions &o,
                              ? t.state.at(kLossScaleVariable).values[0]
                              : o.dynamicLossScaling->initialScale);
     Evaluation e = interpret(m, t.state);
-    for (const auto &[var, next] : variableUpdates(m))
-      t.state[m.value(var).name] = e.at(next);
+    t.state = variablesAfterRun(m, e, std::move(t.state));
   }
   t.w = t.state.at("w").values;
   return t;
@@ -128,6 +130,19 @@ TEST(LossScaling, TheScaleDoublesAfterGrowthStepsFiniteSteps) {
   // x2 after steps 2 and 4; step 5 overflows (x0.5) and restarts the count.
   EXPECT_THAT(t.scales, ::testing::ElementsAre(8, 8, 16, 16, 32, 16, 16, 32));
   EXPECT_EQ(t.state.at(kLossScaleGoodSteps).values[0], 1);
+}
+
+TEST(LossScaling, WithAccumulationAnOverflowSkipsTheWholeUpdate) {
+  // Two micro-batches per update; the second update's first micro-batch
+  // overflows, so that update is skipped and the scale halves once.
+  std::vector<std::vector<double>> cs = steps(6);
+  cs[2][1] = kInf;
+  const Trace t = train(dynamic(Adam{0.05}), cs, 2);
+  EXPECT_THAT(t.scales,
+              ::testing::ElementsAre(1024, 1024, 1024, 1024, 512, 512));
+  TrainingOptions plain;
+  plain.optimizer = Adam{0.05};
+  expectNear(t.w, train(plain, steps(4), 2).w);
 }
 
 TEST(LossScaling, StaticScalingOfAPowerOfTwoGivesTheSameWeights) {
