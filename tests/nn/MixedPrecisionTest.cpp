@@ -272,6 +272,7 @@ TEST(MixedPrecision, AFloatLayerKeepsFloatAmongHalfOnes) {
   GlobalPolicy g("mixed_float16");
   KerasTensor x = Input({kSide, kSide, 3});
   KerasTensor h = Conv2D(4, {3, 3}, same("relu"))(x);
+  h = Dropout(0.1)(MaxPool2D({2, 2})(h));
   Dense head(kClasses, "softmax");
   head.setDtypePolicy("float32");
   Model m(x, head(GlobalAvgPool2D()(h)));
@@ -280,6 +281,9 @@ TEST(MixedPrecision, AFloatLayerKeepsFloatAmongHalfOnes) {
   EXPECT_EQ(countOps(t, ir::OpKind::CONV2D, HALF), 1u);
   EXPECT_EQ(countOps(t, ir::OpKind::MATMUL, FLOAT), 3u); // forward, dx, dW
   EXPECT_EQ(countOps(t, ir::OpKind::MATMUL, HALF), 0u);
+  EXPECT_EQ(countOps(t, ir::OpKind::DROPOUT, HALF), 2u); // and its gradient
+  const std::vector<double> l = losses(m, 3);
+  EXPECT_LT(l.back(), l.front());
 }
 
 TEST(MixedPrecision, BadSettingsAreTypedErrorsSayingWhatToDo) {
