@@ -171,6 +171,13 @@ TEST(MixedPrecision, MixedResNetBlockTrainsAndItsLossFalls) {
   EXPECT_LT(l.back(), 0.7 * l.front()) << l.front() << " -> " << l.back();
   // No overflow at 2^15 with these small gradients: the scale held.
   EXPECT_EQ(m.lossScale(), 32768);
+  // Inference (moving statistics, float outputs) runs in half too.
+  auto [x, y] = images();
+  const HostTensor p = m.predict(x, kBatch);
+  EXPECT_EQ(p.type(), FLOAT);
+  const Logs e =
+      m.evaluate(data::Dataset::fromTensors({x, y}).batch(kBatch, true));
+  EXPECT_TRUE(std::isfinite(logValue(e, "loss")));
 }
 
 TEST(MixedPrecision, Float32AndMixedLossesAreClose) {
