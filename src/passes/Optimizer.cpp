@@ -10,6 +10,8 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
+#include <tuple>
 #include <type_traits>
 
 namespace tessera::passes {
@@ -222,19 +224,59 @@ ir::Value replicaMean(const TrainingOptions &options, const ir::Value &g) {
   return options.crossReplicaMean ? crossReplicaMean(g) : g;
 }
 
+// Where a gradient was computed (its IPU and pipeline stage), so its
+// finite check runs there and only a scalar crosses to other IPUs.
+ir::Annotations whereComputed(const ir::Module &m, ir::ValueId g) {
+  ir::Annotations a;
+  if (m.value(g).kind == ir::ValueKind::OpResult) {
+    const ir::Annotations &p = m.producer(g).annotations;
+    a.ipu = p.ipu;
+    a.pipelineStage = p.pipelineStage;
+  }
+  a.backward = true;
+  return a;
+}
+
+// 1 (FLOAT) when every gradient is finite, else 0: one reduction per
+// element type and place over a concatenation of the flattened gradients
+// there (a view, not a copy). g * 0 is 0 for finite g and NaN for an
+// infinity or NaN, and a NaN anywhere makes the sum NaN.
+ir::Value allFinite(ir::Module &m, const std::vector<ir::Value> &grads,
+                    const std::vector<ir::Annotations> &where) {
+  using Key =
+      std::tuple<Type, std::optional<unsigned>, std::optional<unsigned>>;
+  std::map<Key, std::pair<ir::Annotations, std::vector<ir::Value>>> groups;
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    const ir::Value &g = grads[i];
+    auto &[a, flat] = groups[{g.dtype(), where[i].ipu, where[i].pipelineStage}];
+    a = where[i];
+    const detail::WithAnnotations scope(m, a);
+    flat.push_back(reshape(g, {g.type().numElements()}));
+  }
+  std::vector<ir::Value> finite;
+  for (const auto &[key, group] : groups) {
+    const auto &[a, flat] = group;
+    const detail::WithAnnotations scope(m, a);
+    const ir::Value all = flat.size() == 1 ? flat[0] : concat(flat, 0);
+    finite.push_back(isFinite(reduceSum(all * 0.0)));
+  }
+  // Scalars from every place meet outside any stage, as the weight
+  // update's other readers of several stages do.
+  ir::Value ok = finite[0];
+  for (std::size_t i = 1; i < finite.size(); ++i)
+    ok = logicalAnd(ok, finite[i]);
+  return cast(ok, FLOAT);
+}
+
 // Dynamic loss scaling: whether every scaled gradient is finite (a FLOAT
 // 0/1 scalar), and the next scale and good-step count, computed on the
 // device with no host round trip. Gradients enter after the cross-replica
 // mean, so every replica sees the same verdict.
 ir::Value dynamicScaleStep(ir::Builder &b, const DynamicLossScaling &d,
                            const ir::Value &scale,
-                           const std::vector<ir::Value> &grads) {
-  std::optional<ir::Value> bad;
-  for (const ir::Value &g : grads) {
-    const ir::Value n = reduceSum(cast(logicalNot(isFinite(g)), FLOAT));
-    bad = bad ? *bad + n : n;
-  }
-  const ir::Value ok = cast(eq(*bad, 0.0), FLOAT);
+                           const std::vector<ir::Value> &grads,
+                           const std::vector<ir::Annotations> &where) {
+  const ir::Value ok = allFinite(b.module(), grads, where);
   const ir::Value good = b.variable(kLossScaleGoodSteps, {}, ir::init::zeros(),
                                     FLOAT, /*trainable=*/false);
   const ir::Value good1 = (good + 1.0) * ok;
@@ -273,7 +315,9 @@ std::vector<VariableUpdate> buildSteps(ir::Module &module,
   // A copy: the steps below add records to the module.
   const std::vector<ir::VariableRecord> gradients = module.gradients();
   std::vector<ir::Value> grads;
+  std::vector<ir::Annotations> where;
   for (const ir::VariableRecord &r : gradients) {
+    where.push_back(whereComputed(module, r.value));
     const ir::Value g0 = replicaMean(options, b.value(r.value));
     grads.push_back(options.lossScaling == 1 ? g0
                                              : g0 * (1 / options.lossScaling));
@@ -281,7 +325,7 @@ std::vector<VariableUpdate> buildSteps(ir::Module &module,
   if (options.dynamicLossScaling) {
     const ir::Value scale = b.value(*lossScale);
     step.gateUpdates(
-        dynamicScaleStep(b, *options.dynamicLossScaling, scale, grads));
+        dynamicScaleStep(b, *options.dynamicLossScaling, scale, grads, where));
     const ir::Value inverse = inv(scale);
     for (ir::Value &g : grads)
       g = unscale(g, inverse);
