@@ -87,6 +87,21 @@ void bindLayers(py::module_ &m) {
         "An initialiser by its Keras name; a and b are its parameters "
         "(constant: value; uniform: low, high; normal: mean, stddev).");
 
+  m.def(
+      "set_global_policy",
+      [](const std::string &name) { nn::setGlobalPolicy(name); },
+      py::arg("name"), "The dtype policy layers made from now on take.");
+  m.def("global_policy", [] { return nn::globalPolicy().name(); });
+  m.def(
+      "policy_dtypes",
+      [](const std::string &name) {
+        const nn::Policy p(name);
+        return py::make_tuple(dtypeOf(p.computeDtype()),
+                              dtypeOf(p.variableDtype()));
+      },
+      py::arg("name"),
+      "(compute dtype, variable dtype) of the policy named `name`.");
+
   py::class_<nn::KerasTensor>(m, "KerasTensor",
                               "A symbolic tensor of a functional model.")
       .def_property_readonly("layer_name", [](const nn::KerasTensor &t) {
@@ -97,6 +112,20 @@ void bindLayers(py::module_ &m) {
       .def_property("name", &nn::Layer::name, &nn::Layer::setName)
       .def_property_readonly("type_name", &nn::Layer::typeName)
       .def("clone", &nn::Layer::clone)
+      .def_property(
+          "dtype_policy",
+          [](const nn::Layer &l) { return l.dtypePolicy().name(); },
+          [](nn::Layer &l, const std::string &name) { l.setDtypePolicy(name); },
+          "The name of the layer's dtype policy (float32, mixed_float16, "
+          "float16).")
+      .def(
+          "set_partials_type",
+          [](nn::Layer &l, const std::string &dtype) {
+            l.setPartialsType(typeOfName(dtype));
+          },
+          py::arg("dtype"),
+          "float32 or float16: the accumulation type of the layer's "
+          "matmuls and convolutions.")
       .def("__call__",
            [](const nn::Layer &l, const nn::KerasTensor &x) { return l(x); })
       .def("__call__",

@@ -99,8 +99,16 @@ void compile(nn::Model &m, passes::Optimizer optimizer, std::string loss,
              bool fromLogits, std::vector<std::string> metrics,
              unsigned stepsPerExecution, session::Config config,
              std::string syntheticDataInitializer,
-             std::vector<std::string> losses, std::vector<double> lossWeights) {
+             std::vector<std::string> losses, std::vector<double> lossWeights,
+             std::optional<std::tuple<bool, double, unsigned>> lossScale,
+             std::optional<std::string> partialsType) {
   nn::CompileOptions o;
+  if (lossScale)
+    o.lossScale =
+        nn::LossScaleOptions{std::get<0>(*lossScale), std::get<1>(*lossScale),
+                             std::get<2>(*lossScale)};
+  if (partialsType)
+    o.partialsType = typeOfName(*partialsType);
   o.optimizer = optimizer;
   o.loss = std::move(loss);
   o.losses = std::move(losses);
@@ -303,7 +311,13 @@ void bindModels(py::module_ &m) {
            py::arg("steps_per_execution"), py::arg("config"),
            py::arg("synthetic_data_initializer") = "",
            py::arg("losses") = std::vector<std::string>{},
-           py::arg("loss_weights") = std::vector<double>{})
+           py::arg("loss_weights") = std::vector<double>{},
+           py::arg("loss_scale") = py::none(),
+           py::arg("partials_type") = py::none())
+      .def_property_readonly(
+          "loss_scale", &nn::Model::lossScale,
+          "The loss scale the next step trains with (the device's dynamic "
+          "scale, the static factor, or 1).")
       .def("fit_dataset", &fitDataset, py::arg("dataset"), py::arg("epochs"),
            py::arg("initial_epoch"), py::arg("verbose"), py::arg("hooks"),
            py::arg("validation"), py::arg("steps_per_epoch"))

@@ -24,6 +24,16 @@ struct LowerContext {
   const LoweringOptions &options;
 };
 
+/// \p base with the op's "partialsType" attribute (kPartialsType) as the
+/// ops library's option, when the op has one.
+inline OptionFlags withPartials(const OptionFlags &base, const Op &op) {
+  if (!op.attrs.has(kPartialsType))
+    return base;
+  OptionFlags o = base;
+  o.set(kPartialsType, op.attrs.getString(kPartialsType));
+  return o;
+}
+
 /// The result tensors of one operation.
 std::vector<Tensor> lowerOp(LowerContext &c);
 

@@ -20,7 +20,7 @@ using Results = std::vector<Tensor>;
 
 Results convOp(LowerContext &c) {
   const ConvAttrs a = readConvAttrs(c.op.attrs);
-  const OptionFlags &o = c.options.convOptions;
+  const OptionFlags o = withPartials(c.options.convOptions, c.op);
   switch (c.op.kind) {
   case OpKind::CONV2D: {
     const Shape &w = c.inTypes[1].shape;

@@ -160,7 +160,7 @@ Results gatherGradOp(LowerContext &c) {
 }
 
 Results matmulOp(LowerContext &c) {
-  const OptionFlags &o = c.options.matMulOptions;
+  const OptionFlags o = withPartials(c.options.matMulOptions, c.op);
   if (c.in[0].rank() == 2)
     return {matMul(c.graph, c.in[0], c.in[1], c.prog, c.dc, o)};
   return {matMulGrouped(c.graph, c.in[0], c.in[1], c.prog, c.dc, o)};
@@ -258,7 +258,7 @@ Tensor preferredLayout(Graph &graph, const Op &op, unsigned operand,
   switch (op.kind) {
   case OpKind::MATMUL: {
     const Shape &a = types[0].shape, &b = types[1].shape;
-    const OptionFlags &o = options.matMulOptions;
+    const OptionFlags o = withPartials(options.matMulOptions, op);
     if (a.size() == 2)
       return operand == 0 ? createMatMulInputLHS(graph, t.dtype, a, b, dc, o)
                           : createMatMulInputRHS(graph, t.dtype, a, b, dc, o);
@@ -271,9 +271,10 @@ Tensor preferredLayout(Graph &graph, const Op &op, unsigned operand,
     const ConvAttrs a = readConvAttrs(op.attrs);
     const ConvParams p =
         convParams(a, types[0].shape, types[1].shape, types[0].dtype);
+    const OptionFlags o = withPartials(options.convOptions, op);
     if (operand == 0)
-      return createInput(graph, p, dc, options.convOptions);
-    return createWeights(graph, p, dc, options.convOptions).reshape(t.shape);
+      return createInput(graph, p, dc, o);
+    return createWeights(graph, p, dc, o).reshape(t.shape);
   }
   case OpKind::GATHER:
     if (operand == 0)

@@ -69,19 +69,20 @@ Activations Conv2D::call(BuildContext &ctx, const Activations &in) const {
   const Shape s = x.value.shape(); // a copy: adding values moves shapes
   const auto [lower, upper] =
       paddings(*this, s, kernel_, options_.strides, options_.padding);
-  ir::Value w =
+  ir::Value w = ctx.read(
       ctx.variable("kernel", {filters_, s[1], kernel_[0], kernel_[1]},
-                   options_.kernelInitializer, ir::init::glorotUniform(0));
+                   options_.kernelInitializer, ir::init::glorotUniform(0)));
   ir::Conv2dOptions o;
   o.strides = {options_.strides[0], options_.strides[1]};
   o.padLower = lower;
   o.padUpper = upper;
-  ir::Value y = ir::conv2d(x.value, w, o);
+  ir::Value y = ctx.withPartials(ir::conv2d(x.value, w, o));
   if (options_.useBias)
-    y = ir::biasAdd(y,
-                    ctx.variable("bias", {filters_}, options_.biasInitializer,
-                                 ir::init::zeros()),
-                    1);
+    y = ir::biasAdd(
+        y,
+        ctx.read(ctx.variable("bias", {filters_}, options_.biasInitializer,
+                              ir::init::zeros())),
+        1);
   return applyActivation(ctx, {y, true}, options_.activation);
 }
 

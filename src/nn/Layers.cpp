@@ -96,6 +96,27 @@ void BuildContext::beginLayer(std::size_t index, const std::string &name) {
     params_.resize(index + 1);
 }
 
+void BuildContext::setPrecision(Type compute, Type variables,
+                                std::optional<Type> partials) {
+  compute_ = compute;
+  variables_ = variables;
+  partials_ = partials;
+}
+
+ir::Value BuildContext::read(ir::Value v) {
+  return v.dtype() == compute_ || !isFloatingPoint(v.dtype())
+             ? v
+             : ir::cast(v, compute_);
+}
+
+ir::Value BuildContext::withPartials(ir::Value r) {
+  if (partials_)
+    builder_.module()
+        .mutableOps()[builder_.module().value(r.id()).def]
+        .attrs.set(ir::kPartialsType, *partials_ == HALF ? "half" : "float");
+  return r;
+}
+
 std::uint64_t BuildContext::seedFor(const std::string &name) const {
   return detail::mixSeed(seed_, detail::hashString(layerName_ + "/" + name));
 }
@@ -105,8 +126,9 @@ ir::Value BuildContext::variable(const std::string &name, const Shape &shape,
                                  ir::Initialiser fallback, bool trainable) {
   if (fallback.isRandom())
     fallback.seed = seedFor(name);
-  ir::Value v = builder_.variable(layerName_ + "/" + name, shape,
-                                  init ? *init : fallback, FLOAT, trainable);
+  ir::Value v =
+      builder_.variable(layerName_ + "/" + name, shape, init ? *init : fallback,
+                        variables_, trainable);
   auto &[tr, other] = params_[layer_];
   (trainable ? tr : other) += v.type().numElements();
   return v;
@@ -161,6 +183,18 @@ BuildContext::paramCounts(std::size_t index) const {
 
 // ---- Layer ----------------------------------------------------------------
 
+Layer::Layer(std::string name)
+    : name_(std::move(name)), policy_(globalPolicy()) {}
+
+void Layer::setDtypePolicy(const Policy &policy) { policy_ = policy; }
+
+void Layer::setPartialsType(Type type) {
+  if (type != FLOAT && type != HALF)
+    throw TypeError(describeLayer(*this) + ": the partials type must be " +
+                    "float or half, not " + std::string(ir::dtypeName(type)));
+  partials_ = type;
+}
+
 void Layer::requireRank(const Activations &x, std::size_t rank,
                         const char *what) const {
   const Shape s = x.logicalShape();
@@ -206,11 +240,22 @@ Activations applyActivation(BuildContext &ctx, const Activations &x,
 
 Input::Input(Shape shape, Type dtype, std::string name)
     : Layer(std::move(name)), shape_(std::move(shape)), dtype_(dtype) {
+  Layer::setDtypePolicy(Policy("float32"));
   if (shape_.empty() ||
       std::find(shape_.begin(), shape_.end(), 0u) != shape_.end())
     throw ShapeError("Input: the shape of one example must have at least "
                      "one dimension and no zero dimension, got " +
                      ir::shapeToString(shape_));
+}
+
+void Input::setDtypePolicy(const Policy &policy) {
+  if (policy.computeDtype() != FLOAT && !isFloatingPoint(dtype_))
+    throw TypeError(describeLayer(*this) + ": the Input takes " +
+                    std::string(ir::dtypeName(dtype_)) + " values, which a \"" +
+                    policy.name() +
+                    "\" policy cannot make half; give half policies to the "
+                    "float layers after it (an Embedding of its ids, say)");
+  Layer::setDtypePolicy(policy);
 }
 
 Activations Input::call(BuildContext &, const Activations &x) const {
@@ -238,16 +283,18 @@ Activations Dense::call(BuildContext &ctx, const Activations &in) const {
                      "but got shape " +
                      kerasShape(s));
   const std::size_t features = s.back();
-  ir::Value kernel =
-      ctx.variable("kernel", {features, units_}, options_.kernelInitializer,
-                   ir::init::glorotUniform(0));
+  ir::Value kernel = ctx.read(ctx.variable("kernel", {features, units_},
+                                           options_.kernelInitializer,
+                                           ir::init::glorotUniform(0)));
   // Keras applies Dense to the last axis: fold the others into rows.
   const std::size_t rows = ir::numElements(s) / features;
-  ir::Value y = ir::matmul(
-      s.size() == 2 ? x.value : ir::reshape(x.value, {rows, features}), kernel);
+  ir::Value y = ctx.withPartials(ir::matmul(
+      s.size() == 2 ? x.value : ir::reshape(x.value, {rows, features}),
+      kernel));
   if (options_.useBias)
-    y = ir::biasAdd(y, ctx.variable("bias", {units_}, options_.biasInitializer,
-                                    ir::init::zeros()));
+    y = ir::biasAdd(
+        y, ctx.read(ctx.variable("bias", {units_}, options_.biasInitializer,
+                                 ir::init::zeros())));
   if (s.size() > 2) {
     Shape out = s;
     out.back() = units_;
@@ -321,8 +368,9 @@ Activations Embedding::call(BuildContext &ctx, const Activations &x) const {
         describeLayer(*this) + ": expects integer token ids but got " +
         std::string(ir::dtypeName(t)) + " " + kerasShape(x.logicalShape()) +
         "; declare the Input with dtype INT");
-  ir::Value table = ctx.variable("embeddings", {inputDim_, outputDim_}, init_,
-                                 ir::init::uniform(-0.05, 0.05, 0));
+  ir::Value table =
+      ctx.read(ctx.variable("embeddings", {inputDim_, outputDim_}, init_,
+                            ir::init::uniform(-0.05, 0.05, 0)));
   return {ir::gather(table, x.value), false};
 }
 

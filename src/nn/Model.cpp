@@ -5,6 +5,8 @@
 
 #include "tessera/passes/TrainingPasses.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -176,7 +178,35 @@ ir::Value syntheticValue(ir::Builder &b, const std::string &name, Type dtype,
   return integer ? ir::cast(v, dtype) : v;
 }
 
+// \p a in \p compute when it is floating point (Keras' autocasting of a
+// layer's inputs); integer values (token ids) stay as they are.
+Activations autocast(const Activations &a, Type compute) {
+  const Type t = a.value.dtype();
+  if (t == compute || (t != FLOAT && t != HALF))
+    return a;
+  return {ir::cast(a.value, compute), a.channelsFirst};
+}
+
 } // namespace
+
+std::optional<Type> Model::partialsOf(const Layer &layer) const {
+  const Type compute = layer.dtypePolicy().computeDtype();
+  if (const std::optional<Type> &p = layer.partialsType()) {
+    if (*p == HALF && compute != HALF)
+      throw TypeError(detail::describeLayer(layer) +
+                      ": half partials need half inputs, but the layer's "
+                      "dtype policy \"" +
+                      layer.dtypePolicy().name() +
+                      "\" computes in float; give it the \"mixed_float16\" "
+                      "or \"float16\" policy, or keep float partials");
+    return p;
+  }
+  // The model's partials type is for the layers that compute in half: the
+  // ops accumulate float inputs in float only.
+  if (compiled_ && compiled_->options.partialsType && compute == HALF)
+    return compiled_->options.partialsType;
+  return std::nullopt;
+}
 
 Model::Forward Model::buildForward(ir::Module &m, BuildMode mode,
                                    std::size_t batch,
@@ -196,7 +226,8 @@ Model::Forward Model::buildForward(ir::Module &m, BuildMode mode,
                        ? syntheticValue(b, name, in.dtype(), xShape, *synthetic,
                                         2, detail::mixSeed(seed_, 0x5e7a + k))
                        : b.input(name, in.dtype(), xShape));
-    values.push_back(Activations{f.xs.back(), false});
+    values.push_back(autocast(Activations{f.xs.back(), false},
+                              in.dtypePolicy().computeDtype()));
     f.shapes.push_back(xShape);
     f.params.emplace_back(0, 0);
   }
@@ -208,20 +239,30 @@ Model::Forward Model::buildForward(ir::Module &m, BuildMode mode,
       stage.reset();
       stage.emplace(b, stages_[i - 1]);
     }
-    ctx.beginLayer(i, layers_[i]->name());
+    const Layer &layer = *layers_[i];
+    ctx.beginLayer(i, layer.name());
+    const Policy &policy = layer.dtypePolicy();
+    ctx.setPrecision(policy.computeDtype(), policy.variableDtype(),
+                     partialsOf(layer));
     // The layer's ops are named after it ("dense_1/matmul"), so profiles
     // and the IR text show which layer made each.
-    ir::NameScope scope(b, layers_[i]->name());
+    ir::NameScope scope(b, layer.name());
     std::vector<Activations> ins;
     for (std::size_t j : inputsOf_[i])
-      ins.push_back(values[j]);
+      ins.push_back(autocast(values[j], policy.computeDtype()));
     values.push_back(layers_[i]->callMany(ctx, ins));
     f.shapes.push_back(values.back().logicalShape());
     f.params.push_back(ctx.paramCounts(i));
   }
+  // Losses, metrics and predictions are float whatever the layers compute
+  // in (Keras casts a half model output for its loss likewise).
   for (std::size_t i : outputIndices()) {
-    f.outputs.push_back(ctx.channelsLast(values[i]).value);
-    f.logits.push_back(ctx.logitsOf(f.outputs.back()));
+    const ir::Value out = ctx.channelsLast(values[i]).value;
+    const std::optional<ir::Value> logits = ctx.logitsOf(out);
+    f.outputs.push_back(out.dtype() == HALF ? ir::cast(out, FLOAT) : out);
+    f.logits.push_back(logits && logits->dtype() == HALF
+                           ? std::optional(ir::cast(*logits, FLOAT))
+                           : logits);
   }
   f.updates = ctx.updates();
   return f;
@@ -417,6 +458,7 @@ ir::Module Model::trainingModule(const data::ElementSpec &spec) const {
   o.accumulation = accumulation;
   o.recompute = stages > 0 && pipelining_->recompute;
   o.training.optimizer = c.options.optimizer;
+  setLossScaling(o.training, c.options);
   // Replicas average their gradients before the update, so they take the
   // same step and stay identical (data parallelism).
   o.training.crossReplicaMean = c.options.config.replicationFactor > 1;
@@ -619,6 +661,7 @@ void Model::compile(CompileOptions options) {
     throw OptionError("compile: unknown synthetic data initializer \"" + rule +
                       "\"; use random, uniform, normal or a number such as "
                       "0.5 (TF_POPLAR_FLAGS=--synthetic_data_initializer=...)");
+  checkPrecision(options);
   // Layers that do not fit together fail here, as in Keras, not in fit.
   ir::Module m(name_ + "_check");
   (void)buildForward(m, BuildMode::Training, 1);
@@ -628,6 +671,65 @@ void Model::compile(CompileOptions options) {
                                   : compiled_->pending;
   c->options = std::move(options);
   compiled_ = std::move(c);
+}
+
+// ---- Precision --------------------------------------------------------------
+
+void Model::checkPrecision(const CompileOptions &options) const {
+  if (options.partialsType && *options.partialsType != FLOAT &&
+      *options.partialsType != HALF)
+    throw TypeError("compile: the partials type must be float or half, not " +
+                    std::string(ir::dtypeName(*options.partialsType)));
+  if (const auto &s = options.lossScale) {
+    if (!(s->initialScale > 0 && std::isfinite(s->initialScale)))
+      throw OptionError(fmt::format(
+          "compile: the {} loss scale must be positive and finite, not {}; "
+          "Keras starts dynamic scaling at 32768 (2^15), and a power of 2 "
+          "scales exactly",
+          s->dynamic ? "initial dynamic" : "static", s->initialScale));
+    if (s->dynamic && s->growthSteps == 0)
+      throw OptionError("compile: dynamic loss scaling needs growthSteps >= "
+                        "1 (the finite steps before the scale doubles; "
+                        "Keras uses 2000), not 0");
+  }
+}
+
+std::optional<LossScaleOptions>
+Model::lossScaleOf(const CompileOptions &options) const {
+  if (options.lossScale)
+    return options.lossScale;
+  for (const LayerRef &l : layers_)
+    if (l->dtypePolicy().computeDtype() == HALF)
+      return LossScaleOptions{};
+  return std::nullopt;
+}
+
+void Model::setLossScaling(passes::TrainingOptions &t,
+                           const CompileOptions &options) const {
+  const std::optional<LossScaleOptions> s = lossScaleOf(options);
+  if (!s)
+    return;
+  if (s->dynamic)
+    t.dynamicLossScaling =
+        passes::DynamicLossScaling{s->initialScale, s->growthSteps};
+  else
+    t.lossScaling = s->initialScale;
+}
+
+double Model::lossScale() {
+  const Compiled &c = compiled("lossScale");
+  const std::optional<LossScaleOptions> s = lossScaleOf(c.options);
+  if (!s)
+    return 1;
+  if (!s->dynamic)
+    return s->initialScale;
+  if (c.train)
+    return c.train->readVariable(passes::kLossScaleVariable).values<float>()[0];
+  if (c.pending)
+    for (const auto &[name, t] : c.pending->variables)
+      if (name == passes::kLossScaleVariable)
+        return t.values<float>()[0];
+  return s->initialScale;
 }
 
 } // namespace tessera::nn

@@ -9,6 +9,20 @@ namespace tessera::nn {
 
 using detail::describeLayer;
 
+namespace {
+
+// Normalisation statistics are computed in float whatever the policy, as
+// Keras' normalisation layers do under mixed precision: a half variance
+// of large activations overflows, and of small ones loses its digits.
+ir::Value asFloat(ir::Value v) {
+  return v.dtype() == FLOAT ? v : ir::cast(v, FLOAT);
+}
+ir::Value as(ir::Value v, Type t) {
+  return v.dtype() == t ? v : ir::cast(v, t);
+}
+
+} // namespace
+
 BatchNorm::BatchNorm(BatchNormOptions options)
     : Layer(options.name), options_(std::move(options)) {
   if (!(options_.momentum >= 0 && options_.momentum < 1) ||
@@ -28,6 +42,7 @@ Activations BatchNorm::call(BuildContext &ctx, const Activations &in) const {
                      "channels) inputs but got rank " +
                      std::to_string(rank));
   const Activations x = ctx.channelsFirst(in);
+  const Type t = x.value.dtype();
   const std::size_t channels = x.value.shape()[1];
   ir::Value gamma =
       ctx.variable("gamma", {channels}, std::nullopt, ir::init::ones());
@@ -38,16 +53,20 @@ Activations BatchNorm::call(BuildContext &ctx, const Activations &in) const {
   ir::Value movingVar = ctx.variable("moving_variance", {channels},
                                      std::nullopt, ir::init::ones(), false);
   if (!ctx.training())
-    return {ir::batchNormInference(x.value, gamma, beta, movingMean, movingVar,
-                                   options_.epsilon),
+    return {as(ir::batchNormInference(asFloat(x.value), asFloat(gamma),
+                                      asFloat(beta), asFloat(movingMean),
+                                      asFloat(movingVar), options_.epsilon),
+               t),
             x.channelsFirst};
-  ir::NormResult r = ir::batchNorm(x.value, gamma, beta, options_.epsilon);
+  ir::NormResult r = ir::batchNorm(asFloat(x.value), asFloat(gamma),
+                                   asFloat(beta), options_.epsilon);
   // The batch variance from 1 / sqrt(var + eps); moving averages as Keras.
   const double m = options_.momentum;
   ir::Value variance = ir::inv(ir::square(r.invStdDev)) - options_.epsilon;
-  ctx.addUpdate(movingMean, movingMean * m + r.mean * (1 - m));
-  ctx.addUpdate(movingVar, movingVar * m + variance * (1 - m));
-  return {r.y, x.channelsFirst};
+  const Type vt = movingMean.dtype();
+  ctx.addUpdate(movingMean, as(asFloat(movingMean) * m + r.mean * (1 - m), vt));
+  ctx.addUpdate(movingVar, as(asFloat(movingVar) * m + variance * (1 - m), vt));
+  return {as(r.y, t), x.channelsFirst};
 }
 
 LayerNorm::LayerNorm(double epsilon, std::string name)
@@ -66,7 +85,11 @@ Activations LayerNorm::call(BuildContext &ctx, const Activations &in) const {
       ctx.variable("gamma", {features}, std::nullopt, ir::init::ones());
   ir::Value beta =
       ctx.variable("beta", {features}, std::nullopt, ir::init::zeros());
-  return {ir::layerNorm(x.value, gamma, beta, epsilon_).y, false};
+  return {as(ir::layerNorm(asFloat(x.value), asFloat(gamma), asFloat(beta),
+                           epsilon_)
+                 .y,
+             x.value.dtype()),
+          false};
 }
 
 } // namespace tessera::nn

@@ -93,6 +93,10 @@ private:
   OperandGrads nnRule(const Op &op, const std::vector<Value> &x,
                       const std::vector<Value> &y, Value g);
   [[noreturn]] void noGradient(const Op &op) const;
+  /// \p r, the result of the matmul or convolution just appended, with
+  /// \p forward's partials type: the backward pass accumulates as the
+  /// forward op does.
+  Value partialsLike(const Op &forward, Value r);
   /// Whether operand i of the op being differentiated needs a gradient.
   bool need(std::size_t i) const { return need_[i]; }
 
@@ -146,6 +150,13 @@ void Differentiator::noGradient(const Op &op) const {
       ") -> " + m_.describe(op.results[0]) +
       " is on the path to the loss but has no gradient; compute the "
       "loss without it or stop the gradient before it");
+}
+
+Value Differentiator::partialsLike(const Op &forward, Value r) {
+  if (forward.attrs.has(kPartialsType))
+    m_.mutableOps()[m_.value(r.id()).def].attrs.set(
+        kPartialsType, forward.attrs.getString(kPartialsType));
+  return r;
 }
 
 void Differentiator::differentiate(std::size_t opIndex) {
@@ -321,9 +332,9 @@ OperandGrads Differentiator::shapeRule(const Op &op,
                          : std::vector<std::int64_t>{0, 2, 1};
     OperandGrads r(2);
     if (need(0))
-      r[0] = matmul(g, transpose(x[1], t));
+      r[0] = partialsLike(op, matmul(g, transpose(x[1], t)));
     if (need(1))
-      r[1] = matmul(transpose(x[0], t), g);
+      r[1] = partialsLike(op, matmul(transpose(x[0], t), g));
     return r;
   }
   case OpKind::RESHAPE:
@@ -404,11 +415,12 @@ OperandGrads Differentiator::nnRule(const Op &op, const std::vector<Value> &x,
     const Shape w = x[1].shape(); // a copy: new ops may move the original
     OperandGrads r(2);
     if (need(0))
-      r[0] = conv2dBackpropInput(g, x[1], o, x[0].shape());
+      r[0] = partialsLike(op, conv2dBackpropInput(g, x[1], o, x[0].shape()));
     if (need(1))
-      r[1] = conv2dBackpropFilter(
-          g, x[0], o,
-          {static_cast<unsigned>(w[2]), static_cast<unsigned>(w[3])});
+      r[1] =
+          partialsLike(op, conv2dBackpropFilter(g, x[0], o,
+                                                {static_cast<unsigned>(w[2]),
+                                                 static_cast<unsigned>(w[3])}));
     return r;
   }
   case OpKind::MAX_POOL:
@@ -470,8 +482,13 @@ bool AutodiffPass::run(Module &module) {
     throw OptionError("autodiff: loss scaling must be positive, not " +
                       std::to_string(options_.lossScaling));
   Value loss(module, module.output(options_.lossOutput));
-  if (options_.lossScaling != 1)
+  if (options_.lossScale) {
+    const Value scale(module, *options_.lossScale);
+    loss = loss *
+           (loss.dtype() == scale.dtype() ? scale : cast(scale, loss.dtype()));
+  } else if (options_.lossScaling != 1) {
     loss = loss * options_.lossScaling;
+  }
   const Gradients g = autodiff(module, loss);
   for (const auto &[wrt, grad] : g.entries()) {
     module.setGradient(wrt.id(), grad.id());

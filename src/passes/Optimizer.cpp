@@ -10,6 +10,8 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
+#include <tuple>
 #include <type_traits>
 
 namespace tessera::passes {
@@ -65,14 +67,39 @@ private:
   std::map<std::pair<std::string, Type>, ir::Value> casts_;
 };
 
+// The largest finite value of \p t (float or half).
+double largestFinite(Type t) {
+  return t == HALF ? 65504.0 : 3.4028234663852886e38;
+}
+
+// ok ? next : old (okOr) for a FLOAT 0/1 scalar \p ok, from elementwise ops
+// (the IR has no select). \p next may hold infinities or NaNs on a skipped
+// step: clamping first makes it finite, so next * 0 is 0, not NaN. The clamp
+// leans on min and max returning their second operand when the first is
+// NaN (Elementwise.def: a < b ? a : b), which maps NaN to the bound. With
+// ok = 1 the sum is next + 0 and with ok = 0 it is 0 + old: either exact.
+ir::Value okOr(const ir::Value &ok, const ir::Value &next,
+               const ir::Value &old) {
+  const double big = largestFinite(next.dtype());
+  const ir::Value okT =
+      ok.dtype() == next.dtype() ? ok : cast(ok, next.dtype());
+  const ir::Value finite = max(min(next, big), -big);
+  return finite * okT + old * (1.0 - okT);
+}
+
 class StepBuilder {
 public:
   StepBuilder(ir::Module &m, std::vector<VariableUpdate> &updates)
       : b_(m), hyper_(b_), updates_(updates) {}
 
+  // With \p ok set (dynamic loss scaling), each update keeps the old value
+  // on steps where ok is 0.
+  void gateUpdates(ir::Value ok) { ok_ = ok; }
+
   void update(const ir::Value &v, const ir::Value &next) {
-    b_.update(v, next);
-    updates_.push_back({v, next});
+    const ir::Value gated = ok_ ? okOr(*ok_, next, v) : next;
+    b_.update(v, gated);
+    updates_.push_back({v, gated});
   }
 
   void sgd(const SGD &o, const ir::Value &w, ir::Value g) {
@@ -145,11 +172,27 @@ private:
   ir::Builder b_;
   HyperParameters hyper_;
   std::vector<VariableUpdate> &updates_;
+  std::optional<ir::Value> ok_;
 };
 
 void checkOptions(const TrainingOptions &o) {
-  check(o.lossScaling > 0,
-        "loss scaling must be positive, not " + std::to_string(o.lossScaling));
+  check(o.lossScaling > 0 && std::isfinite(o.lossScaling),
+        fmt::format("loss scaling must be positive and finite, not {}; a "
+                    "power of 2 such as 128 or 1024 scales exactly",
+                    o.lossScaling));
+  if (const auto &d = o.dynamicLossScaling) {
+    check(o.lossScaling == 1,
+          fmt::format("give either a static loss scaling ({}) or dynamic "
+                      "loss scaling, not both",
+                      o.lossScaling));
+    check(d->initialScale > 0 && std::isfinite(d->initialScale),
+          fmt::format("the initial dynamic loss scale must be positive and "
+                      "finite, not {}; Keras starts at 32768 (2^15)",
+                      d->initialScale));
+    check(d->growthSteps > 0,
+          "dynamic loss scaling needs growthSteps >= 1 (finite steps before "
+          "the scale doubles; Keras uses 2000), not 0");
+  }
   if (const auto *s = std::get_if<SGD>(&o.optimizer)) {
     check(s->learningRate > 0, "SGD learning rate must be positive, not " +
                                    std::to_string(s->learningRate));
@@ -175,17 +218,118 @@ void checkOptions(const TrainingOptions &o) {
   }
 }
 
+// Replicas see different batches; averaging their gradients keeps their
+// weights identical (TensorFlow's CrossReplicaOptimizer).
+ir::Value replicaMean(const TrainingOptions &options, const ir::Value &g) {
+  return options.crossReplicaMean ? crossReplicaMean(g) : g;
+}
+
+// Where a gradient was computed (its IPU and pipeline stage), so its
+// finite check runs there and only a scalar crosses to other IPUs.
+ir::Annotations whereComputed(const ir::Module &m, ir::ValueId g) {
+  ir::Annotations a;
+  if (m.value(g).kind == ir::ValueKind::OpResult) {
+    const ir::Annotations &p = m.producer(g).annotations;
+    a.ipu = p.ipu;
+    a.pipelineStage = p.pipelineStage;
+  }
+  a.backward = true;
+  return a;
+}
+
+// 1 (FLOAT) when every gradient is finite, else 0: one reduction per
+// element type and place over a concatenation of the flattened gradients
+// there (a view, not a copy). g * 0 is 0 for finite g and NaN for an
+// infinity or NaN, and a NaN anywhere makes the sum NaN.
+ir::Value allFinite(ir::Module &m, const std::vector<ir::Value> &grads,
+                    const std::vector<ir::Annotations> &where) {
+  using Key =
+      std::tuple<Type, std::optional<unsigned>, std::optional<unsigned>>;
+  std::map<Key, std::pair<ir::Annotations, std::vector<ir::Value>>> groups;
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    const ir::Value &g = grads[i];
+    auto &[a, flat] = groups[{g.dtype(), where[i].ipu, where[i].pipelineStage}];
+    a = where[i];
+    const detail::WithAnnotations scope(m, a);
+    flat.push_back(reshape(g, {g.type().numElements()}));
+  }
+  std::vector<ir::Value> finite;
+  for (const auto &[key, group] : groups) {
+    const auto &[a, flat] = group;
+    const detail::WithAnnotations scope(m, a);
+    const ir::Value all = flat.size() == 1 ? flat[0] : concat(flat, 0);
+    finite.push_back(isFinite(reduceSum(all * 0.0)));
+  }
+  // Scalars from every place meet outside any stage, as the weight
+  // update's other readers of several stages do.
+  ir::Value ok = finite[0];
+  for (std::size_t i = 1; i < finite.size(); ++i)
+    ok = logicalAnd(ok, finite[i]);
+  return cast(ok, FLOAT);
+}
+
+// Dynamic loss scaling: whether every scaled gradient is finite (a FLOAT
+// 0/1 scalar), and the next scale and good-step count, computed on the
+// device with no host round trip. Gradients enter after the cross-replica
+// mean, so every replica sees the same verdict.
+ir::Value dynamicScaleStep(ir::Builder &b, const DynamicLossScaling &d,
+                           const ir::Value &scale,
+                           const std::vector<ir::Value> &grads,
+                           const std::vector<ir::Annotations> &where) {
+  const ir::Value ok = allFinite(b.module(), grads, where);
+  const ir::Value good = b.variable(kLossScaleGoodSteps, {}, ir::init::zeros(),
+                                    FLOAT, /*trainable=*/false);
+  const ir::Value good1 = (good + 1.0) * ok;
+  const ir::Value grow = cast(gteq(good1, double(d.growthSteps)), FLOAT);
+  // x2 after growthSteps finite steps in a row, x1 on other finite steps,
+  // x0.5 on a step with an overflow.
+  b.update(scale, scale * ((grow + 0.5) * ok + 0.5));
+  b.update(good, good1 * (1.0 - grow));
+  return ok;
+}
+
+// g / scale in g's type; half gradients are divided in float, as 1 / scale
+// is below half's normal range for the usual scales.
+ir::Value unscale(const ir::Value &g, const ir::Value &inverse) {
+  if (g.dtype() == inverse.dtype())
+    return g * inverse;
+  return cast(cast(g, inverse.dtype()) * inverse, g.dtype());
+}
+
 // The optimizer's operations for every recorded gradient, in the order
 // autodiff recorded them.
 std::vector<VariableUpdate> buildSteps(ir::Module &module,
-                                       const TrainingOptions &options) {
+                                       const TrainingOptions &options,
+                                       std::optional<ir::ValueId> lossScale) {
   if (module.gradients().empty())
     throw ir::IrError("optimizer: module \"" + module.name() +
                       "\" has no recorded gradients; run the autodiff pass "
                       "(or makeTrainingStep) first");
+  if (options.dynamicLossScaling && !lossScale)
+    throw ir::IrError("optimizer: dynamic loss scaling needs the loss-scale "
+                      "variable the autodiff pass scaled the loss by "
+                      "(passes::addLossScale)");
   ir::Builder b(module);
   std::vector<VariableUpdate> updates;
   StepBuilder step(module, updates);
+  // A copy: the steps below add records to the module.
+  const std::vector<ir::VariableRecord> gradients = module.gradients();
+  std::vector<ir::Value> grads;
+  std::vector<ir::Annotations> where;
+  for (const ir::VariableRecord &r : gradients) {
+    where.push_back(whereComputed(module, r.value));
+    const ir::Value g0 = replicaMean(options, b.value(r.value));
+    grads.push_back(options.lossScaling == 1 ? g0
+                                             : g0 * (1 / options.lossScaling));
+  }
+  if (options.dynamicLossScaling) {
+    const ir::Value scale = b.value(*lossScale);
+    step.gateUpdates(
+        dynamicScaleStep(b, *options.dynamicLossScaling, scale, grads, where));
+    const ir::Value inverse = inv(scale);
+    for (ir::Value &g : grads)
+      g = unscale(g, inverse);
+  }
   ir::Value t;
   if (std::holds_alternative<Adam>(options.optimizer)) {
     const ir::Value count =
@@ -193,16 +337,8 @@ std::vector<VariableUpdate> buildSteps(ir::Module &module,
     t = count + 1.0;
     step.update(count, t);
   }
-  // A copy: the steps below add records to the module.
-  const std::vector<ir::VariableRecord> gradients = module.gradients();
-  for (const ir::VariableRecord &r : gradients) {
-    const ir::Value w = b.value(r.variable), g0 = b.value(r.value);
-    ir::Value g =
-        options.lossScaling == 1 ? g0 : g0 * (1 / options.lossScaling);
-    // Replicas see different batches; averaging their gradients keeps
-    // their weights identical (TensorFlow's CrossReplicaOptimizer).
-    if (options.crossReplicaMean)
-      g = crossReplicaMean(g);
+  for (std::size_t i = 0; i < gradients.size(); ++i) {
+    const ir::Value w = b.value(gradients[i].variable), g = grads[i];
     if (const auto *s = std::get_if<SGD>(&options.optimizer))
       step.sgd(*s, w, g);
     else if (const auto *a = std::get_if<Adam>(&options.optimizer))
@@ -215,20 +351,40 @@ std::vector<VariableUpdate> buildSteps(ir::Module &module,
 
 } // namespace
 
+ir::Value addLossScale(ir::Module &module, const TrainingOptions &options) {
+  checkOptions(options);
+  check(options.dynamicLossScaling.has_value(),
+        "addLossScale: the options have no dynamic loss scaling");
+  ir::Builder b(module);
+  // Outside any scope: the loss and every gradient read it.
+  const detail::WithAnnotations none(module, {});
+  return b.variable(
+      kLossScaleVariable, {},
+      ir::init::constant(options.dynamicLossScaling->initialScale), FLOAT,
+      /*trainable=*/false);
+}
+
 std::vector<VariableUpdate> makeTrainingStep(ir::Module &module, ir::Value loss,
                                              const TrainingOptions &options) {
   checkOptions(options);
-  const ir::Value scaled =
-      options.lossScaling == 1 ? loss : loss * options.lossScaling;
+  std::optional<ir::ValueId> lossScale;
+  ir::Value scaled = loss;
+  if (options.dynamicLossScaling) {
+    ir::Value s = addLossScale(module, options);
+    lossScale = s.id();
+    scaled = loss * (s.dtype() == loss.dtype() ? s : cast(s, loss.dtype()));
+  } else if (options.lossScaling != 1) {
+    scaled = loss * options.lossScaling;
+  }
   const Gradients gradients = autodiff(module, scaled);
   for (const auto &[w, g] : gradients.entries())
     module.setGradient(w.id(), g.id());
-  return buildSteps(module, options);
+  return buildSteps(module, options, lossScale);
 }
 
 bool OptimizerPass::run(ir::Module &module) {
   checkOptions(options_);
-  return !buildSteps(module, options_).empty();
+  return !buildSteps(module, options_, lossScale_).empty();
 }
 
 std::vector<std::pair<ir::ValueId, ir::ValueId>>

@@ -4,8 +4,8 @@
 #include "tessera/passes/Recompute.hpp"
 
 #include <algorithm>
-
 #include <memory>
+#include <optional>
 
 namespace tessera::passes {
 
@@ -15,6 +15,10 @@ void runTrainingPasses(ir::Module &module, const TrainingPassOptions &options,
   AutodiffOptions autodiff;
   autodiff.lossOutput = options.lossOutput;
   autodiff.lossScaling = options.training.lossScaling;
+  std::optional<ir::ValueId> lossScale;
+  if (options.training.dynamicLossScaling)
+    lossScale = autodiff.lossScale =
+        addLossScale(module, options.training).id();
   pm.add(std::make_unique<AutodiffPass>(autodiff));
   const bool marked =
       std::any_of(module.ops().begin(), module.ops().end(),
@@ -22,7 +26,7 @@ void runTrainingPasses(ir::Module &module, const TrainingPassOptions &options,
   if (options.recompute || marked)
     pm.add(std::make_unique<RecomputePass>(
         RecomputeOptions{.stages = options.recompute}));
-  pm.add(std::make_unique<OptimizerPass>(options.training));
+  pm.add(std::make_unique<OptimizerPass>(options.training, lossScale));
   if (options.accumulation.count != 1)
     pm.add(std::make_unique<GradientAccumulationPass>(options.accumulation));
   pm.run(module);

@@ -105,6 +105,22 @@ TEST(Pipelining, FourStagesTrainToTheWeightsOfPlainAccumulation) {
   expectSameWeights(m, accumulatedReference(4));
 }
 
+TEST(Pipelining, DynamicLossScalingAcrossStagesKeepsTheWeights) {
+  // The scale is read by the last stage's loss and every stage's weight
+  // update; without overflow the weights are those of unscaled training.
+  Sequential m = fourLayerMlp();
+  m.setPipelineStageAssignment({0, 1, 2, 3});
+  CompileOptions o = options(4, 8);
+  o.lossScale = LossScaleOptions{true, 1024, 3};
+  m.compile(o);
+  m.setPipeliningOptions(accumulating(4));
+  train(m);
+  expectSameWeights(m, accumulatedReference(4));
+  // Two epochs of 16 micro-batches: 8 finite updates at growth 3 double
+  // the scale twice.
+  EXPECT_EQ(m.lossScale(), 4096);
+}
+
 TEST(Pipelining, EachLayerBuildsItsForwardOpsInItsStage) {
   Sequential m = fourLayerMlp();
   m.setPipelineStageAssignment({0, 0, 1, 1});

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 using namespace tessera::nn;
@@ -89,4 +90,32 @@ TEST(Replication, ReplicasStayIdenticalAndMatchOneReplicaOnTheCombinedBatch) {
 TEST(Replication, AReplicaThatDoesNotExistIsAnError) {
   Sequential two = trained(2, 8);
   EXPECT_THROW(two.getReplicaWeights(2), tessera::StreamError);
+}
+
+TEST(Replication, ReplicasAgreeOnSkippingAnOverflowingStep) {
+  // Half layers and a scale that overflows at first: the replicas average
+  // their gradients before the overflow check, so they skip the same steps
+  // and keep the same weights and scale.
+  setGlobalPolicy("mixed_float16");
+  Sequential m = model();
+  setGlobalPolicy("float32");
+  CompileOptions o = options(2);
+  o.lossScale = LossScaleOptions{true, std::ldexp(1.0, 24), 2000};
+  m.compile(o);
+  FitOptions f;
+  f.verbose = Verbosity::Silent;
+  f.epochs = 8;
+  m.fit(examples().batch(8, true), f);
+  const session::Checkpoint r0 = m.getReplicaWeights(0);
+  const session::Checkpoint r1 = m.getReplicaWeights(1);
+  EXPECT_EQ(maxDifference(r0, r1), 0.0f);
+  EXPECT_LT(m.lossScale(), std::ldexp(1.0, 24)) << m.lossScale();
+  // Training went on after the skipped steps.
+  Sequential fresh = model();
+  fresh.compile(options(1));
+  const session::Checkpoint start = fresh.getWeights();
+  EXPECT_EQ(start.variables[0].first, r0.variables[0].first);
+  const auto a = r0.variables[0].second.values<float>();
+  const auto b = start.variables[0].second.values<float>();
+  EXPECT_FALSE(std::equal(a.begin(), a.end(), b.begin()));
 }

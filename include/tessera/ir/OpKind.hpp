@@ -22,6 +22,9 @@
 /// - batchNorm, layerNorm: "eps" (float > 0).
 /// - unaryGrad, binaryGrad: "op" (string: the elementwise op's name).
 /// - gatherGrad: "numRows" (int).
+/// - matmul, conv2d and the conv2d backprops may carry "partialsType"
+///   (string "float" or "half"): the accumulation type lowering gives the
+///   ops library's option of that name (kPartialsType).
 #pragma once
 
 #include "tessera/ops/Expr.hpp"
@@ -31,6 +34,9 @@
 #include <string_view>
 
 namespace tessera::ir {
+
+/// The optional attribute naming an op's partials (accumulation) type.
+inline constexpr const char *kPartialsType = "partialsType";
 
 /// What an operation computes.
 enum class OpKind : std::uint16_t {

@@ -29,6 +29,7 @@
 #pragma once
 
 #include "tessera/ir/Builder.hpp"
+#include "tessera/nn/Policy.hpp"
 #include "tessera/support/Error.hpp"
 
 #include <array>
@@ -86,8 +87,21 @@ public:
 
   /// Starts layer \p index named \p name: later variables belong to it.
   void beginLayer(std::size_t index, const std::string &name);
-  /// A variable "<layer>/<name>" initialised by \p init, or by \p fallback
-  /// seeded from the model seed, the layer and the variable.
+  /// The current layer computes in \p compute, keeps its variables in
+  /// \p variables and accumulates its matmuls and convolutions in
+  /// \p partials (unset: the ops' default).
+  void setPrecision(Type compute, Type variables,
+                    std::optional<Type> partials = std::nullopt);
+  Type computeDtype() const { return compute_; }
+  /// \p v, a variable, as the layer computes with it: cast to the compute
+  /// type when the variables are of another (mixed precision).
+  ir::Value read(ir::Value v);
+  /// \p r, the result of a matmul or conv2d just built, accumulating in
+  /// the layer's partials type.
+  ir::Value withPartials(ir::Value r);
+  /// A variable "<layer>/<name>" of the layer's variable type, initialised
+  /// by \p init, or by \p fallback seeded from the model seed, the layer
+  /// and the variable.
   ir::Value variable(const std::string &name, const Shape &shape,
                      const std::optional<ir::Initialiser> &init,
                      ir::Initialiser fallback, bool trainable = true);
@@ -119,6 +133,8 @@ private:
   ir::Builder &builder_;
   BuildMode mode_;
   std::uint64_t seed_;
+  Type compute_ = FLOAT, variables_ = FLOAT;
+  std::optional<Type> partials_;
   std::size_t layer_ = 0;
   std::string layerName_;
   std::vector<std::pair<std::size_t, std::size_t>> params_;
@@ -197,7 +213,8 @@ private:
 /// Base of every layer.
 class Layer {
 public:
-  explicit Layer(std::string name = "") : name_(std::move(name)) {}
+  /// The layer takes the global dtype policy (Policy.hpp).
+  explicit Layer(std::string name = "");
   virtual ~Layer() = default;
 
   /// A copy of this layer (of its dynamic type).
@@ -223,6 +240,21 @@ public:
   const std::string &name() const { return name_; }
   void setName(std::string name) { name_ = std::move(name); }
 
+  /// Keras' dtype_policy: the types the layer computes in and keeps its
+  /// variables in (Policy.hpp).
+  const Policy &dtypePolicy() const { return policy_; }
+  /// Throws TypeError for a half policy on a layer that is not float (an
+  /// Input of integer ids).
+  virtual void setDtypePolicy(const Policy &policy);
+  void setDtypePolicy(const std::string &name) { setDtypePolicy(Policy(name)); }
+  /// The partials (accumulation) type of the layer's matmuls and
+  /// convolutions, given to the ops' "partialsType" option: FLOAT or HALF
+  /// (half needs a half-computing policy; building a model with it on a
+  /// float layer throws TypeError). Unset: the model's
+  /// (CompileOptions::partialsType), else float. TypeError for other types.
+  void setPartialsType(Type type);
+  const std::optional<Type> &partialsType() const { return partials_; }
+
 protected:
   /// Throws ShapeError unless \p x has logical rank \p rank (batch
   /// included), saying what the layer needs in Keras' terms.
@@ -232,6 +264,8 @@ protected:
 
 private:
   std::string name_;
+  Policy policy_;
+  std::optional<Type> partials_;
 };
 
 /// A layer held by a model: any Layer, copied in.
@@ -252,7 +286,12 @@ private:
 /// its element type (INT for token ids feeding an Embedding).
 class Input : public Layer {
 public:
+  /// An Input keeps \p dtype whatever the global policy: the first layers
+  /// cast float inputs to their compute type. A half policy given with
+  /// setDtypePolicy casts float inputs to half here instead.
   explicit Input(Shape shape, Type dtype = FLOAT, std::string name = "");
+  void setDtypePolicy(const Policy &policy) override;
+  using Layer::setDtypePolicy;
   std::string typeName() const override { return "InputLayer"; }
   std::shared_ptr<Layer> clone() const override {
     return std::make_shared<Input>(*this);

@@ -53,8 +53,32 @@ using Logs = session::Metrics;
 /// The value named \p name in \p logs; OptionError listing the names.
 double logValue(const Logs &logs, const std::string &name);
 
+/// Loss scaling (Keras' LossScaleOptimizer): the loss is multiplied by a
+/// scale before the backward pass and the gradients divided by it, so
+/// small half gradients do not flush to zero.
+struct LossScaleOptions {
+  /// Dynamic: start at initialScale, halve and skip the step when a
+  /// gradient overflows, double after growthSteps finite steps
+  /// (passes::DynamicLossScaling, all on the device). Static: initialScale
+  /// is a fixed factor (1: no scaling).
+  bool dynamic = true;
+  double initialScale = 32768;
+  unsigned growthSteps = 2000;
+};
+
 struct CompileOptions {
   passes::Optimizer optimizer = passes::Adam{};
+  /// Unset: dynamic loss scaling with Keras' defaults when some layer
+  /// computes in half (a "mixed_float16" or "float16" policy, Policy.hpp),
+  /// as Keras' compile wraps the optimizer in a LossScaleOptimizer then;
+  /// none otherwise. compile() throws OptionError for a scale that is not
+  /// positive and finite or growthSteps 0.
+  std::optional<LossScaleOptions> lossScale;
+  /// The partials (accumulation) type, FLOAT or HALF, of the matmuls and
+  /// convolutions of the layers that compute in half and set none of
+  /// their own (Layer::setPartialsType); unset: float. compile() throws
+  /// TypeError for another type.
+  std::optional<Type> partialsType;
   /// "sparse_categorical_crossentropy" (integer labels [N] or [N, 1]),
   /// "categorical_crossentropy" (one-hot targets [N, classes]) or
   /// "mean_squared_error" ("mse").
@@ -324,6 +348,14 @@ public:
   /// the model's own, as Keras' set_weights leaves the optimizer alone.
   void setLearningRate(double lr);
 
+  /// The loss scale the next training step runs with: the dynamic scale
+  /// as the device holds it now (its initial value before training), the
+  /// static factor, or 1 without loss scaling. ModelError before
+  /// compile(). Checkpoints (getWeights) carry the dynamic scale and its
+  /// count of finite steps with the optimizer state, as Keras' do, so a
+  /// restored model trains on with the scale it had learnt.
+  double lossScale();
+
   /// The names of the model's weights ("dense/kernel", "dense/bias",
   /// "batch_normalization/moving_mean", ...) in layer order: what Keras'
   /// get_weights() lists, without optimizer state or dropout seeds.
@@ -385,6 +417,18 @@ private:
                        const std::string *synthetic = nullptr,
                        bool staged = false) const;
   const Input &input() const;
+  /// The partials type \p layer's matmuls and convolutions get: its own,
+  /// else the model's for a half-computing layer. TypeError for half
+  /// partials on a float layer.
+  std::optional<Type> partialsOf(const Layer &layer) const;
+  /// OptionError / TypeError for compile()'s precision settings.
+  void checkPrecision(const CompileOptions &options) const;
+  /// The loss scaling \p options give this model (dynamic by default when
+  /// a layer computes in half), set on the training passes' options.
+  std::optional<LossScaleOptions>
+  lossScaleOf(const CompileOptions &options) const;
+  void setLossScaling(passes::TrainingOptions &t,
+                      const CompileOptions &options) const;
   std::vector<std::size_t> inputIndices() const;
   std::vector<std::size_t> outputIndices() const;
   /// The training module for elements of \p spec (inputs, then labels).

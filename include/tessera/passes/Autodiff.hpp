@@ -27,6 +27,7 @@
 #include "tessera/ir/Builder.hpp"
 #include "tessera/passes/Pass.hpp"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,6 +67,9 @@ struct AutodiffOptions {
   /// The loss is multiplied by this before it is differentiated, so small
   /// half gradients do not flush to zero; the optimizer divides it out.
   double lossScaling = 1;
+  /// For dynamic loss scaling: the loss is multiplied by this float scalar
+  /// variable (passes::addLossScale) instead of lossScaling.
+  std::optional<ir::ValueId> lossScale = std::nullopt;
   /// Also name each gradient as an output "grad/<variable>", which keeps it
   /// computed whether or not anything reads it.
   bool gradientOutputs = false;

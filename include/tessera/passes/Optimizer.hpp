@@ -38,6 +38,7 @@
 #include "tessera/ir/Builder.hpp"
 #include "tessera/passes/Pass.hpp"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -93,12 +94,35 @@ runtimeHyperParameters(const Optimizer &optimizer);
 bool sameProgram(const Optimizer &a, const Optimizer &b,
                  std::string *why = nullptr);
 
+/// Dynamic loss scaling, as Keras' LossScaleOptimizer does it, all on the
+/// device: the loss is multiplied by a scale held in the non-trainable
+/// float scalar variable "optimizer/loss_scale" (starting at
+/// \ref initialScale) and the gradients divided by it. A step whose
+/// scaled gradients hold any infinity or NaN is skipped: every update the
+/// optimizer builds (weights, their state, Adam's step count) keeps the
+/// old value, and the scale halves. After \ref growthSteps finite steps
+/// in a row (counted in "optimizer/loss_scale_good_steps") the scale
+/// doubles. Both variables are ordinary state: checkpoints carry them, as
+/// Keras' checkpoints carry the optimizer's, so a restored model goes on
+/// with the scale it had learnt.
+struct DynamicLossScaling {
+  double initialScale = 32768;
+  unsigned growthSteps = 2000;
+};
+
+/// The names of the dynamic loss scale's variables.
+inline constexpr const char *kLossScaleVariable = "optimizer/loss_scale";
+inline constexpr const char *kLossScaleGoodSteps =
+    "optimizer/loss_scale_good_steps";
+
 struct TrainingOptions {
   Optimizer optimizer = SGD{};
-  /// The loss is multiplied by this before differentiation and the
-  /// gradients divided by it after, so small half gradients do not flush
-  /// to zero.
+  /// Static loss scaling: the loss is multiplied by this fixed factor
+  /// before differentiation and the gradients divided by it after, so
+  /// small half gradients do not flush to zero.
   double lossScaling = 1;
+  /// Dynamic loss scaling instead (lossScaling must then stay 1).
+  std::optional<DynamicLossScaling> dynamicLossScaling = std::nullopt;
   /// For a replicated graph: average each gradient over the replicas
   /// (crossReplicaMean) before the update, so every replica takes the same
   /// step with the gradient of all their batches together.
@@ -113,22 +137,35 @@ struct VariableUpdate {
 
 /// Differentiates \p loss (times the loss scaling) with respect to every
 /// trainable variable, records the gradients and builds the optimizer's
-/// updates. Throws OptionError for a non-positive learning rate or loss
-/// scaling, betas or rho outside [0, 1), or a non-positive epsilon.
+/// updates. Throws OptionError for a non-positive learning rate, a loss
+/// scaling that is not positive and finite (or both static and dynamic
+/// scaling), a growth interval of 0, betas or rho outside [0, 1), or a
+/// non-positive epsilon.
 std::vector<VariableUpdate> makeTrainingStep(ir::Module &module, ir::Value loss,
                                              const TrainingOptions &options);
 
+/// The variable kLossScaleVariable of \p module for \p options' dynamic
+/// loss scaling, made at its initial scale; give it to AutodiffPass and
+/// OptimizerPass. OptionError as makeTrainingStep.
+ir::Value addLossScale(ir::Module &module, const TrainingOptions &options);
+
 /// The optimizer as a pass, after AutodiffPass (with the same loss
-/// scaling): builds an update for every recorded gradient. Throws as
-/// makeTrainingStep, and IrError when no gradient is recorded.
+/// scaling): builds an update for every recorded gradient. With dynamic
+/// loss scaling, \p lossScale is the variable addLossScale made and
+/// AutodiffPass scaled the loss by. Throws as makeTrainingStep, and
+/// IrError when no gradient is recorded or dynamic scaling has no
+/// \p lossScale.
 class OptimizerPass : public Pass {
 public:
-  explicit OptimizerPass(TrainingOptions options) : options_(options) {}
+  explicit OptimizerPass(TrainingOptions options,
+                         std::optional<ir::ValueId> lossScale = std::nullopt)
+      : options_(options), lossScale_(lossScale) {}
   std::string_view name() const override { return "optimizer"; }
   bool run(ir::Module &module) override;
 
 private:
   TrainingOptions options_;
+  std::optional<ir::ValueId> lossScale_;
 };
 
 /// The recorded updates of \p module as (variable, new value) pairs.

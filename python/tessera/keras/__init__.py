@@ -13,13 +13,13 @@ Training runs on the IPU Model in C++; see tessera.ipu for its options.
 """
 
 from . import (backend, callbacks, datasets, initializers, layers, losses,
-               metrics, optimizers, utils)
+               metrics, mixed_precision, optimizers, utils)
 from . import applications  # noqa: E402 (after layers and models)
 from .layers import Input
 from .models import Model, Sequential
 
 __all__ = ["Model", "Sequential", "Input", "layers", "optimizers", "losses",
            "metrics", "callbacks", "datasets", "utils", "backend",
-           "initializers", "models", "applications"]
+           "initializers", "models", "applications", "mixed_precision"]
 
 from . import models  # noqa: E402

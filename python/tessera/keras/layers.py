@@ -57,6 +57,17 @@ def _dtype_name(dtype):
     return np.dtype(dtype if dtype is not None else "float32").name
 
 
+def _is_policy(dtype):
+    from .mixed_precision import Policy
+    if isinstance(dtype, (Policy, str)) and str(getattr(dtype, "name", dtype)) \
+            in ("float32", "float16", "mixed_float16"):
+        return True
+    try:
+        return np.dtype(dtype).kind == "f"
+    except TypeError:
+        return isinstance(dtype, str)  # an unknown name: Policy says so
+
+
 # The pipeline stages of the ipu.keras.PipelineStage scopes open now (the
 # innermost last); layers called inside one are on its stage.
 _stage_scopes = []
@@ -94,11 +105,39 @@ class Layer:
             input_shape = (int(input_dim),)
         self._input_shape = (None if input_shape is None
                              else tuple(int(d) for d in input_shape))
+        # A float dtype or a policy is the layer's mixed-precision policy;
+        # another (int32 ids) is what a Sequential's implicit Input takes.
         self._dtype = dtype
+        if dtype is not None and _is_policy(dtype):
+            self._dtype = None
+            self.dtype_policy = dtype
 
     @property
     def name(self):
         return self._core.name
+
+    @property
+    def dtype_policy(self):
+        """The layer's mixed-precision Policy (the global one when it was
+        made, unless dtype= or this setter gave another)."""
+        from .mixed_precision import Policy
+        return Policy(self._core.dtype_policy)
+
+    @dtype_policy.setter
+    def dtype_policy(self, policy):
+        from .mixed_precision import Policy
+        if not isinstance(policy, (Policy, str)):
+            policy = np.dtype(policy).name
+        self._core.dtype_policy = Policy(policy).name
+
+    @property
+    def compute_dtype(self):
+        return self.dtype_policy.compute_dtype
+
+    @property
+    def dtype(self):
+        """The dtype of the layer's variables, as Keras' layer.dtype."""
+        return self.dtype_policy.variable_dtype
 
     def __call__(self, inputs):
         """Applies the layer to a KerasTensor (or a list of them)."""

@@ -323,7 +323,9 @@ class Model:
                            ["accuracy"] if a["metric_names"] else [],
                            a["steps_per_execution"], _system_config(),
                            _synthetic_data_initializer(),
-                           [l.name for l in losses], weights)
+                           [l.name for l in losses], weights,
+                           getattr(a["optimizer"], "_loss_scale",
+                                   lambda: None)())
 
     def _set_learning_rate(self, lr):
         """The optimizer's learning_rate setter: the compiled program takes
