@@ -121,7 +121,7 @@ private:
   void account(const Span &a, const Span &b, std::uint64_t bytes) {
     const unsigned perIpu = s_.target.getTilesPerIPU();
     if (a.host || b.host) {
-      traffic_.hostBytes += bytes;
+      (remote_ ? traffic_.remoteBytes : traffic_.hostBytes) += bytes;
       const unsigned tile = a.host ? b.tile : a.tile;
       traffic_.touch(tile);
       (a.host ? traffic_.in : traffic_.out)[tile] += bytes;
@@ -162,6 +162,8 @@ private:
 public:
   void startStep() { mergeable_ = false; }
   void setCrossReplica(bool on) { crossReplica_ = on; }
+  /// The host side of the next copies is streaming (remote) memory.
+  void setRemote(bool on) { remote_ = on; }
   void setCostOnly(bool on) { costOnly_ = on; }
 
 private:
@@ -170,6 +172,7 @@ private:
   std::uint32_t size_ = 4;
   bool mergeable_ = false;
   bool crossReplica_ = false;
+  bool remote_ = false;
   bool costOnly_ = false;
   bool contiguousSource_ = false;
   unsigned lastSrcTile_ = 0, lastDstTile_ = 0;
@@ -279,12 +282,15 @@ private:
       const bool in =
           st.kind == StepKind::StreamIn || st.kind == StepKind::RemoteIn;
       const auto size = static_cast<std::uint32_t>(typeSize(t.elementType()));
+      ops_.setRemote(st.kind == StepKind::RemoteIn ||
+                     st.kind == StepKind::RemoteOut);
       opsFor(i, [&] {
         if (in)
           ops_.copy(hostRuns(t.numElements()), t.runs(), size);
         else
           ops_.copy(t.runs(), hostRuns(t.numElements()), size);
       });
+      ops_.setRemote(false);
       if (d.step.hasAddr) {
         st.addr = scalarAddr(s_, d.tensors[1]);
         st.type = d.tensors[1].elementType();

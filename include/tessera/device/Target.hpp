@@ -112,9 +112,11 @@ struct CostFigures {
   /// one row of a pooling window pass): setting up the row's input and
   /// output pointers and filling and draining the AMP pipeline. Estimate.
   unsigned convWorkerCyclesPerRow = 16;
-  /// Worker cycles charged for one call of a vertex that has no cycle
-  /// estimator (user codelets without getCycleEstimate). Estimate.
-  unsigned defaultVertexWorkerCycles = 100;
+  /// Fixed worker cycles of a vertex that has no cycle estimator (a user
+  /// codelet without one): charged on top of one cycle per element of its
+  /// inputs and outputs (VertexRegistry::defaultCycleEstimate). Estimate:
+  /// a unary op's fixed cost.
+  unsigned defaultVertexWorkerCycles = 20;
   /// Supervisor cycles per control-flow step (a loop iteration, a branch, a
   /// call). Estimate.
   unsigned controlFlowCycles = 10;
