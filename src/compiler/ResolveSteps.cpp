@@ -90,6 +90,7 @@ private:
             std::int64_t k) {
     const std::uint64_t bytes = static_cast<std::uint64_t>(k) * size_;
     contiguousSource_ = k == 1 || ss == 1;
+    repeatedSource_ = k > 1 && ss == 0;
     account(a, b, bytes);
     if (costOnly_)
       return;
@@ -141,13 +142,25 @@ private:
       traffic_.onTile[a.tile] += bytes;
       return;
     }
-    traffic_.in[b.tile] += bytes;
     if (a.tile / perIpu != b.tile / perIpu) {
+      traffic_.in[b.tile] += bytes;
       traffic_.out[a.tile] += bytes;
       traffic_.ipuOut[a.tile / perIpu] += bytes;
       traffic_.ipuIn[b.tile / perIpu] += bytes;
       return;
     }
+    if (repeatedSource_) {
+      // One element repeated (a broadcast view): the sender sends it once
+      // to every tile listening, and each receiver takes it once and
+      // repeats it with on-tile copies, rather than the exchange carrying
+      // every repeat from the one sender to each receiver in turn.
+      traffic_.in[b.tile] += size_;
+      traffic_.onTile[b.tile] += bytes - size_;
+      traffic_.sends.push_back({a.tile, a.addr, a.addr + size_});
+      traffic_.receives.push_back({b.tile, a.tile, a.addr, a.addr + size_});
+      return;
+    }
+    traffic_.in[b.tile] += bytes;
     // On chip, every tile listening to the sender's exchange bus receives
     // what it sends, so a broadcast costs the sender once; two tiles on one
     // shared bus receiving the same bytes take them at once.
@@ -175,6 +188,7 @@ private:
   bool remote_ = false;
   bool costOnly_ = false;
   bool contiguousSource_ = false;
+  bool repeatedSource_ = false;
   unsigned lastSrcTile_ = 0, lastDstTile_ = 0;
 };
 
