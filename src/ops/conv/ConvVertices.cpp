@@ -17,9 +17,11 @@
 // multiply-accumulates over the tile's MACs per cycle (six workers sharing
 // the unit: tile cycles = 6 x the busiest worker = MACs / macsPerCycle for
 // balanced work), plus per-row overheads. The registered estimators read
-// the block shape from the field sizes with ipu2 figures; the ops also set
-// each vertex's estimate from the graph's own target (setPerfEstimate), so
-// ipu1 and ipu21 targets get their own MAC rates.
+// the block shape from the field sizes and the figures from the target
+// compiled for. ConvPartial and ConvWeightGrad without a reduction are
+// instantiated with the output type, which does not say the partials type
+// that sets the AMP's MAC rate for half inputs, so the ops set their
+// estimates (setPerfEstimate) from the convolution's partials type.
 #include "ConvInternal.hpp"
 #include "ConvKernels.hpp"
 #include "OpsInternal.hpp"
