@@ -103,6 +103,28 @@ void checkMapped(const GraphData &d) {
   }
 }
 
+// Remote buffers live in the streaming memory of the graph's IPUs
+// (TargetFigures::remoteMemoryBytesPerIPU each); a graph whose buffers do
+// not fit could not be loaded on the machine it was built for.
+void checkRemoteMemory(const Graph &graph) {
+  const Target &t = graph.getTarget();
+  std::uint64_t bytes = 0;
+  for (const RemoteBufferData &rb : graph.data().remoteBuffers)
+    bytes += std::uint64_t(rb.numElements) * rb.repeats * typeSize(rb.type);
+  const std::uint64_t capacity =
+      t.getRemoteMemoryBytesPerIPU() * t.getNumIPUs();
+  if (bytes > capacity)
+    throw MemoryError(
+        "the graph's " + std::to_string(graph.data().remoteBuffers.size()) +
+        " remote buffers need " + std::to_string(bytes) +
+        " bytes of streaming memory but the " + t.getTargetArchString() +
+        " target has " + std::to_string(capacity) + " (" +
+        std::to_string(t.getNumIPUs()) + " IPUs of " +
+        std::to_string(t.getRemoteMemoryBytesPerIPU()) +
+        " bytes, target figure remoteMemoryBytesPerIPU); use smaller remote "
+        "buffers or a target with streaming memory (ipu2, ipu21)");
+}
+
 } // namespace
 } // namespace compiler
 
@@ -127,6 +149,7 @@ Executable compileGraph(const Graph &graph,
   s.exe.clockHz = t.getTileClockFrequency();
   s.exe.replicationFactor = graph.getReplicationFactor();
   report("flattening programs", 0.1);
+  compiler::checkRemoteMemory(graph);
   flattenPrograms(s, programs);
   report("laying out memory", 0.3);
   layoutMemory(s);

@@ -5,25 +5,21 @@
 // sync per superstep.
 #include "CostModel.hpp"
 
+#include "tessera/device/CostFormulas.hpp"
 #include "tessera/support/Logging.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <set>
 
 namespace tessera::compiler {
 namespace {
 
-std::uint64_t cyclesFor(std::uint64_t bytes, double bytesPerCycle) {
-  return bytes ? static_cast<std::uint64_t>(std::ceil(bytes / bytesPerCycle))
-               : 0;
-}
-
 // Workers of a tile take vertices longest first, each to the least loaded
 // worker; a MultiVertex occupies every worker.
 std::uint64_t tileCycles(std::vector<std::pair<std::uint64_t, bool>> &work,
-                         unsigned workers, std::uint64_t supervisor) {
+                         const Target &target) {
+  const unsigned workers = target.getNumWorkerContexts();
   std::sort(work.begin(), work.end(), std::greater<>());
   std::vector<std::uint64_t> load(workers, 0);
   for (const auto &[cycles, multi] : work) {
@@ -34,8 +30,8 @@ std::uint64_t tileCycles(std::vector<std::pair<std::uint64_t, bool>> &work,
       *std::min_element(load.begin(), load.end()) += cycles;
     }
   }
-  return workers * *std::max_element(load.begin(), load.end()) +
-         supervisor * work.size();
+  return cost::computeCycles(
+      target, *std::max_element(load.begin(), load.end()), work.size());
 }
 
 class ComputeEstimator {
@@ -55,9 +51,8 @@ public:
         e = computeSet(d.computeSet);
         break;
       case StepKind::Sync:
-        e.ipuCycles.assign(ipus, ipus > 1 || d.step.c != 0
-                                     ? c.syncCyclesAcrossIpus
-                                     : c.syncCyclesOnChip);
+        e.ipuCycles.assign(
+            ipus, cost::syncCycles(s_.target, ipus > 1 || d.step.c != 0));
         break;
       case StepKind::Exchange:
       case StepKind::CrossReplica:
@@ -102,7 +97,8 @@ private:
           shape.fieldSizes.push_back(std::move(sizes));
         }
         bool usedDefault = false;
-        inst.cycles = reg.estimateCycles(*vd.vertexClass, shape, &usedDefault);
+        inst.cycles =
+            reg.estimateCycles(*vd.vertexClass, shape, s_.target, &usedDefault);
         if (usedDefault && warned.insert(vd.vertexClass->info.name).second)
           logging::warn("vertex class {} has no cycle estimator; using the "
                         "default estimate (set one with "
@@ -117,9 +113,7 @@ private:
     if (!added)
       return it->second;
     StepEstimate &e = it->second;
-    const auto &c = s_.target.costs();
     const unsigned perIpu = s_.target.getTilesPerIPU();
-    const unsigned workers = s_.target.getNumWorkerContexts();
     e.ipuCycles.assign(s_.target.getNumIPUs(), 0);
     const ComputeSetPlan &plan = s_.csPlans[cs];
     const std::size_t n = s_.data.computeSets[cs].vertices.size();
@@ -134,8 +128,7 @@ private:
     std::vector<bool> touched(e.ipuCycles.size(), perTile.empty());
     for (auto &[tile, work] : perTile) {
       touched[tile / perIpu] = true;
-      const std::uint64_t cycles =
-          tileCycles(work, workers, c.supervisorCyclesPerVertex);
+      const std::uint64_t cycles = tileCycles(work, s_.target);
       s_.exe.tileCycleTiles.push_back(tile);
       s_.exe.tileCycles.push_back(cycles);
       auto &ipu = e.ipuCycles[tile / perIpu];
@@ -151,7 +144,7 @@ private:
     if (plan.gathers.empty() && plan.costOnlyGathers.empty())
       for (std::size_t i = 0; i < e.ipuCycles.size(); ++i)
         if (touched[i])
-          e.ipuCycles[i] += c.syncCyclesOnChip;
+          e.ipuCycles[i] += cost::syncCycles(s_.target, false);
     return e;
   }
 
@@ -168,40 +161,42 @@ StepEstimate estimateTraffic(const State &s, const Traffic &t) {
   StepEstimate e;
   e.ipuCycles.assign(tg.getNumIPUs(), 0);
   std::vector<bool> touched(tg.getNumIPUs(), false);
-  const double exchange = tg.getExchangeBytesPerCycle();
   for (unsigned tile : t.touched) {
     // Bytes a tile's bus partner also receives arrive at twice the rate, so
     // they count half.
     const std::uint64_t in = t.in[tile] - t.sharedIn[tile] / 2;
     const std::uint64_t cycles =
-        cyclesFor(std::max(in, t.out[tile]), exchange) +
-        cyclesFor(t.onTile[tile], c.copyBytesPerWorkerCycle);
+        cost::exchangeTransferCycles(tg, std::max(in, t.out[tile])) +
+        cost::transferCycles(t.onTile[tile], c.copyBytesPerWorkerCycle);
     auto &ipu = e.ipuCycles[tile / perIpu];
     ipu = std::max(ipu, cycles);
     touched[tile / perIpu] = true;
     e.bytesExchanged += std::max(t.in[tile], t.out[tile]) + t.onTile[tile];
   }
   const double clock = tg.getTileClockFrequency();
-  const double linkPerCycle = tg.getIpuLinkBandwidth() / clock;
   // The host link's figure counts both directions; a transfer uses one.
   const double hostPerCycle = tg.getHostLinkBandwidth() / 2 / clock;
   bool crossIpu = false;
   for (unsigned i = 0; i < tg.getNumIPUs(); ++i) {
     const std::uint64_t link = std::max(t.ipuIn[i], t.ipuOut[i]);
     if (link) {
-      e.ipuCycles[i] += cyclesFor(link, linkPerCycle) + c.ipuLinkFixedCycles;
+      e.ipuCycles[i] += cost::ipuLinkCycles(tg, link);
       crossIpu = true;
     }
   }
+  // Streaming memory sits behind the IPU-Machine's gateway, not the host's
+  // PCIe link: its bytes go at the remote memory's own bandwidth.
+  const std::uint64_t moved =
+      cost::transferCycles(t.hostBytes, hostPerCycle) +
+      cost::transferCycles(t.remoteBytes,
+                           tg.getRemoteMemoryBandwidth() / clock);
   const std::uint64_t host =
-      t.hostBytes
-          ? cyclesFor(t.hostBytes, hostPerCycle) + c.hostTransferFixedCycles
-          : 0;
+      t.hostBytes || t.remoteBytes ? moved + c.hostTransferFixedCycles : 0;
   for (unsigned i = 0; i < tg.getNumIPUs(); ++i) {
     if (!touched[i])
       continue;
-    e.ipuCycles[i] += host + c.exchangeFixedCycles +
-                      (crossIpu ? c.syncCyclesAcrossIpus : c.syncCyclesOnChip);
+    e.ipuCycles[i] =
+        host + cost::exchangeStepCycles(tg, e.ipuCycles[i], crossIpu);
   }
   return e;
 }

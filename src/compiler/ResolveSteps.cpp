@@ -90,6 +90,7 @@ private:
             std::int64_t k) {
     const std::uint64_t bytes = static_cast<std::uint64_t>(k) * size_;
     contiguousSource_ = k == 1 || ss == 1;
+    repeatedSource_ = k > 1 && ss == 0;
     account(a, b, bytes);
     if (costOnly_)
       return;
@@ -121,7 +122,7 @@ private:
   void account(const Span &a, const Span &b, std::uint64_t bytes) {
     const unsigned perIpu = s_.target.getTilesPerIPU();
     if (a.host || b.host) {
-      traffic_.hostBytes += bytes;
+      (remote_ ? traffic_.remoteBytes : traffic_.hostBytes) += bytes;
       const unsigned tile = a.host ? b.tile : a.tile;
       traffic_.touch(tile);
       (a.host ? traffic_.in : traffic_.out)[tile] += bytes;
@@ -141,13 +142,25 @@ private:
       traffic_.onTile[a.tile] += bytes;
       return;
     }
-    traffic_.in[b.tile] += bytes;
     if (a.tile / perIpu != b.tile / perIpu) {
+      traffic_.in[b.tile] += bytes;
       traffic_.out[a.tile] += bytes;
       traffic_.ipuOut[a.tile / perIpu] += bytes;
       traffic_.ipuIn[b.tile / perIpu] += bytes;
       return;
     }
+    if (repeatedSource_) {
+      // One element repeated (a broadcast view): the sender sends it once
+      // to every tile listening, and each receiver takes it once and
+      // repeats it with on-tile copies, rather than the exchange carrying
+      // every repeat from the one sender to each receiver in turn.
+      traffic_.in[b.tile] += size_;
+      traffic_.onTile[b.tile] += bytes - size_;
+      traffic_.sends.push_back({a.tile, a.addr, a.addr + size_});
+      traffic_.receives.push_back({b.tile, a.tile, a.addr, a.addr + size_});
+      return;
+    }
+    traffic_.in[b.tile] += bytes;
     // On chip, every tile listening to the sender's exchange bus receives
     // what it sends, so a broadcast costs the sender once; two tiles on one
     // shared bus receiving the same bytes take them at once.
@@ -162,6 +175,8 @@ private:
 public:
   void startStep() { mergeable_ = false; }
   void setCrossReplica(bool on) { crossReplica_ = on; }
+  /// The host side of the next copies is streaming (remote) memory.
+  void setRemote(bool on) { remote_ = on; }
   void setCostOnly(bool on) { costOnly_ = on; }
 
 private:
@@ -170,8 +185,10 @@ private:
   std::uint32_t size_ = 4;
   bool mergeable_ = false;
   bool crossReplica_ = false;
+  bool remote_ = false;
   bool costOnly_ = false;
   bool contiguousSource_ = false;
+  bool repeatedSource_ = false;
   unsigned lastSrcTile_ = 0, lastDstTile_ = 0;
 };
 
@@ -279,12 +296,15 @@ private:
       const bool in =
           st.kind == StepKind::StreamIn || st.kind == StepKind::RemoteIn;
       const auto size = static_cast<std::uint32_t>(typeSize(t.elementType()));
+      ops_.setRemote(st.kind == StepKind::RemoteIn ||
+                     st.kind == StepKind::RemoteOut);
       opsFor(i, [&] {
         if (in)
           ops_.copy(hostRuns(t.numElements()), t.runs(), size);
         else
           ops_.copy(t.runs(), hostRuns(t.numElements()), size);
       });
+      ops_.setRemote(false);
       if (d.step.hasAddr) {
         st.addr = scalarAddr(s_, d.tensors[1]);
         st.type = d.tensors[1].elementType();

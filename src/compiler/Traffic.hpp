@@ -21,8 +21,9 @@ struct Traffic {
   std::vector<std::uint64_t> sharedIn;
   std::vector<std::uint64_t> ipuIn, ipuOut; // bytes over IPU-links
   std::uint64_t hostBytes = 0;              // over the host link
-  std::vector<unsigned> touched;            // tiles to reset
-  std::vector<bool> isTouched;              // per tile: in `touched`
+  std::uint64_t remoteBytes = 0; // to or from streaming (remote) memory
+  std::vector<unsigned> touched; // tiles to reset
+  std::vector<bool> isTouched;   // per tile: in `touched`
   /// Contiguous byte ranges tiles send on chip, counted into `out` by
   /// sendsToOut(): a tile sends a byte once however many tiles receive it.
   struct Send {
@@ -55,6 +56,7 @@ struct Traffic {
     for (auto &v : ipuOut)
       v = 0;
     hostBytes = 0;
+    remoteBytes = 0;
     sends.clear();
     receives.clear();
   }

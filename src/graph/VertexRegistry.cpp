@@ -272,15 +272,17 @@ std::size_t VertexRegistry::size() const {
 
 std::uint64_t VertexRegistry::estimateCycles(const RegisteredVertex &vertex,
                                              const VertexInstanceShape &shape,
+                                             const Target &target,
                                              bool *usedDefault) const {
   if (usedDefault)
     *usedDefault = !vertex.estimator;
-  return vertex.estimator ? vertex.estimator(shape)
-                          : defaultCycleEstimate(shape);
+  return vertex.estimator ? vertex.estimator(shape, target)
+                          : defaultCycleEstimate(shape, target);
 }
 
 std::uint64_t
-VertexRegistry::defaultCycleEstimate(const VertexInstanceShape &shape) {
+VertexRegistry::defaultCycleEstimate(const VertexInstanceShape &shape,
+                                     const Target &target) {
   const codelet::VertexClassInfo *cls = shape.vertexClass;
   TESSERA_INTERNAL_ASSERT(cls && cls->fields.size() == shape.fieldSizes.size(),
                           "VertexInstanceShape does not match its class");
@@ -294,7 +296,7 @@ VertexRegistry::defaultCycleEstimate(const VertexInstanceShape &shape) {
   if (cls->multiVertex)
     elements =
         (elements + MultiVertex::numWorkers() - 1) / MultiVertex::numWorkers();
-  return 20 + elements;
+  return target.costs().defaultVertexWorkerCycles + elements;
 }
 
 std::uint64_t VertexRegistry::codeletCompilerRuns() {

@@ -409,6 +409,47 @@ TEST(CompilerEstimates, BroadcastCostsTheSenderOnce) {
   EXPECT_EQ(bytes, 4u * 4096u); // three arrivals, one departure
 }
 
+TEST(CompilerEstimates, RepeatedElementCrossesTheExchangeOnce) {
+  // Four floats on tile 0, each repeated 64 times on each of tiles 1-8 (a
+  // broadcast view, as a mean's gradient is): each receiver takes the 16
+  // distinct bytes once and repeats them on its own tile; the sender is
+  // not charged every repeat for every receiver (8 x 1024 bytes).
+  Device device = modelDevice(16);
+  const Target &t = device.getTarget();
+  Graph g(t);
+  Tensor x = g.addVariable(FLOAT, {4, 1}, "x");
+  g.setTileMapping(x, 0);
+  std::vector<Tensor> src, dst;
+  for (unsigned tile = 1; tile <= 8; ++tile) {
+    Tensor y = g.addVariable(FLOAT, {256}, "y");
+    g.setTileMapping(y, tile);
+    src.push_back(x.broadcast(64, 1).flatten());
+    dst.push_back(y);
+  }
+  g.setInitialValue(x, std::vector<float>{1, 2, 3, 4});
+  for (unsigned i = 0; i < dst.size(); ++i)
+    g.createHostRead("y" + std::to_string(i), dst[i]);
+  Executable exe = compileGraph(g, {Copy(concat(src), concat(dst))});
+  const auto [cycles, bytes] = firstExchange(exe);
+  const auto &c = t.costs();
+  const std::uint64_t step = c.exchangeFixedCycles + c.syncCyclesOnChip;
+  // 16 bytes over the exchange, 1008 repeated on tile at 8 a cycle.
+  EXPECT_EQ(cycles, step + 16 / t.getExchangeBytesPerCycle() +
+                        1008 / c.copyBytesPerWorkerCycle);
+  EXPECT_LT(cycles, step + 1024 / t.getExchangeBytesPerCycle());
+  (void)bytes;
+  // The copy itself still writes every repeat.
+  Engine e(std::move(exe));
+  e.load(device);
+  e.run();
+  std::vector<float> y(256);
+  e.readTensor("y7", y.data(), y.data() + y.size());
+  EXPECT_EQ(y[0], 1.0f);
+  EXPECT_EQ(y[63], 1.0f);
+  EXPECT_EQ(y[64], 2.0f);
+  EXPECT_EQ(y[255], 4.0f);
+}
+
 TEST(CompilerEstimates, BusPairTakesBytesBothReceiveAtTwiceTheRate) {
   // Tiles 2 and 3 share an exchange bus; both read the same 4096 bytes, half
   // from tile 0 and half from tile 1 (a tile sends at the base rate), which

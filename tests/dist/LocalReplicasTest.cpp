@@ -51,11 +51,11 @@ struct Built {
   std::unique_ptr<Engine> engine;
 };
 
-Built build() {
+Built build(const OptionFlags &figures = {}) {
   IPUModel model;
   model.tilesPerIPU = 4;
   model.numIPUs = kReplicas;
-  Built b{model.createDevice(), nullptr};
+  Built b{model.createDevice(figures), nullptr};
   Graph g(b.device.getTarget(), replication_factor(kReplicas));
   ops::addCodelets(g);
   Tensor x = g.addVariable(FLOAT, {kN}, "x");
@@ -105,13 +105,8 @@ void runReplicas(Engine &e) {
   e.run(0);
 }
 
-} // namespace
-
-TEST(LocalReplicas, TwoEnginesOfTwoReplicasMatchOneOfFourBitForBit) {
-  Built whole = build();
-  runReplicas(*whole.engine);
-
-  Built halves[2] = {build(), build()};
+// Runs two engines of two replicas each in two threads.
+void runInHalves(Built (&halves)[2]) {
   auto shared = std::make_shared<ThreadExchange::Shared>(2);
   for (unsigned i = 0; i < 2; ++i)
     halves[i].engine->setLocalReplicas(
@@ -119,6 +114,16 @@ TEST(LocalReplicas, TwoEnginesOfTwoReplicasMatchOneOfFourBitForBit) {
   std::thread other([&] { runReplicas(*halves[1].engine); });
   runReplicas(*halves[0].engine);
   other.join();
+}
+
+} // namespace
+
+TEST(LocalReplicas, TwoEnginesOfTwoReplicasMatchOneOfFourBitForBit) {
+  Built whole = build();
+  runReplicas(*whole.engine);
+
+  Built halves[2] = {build(), build()};
+  runInHalves(halves);
 
   for (unsigned r = 0; r < kReplicas; ++r) {
     const std::vector<float> want = outputs(*whole.engine, r);
@@ -143,4 +148,17 @@ TEST(LocalReplicas, BlocksThatDoNotSplitTheReplicasAreErrors) {
   EXPECT_THROW(b.engine->setLocalReplicas(1, 2, exchange), StreamError);
   EXPECT_THROW(b.engine->setLocalReplicas(0, 2, nullptr), StreamError);
   EXPECT_NO_THROW(b.engine->setLocalReplicas(0, 4, nullptr));
+}
+
+// The GW-Link figures reach the cycles the engine charges for the bytes
+// that leave each half: a slower link or a longer fixed cost, more cycles.
+TEST(LocalReplicas, GatewayCyclesFollowTheGwLinkFigures) {
+  const auto gatewayCycles = [](const OptionFlags &figures) {
+    Built halves[2] = {build(figures), build(figures)};
+    runInHalves(halves);
+    return halves[0].engine->getExecutionCounts().gatewayCycles;
+  };
+  const std::uint64_t preset = gatewayCycles({});
+  EXPECT_GT(gatewayCycles({{"gwLinkFixedCycles", "100000"}}), preset);
+  EXPECT_GT(gatewayCycles({{"gwLinkBandwidth", "1e6"}}), preset);
 }

@@ -63,9 +63,11 @@ std::string errorOf(const std::function<void()> &f) {
 
 TEST(VertexRegistry, BuiltinIsFoundWithItsEstimator) {
   VertexRegistry registry;
-  registry.addBuiltin(describeAdd(), [](const VertexInstanceShape &s) {
-    return std::uint64_t{29} + 3 * s.fieldSizes[2][0] / 2;
-  });
+  registry.addBuiltin(describeAdd(),
+                      [](const VertexInstanceShape &s, const Target &t) {
+                        return std::uint64_t{t.costs().binaryOpWorkerCycles} +
+                               3 * s.fieldSizes[2][0] / 2;
+                      });
   const RegisteredVertex *add = registry.find("test::Add");
   ASSERT_NE(add, nullptr);
   EXPECT_TRUE(add->builtin);
@@ -76,8 +78,13 @@ TEST(VertexRegistry, BuiltinIsFoundWithItsEstimator) {
 
   VertexInstanceShape shape{&add->info, {{8}, {8}, {8}}};
   bool usedDefault = true;
-  EXPECT_EQ(registry.estimateCycles(*add, shape, &usedDefault), 41u);
+  const Target ipu2 = Target::createIPUTarget(1);
+  EXPECT_EQ(registry.estimateCycles(*add, shape, ipu2, &usedDefault), 41u);
   EXPECT_FALSE(usedDefault);
+  // The estimator reads the figures of the target it is given.
+  const Target slow =
+      Target::createIPUTarget(1, "ipu2", {{"binaryOpWorkerCycles", "100"}});
+  EXPECT_EQ(registry.estimateCycles(*add, shape, slow), 112u);
 }
 
 TEST(VertexRegistry, DefaultEstimateCountsConnectedElements) {
@@ -87,13 +94,18 @@ TEST(VertexRegistry, DefaultEstimateCountsConnectedElements) {
   const RegisteredVertex *add = registry.find("test::Add");
   bool usedDefault = false;
   VertexInstanceShape addShape{&add->info, {{10}, {10}, {10}}};
-  EXPECT_EQ(registry.estimateCycles(*add, addShape, &usedDefault), 50u);
+  const Target ipu2 = Target::createIPUTarget(1);
+  EXPECT_EQ(registry.estimateCycles(*add, addShape, ipu2, &usedDefault), 50u);
   EXPECT_TRUE(usedDefault);
 
   // A MultiVertex shares its elements among six workers; state is free.
   const RegisteredVertex *reduce = registry.find("test::Reduce");
   VertexInstanceShape reduceShape{&reduce->info, {{4, 4, 4}, {1}, {}}};
-  EXPECT_EQ(VertexRegistry::defaultCycleEstimate(reduceShape), 20u + 3u);
+  EXPECT_EQ(VertexRegistry::defaultCycleEstimate(reduceShape, ipu2), 20u + 3u);
+  // The fixed part is the target's defaultVertexWorkerCycles.
+  const Target slow =
+      Target::createIPUTarget(1, "ipu2", {{"defaultVertexWorkerCycles", "70"}});
+  EXPECT_EQ(VertexRegistry::defaultCycleEstimate(reduceShape, slow), 70u + 3u);
 }
 
 TEST(VertexRegistry, RegisteringTheSameBuiltinTwiceIsANoOp) {

@@ -550,9 +550,9 @@ TEST(ConvEstimates, PositiveDeterministicAndGrowing) {
 TEST(ConvEstimates, WorkersShareSmallBlocksEvenly) {
   // Four output rows over six workers: rows are cut into column and
   // channel parts, so each worker does about two thirds of a row.
-  const CostFigures c = Target::createIPUTarget(1).costs();
+  const Target t = Target::createIPUTarget(1);
   const auto cycles = [&](std::size_t rows) {
-    return conv::convPartialCycles(rows, 64, 32, 576, 16, c);
+    return conv::convPartialCycles(rows, 64, 32, 576, 16, t);
   };
   const std::uint64_t row = 64 * 32 * 576 / 16;
   EXPECT_LT(cycles(4), row);

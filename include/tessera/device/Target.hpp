@@ -5,7 +5,10 @@
 /// All numbers live in two tables: TargetFigures (the chip, from Graphcore's
 /// public datasheets) and CostFigures (cycle estimates of the cost model).
 /// Each field is documented with its source. Every figure can be overridden
-/// by name: `Target::createIPUTarget(1, "ipu2", {{"syncCyclesOnChip", "0"}})`.
+/// by name: `Target::createIPUTarget(1, "ipu2", {{"syncCyclesOnChip", "0"}})`,
+/// and an override reaches every estimate that depends on the figure: the
+/// vertex estimators and the planners read the target they are given, and
+/// the formulas for exchange, sync and links live in CostFormulas.hpp.
 #pragma once
 
 #include "tessera/support/OptionFlags.hpp"
@@ -29,11 +32,13 @@ struct TargetFigures {
   std::size_t bytesPerTile = 638976;
   /// Tile clock in Hz: 1.6 GHz (Mk1), 1.33 GHz (Mk2), 1.85 GHz (Bow).
   double tileClockFrequency = 1.33e9;
-  /// Hardware worker threads per tile (six on every IPU); a worker issues
-  /// one instruction every numWorkerContexts tile cycles.
+  /// Hardware worker threads per tile (six on every IPU, IPU Programmer's
+  /// Guide); a worker issues one instruction every numWorkerContexts tile
+  /// cycles, so a compute step costs this many times its busiest worker.
   unsigned numWorkerContexts = 6;
   /// Width of the tile's load/store and vector data path in bits: 64, so a
-  /// vector holds 2 floats or 4 halves.
+  /// vector holds 2 floats or 4 halves (IPU Programmer's Guide). Every
+  /// estimator counts its per-vector cycles in vectors of this width.
   unsigned dataPathWidth = 64;
   /// Bytes a tile sends or receives per tile cycle over the on-chip exchange
   /// (4 on every IPU; about 8 TB/s per Mk2 chip).
@@ -58,11 +63,13 @@ struct TargetFigures {
   /// quotes it (both directions together; one direction carries half).
   double hostLinkBandwidth = 64e9;
   /// Streaming (remote) memory per IPU in bytes: an IPU-M2000 has up to
-  /// 256 GiB of DDR for its 4 IPUs, so 64 GiB each. Mk1 C2 cards have none.
+  /// 256 GiB of DDR for its 4 IPUs, so 64 GiB each (IPU-M2000 datasheet).
+  /// Mk1 C2 cards have none. A graph whose remote buffers need more than
+  /// its IPUs have does not compile (MemoryError).
   std::uint64_t remoteMemoryBytesPerIPU = 64ull << 30;
-  /// Streaming memory bandwidth per IPU in bytes/s. Estimate: the IPU-M2000
-  /// gateway's DDR4 shared by four IPUs; Graphcore publishes no per-IPU
-  /// figure.
+  /// Streaming memory bandwidth per IPU in bytes/s, at which remote buffer
+  /// copies move their bytes. Estimate: the IPU-M2000 gateway's DDR4 shared
+  /// by four IPUs; Graphcore publishes no per-IPU figure.
   double remoteMemoryBandwidth = 16e9;
   /// Multiply-accumulates per tile cycle of the accumulating matrix product
   /// (AMP) unit, fp32 inputs and partials: 8 (Mk1: 31.1 TFLOPS), 16 (Mk2:
@@ -89,16 +96,21 @@ struct CostFigures {
   /// Worker cycles per 64-bit vector of a binary op: ~3 (two loads, one
   /// op+store), so ~1.5 tile cycles per float add on a full tile.
   unsigned binaryOpWorkerCyclesPerVector = 3;
-  /// Fixed worker cycles of a unary-op vertex. Estimate: a binary op's
-  /// setup without the second operand's pointer setup.
+  /// Fixed worker cycles of a one-operand vertex (random draws, and the
+  /// per-row setup of the softmax and loss row vertices). Estimate: a
+  /// binary op's setup without the second operand's pointer setup.
   unsigned unaryOpWorkerCycles = 20;
-  /// Worker cycles per 64-bit vector of a unary op (one load, one op+store).
-  /// Estimate. Transcendental ops scale this by their own factor.
+  /// Worker cycles per 64-bit vector of a random draw (one generate, one
+  /// store); normal and truncated-normal draws cost 2 and 4 times this.
+  /// Estimate. (Elementwise maps count their operations at the binary-op
+  /// figures.)
   unsigned unaryOpWorkerCyclesPerVector = 2;
-  /// Fixed worker cycles of an on-tile copy vertex. Estimate.
+  /// Fixed worker cycles of a dynamic-slice or multi-update vertex.
+  /// Estimate.
   unsigned copyWorkerCycles = 10;
-  /// Bytes an on-tile copy moves per worker cycle: one 64-bit load/store
-  /// pair per cycle. Estimate.
+  /// Bytes an exchange step's on-tile copies move per cycle (a copy within
+  /// one tile, or an element repeated on its receiving tile): one 64-bit
+  /// load/store pair per cycle. Estimate.
   unsigned copyBytesPerWorkerCycle = 8;
   /// Fixed worker cycles of a reduction vertex. Estimate.
   unsigned reduceWorkerCycles = 20;
@@ -112,9 +124,11 @@ struct CostFigures {
   /// one row of a pooling window pass): setting up the row's input and
   /// output pointers and filling and draining the AMP pipeline. Estimate.
   unsigned convWorkerCyclesPerRow = 16;
-  /// Worker cycles charged for one call of a vertex that has no cycle
-  /// estimator (user codelets without getCycleEstimate). Estimate.
-  unsigned defaultVertexWorkerCycles = 100;
+  /// Fixed worker cycles of a vertex that has no cycle estimator (a user
+  /// codelet without one): charged on top of one cycle per element of its
+  /// inputs and outputs (VertexRegistry::defaultCycleEstimate). Estimate:
+  /// a unary op's fixed cost.
+  unsigned defaultVertexWorkerCycles = 20;
   /// Supervisor cycles per control-flow step (a loop iteration, a branch, a
   /// call). Estimate.
   unsigned controlFlowCycles = 10;

@@ -26,6 +26,7 @@
 #pragma once
 
 #include "tessera/Vertex.hpp"
+#include "tessera/device/Target.hpp"
 
 #include <cstdint>
 #include <deque>
@@ -49,9 +50,11 @@ struct VertexInstanceShape {
 };
 
 /// Cycles one vertex instance takes on its worker (for a MultiVertex: on
-/// each of its workers).
+/// each of its workers) on the target the graph is compiled for, as
+/// PopLibs' estimators take the target: every figure comes from the target
+/// (Target::costs()), so an overridden figure moves the estimate.
 using CycleEstimator =
-    std::function<std::uint64_t(const VertexInstanceShape &)>;
+    std::function<std::uint64_t(const VertexInstanceShape &, const Target &)>;
 
 /// A vertex class the registry knows, with where it came from.
 struct RegisteredVertex {
@@ -130,18 +133,20 @@ public:
   std::vector<std::string> names() const;
   std::size_t size() const;
 
-  /// Cycles of one instance: the class's estimator, or, if it has none,
-  /// defaultCycleEstimate; \p usedDefault (if given) says which, so the
-  /// caller can warn once per class.
+  /// Cycles of one instance on \p target: the class's estimator, or, if it
+  /// has none, defaultCycleEstimate; \p usedDefault (if given) says which,
+  /// so the caller can warn once per class.
   std::uint64_t estimateCycles(const RegisteredVertex &vertex,
                                const VertexInstanceShape &shape,
+                               const Target &target,
                                bool *usedDefault = nullptr) const;
 
-  /// The estimate for a vertex without an estimator: 20 cycles plus one per
-  /// element of its Input, Output and InOut fields (plain state is free);
-  /// for a MultiVertex the elements are shared by its six workers (rounded
-  /// up).
-  static std::uint64_t defaultCycleEstimate(const VertexInstanceShape &shape);
+  /// The estimate for a vertex without an estimator:
+  /// CostFigures::defaultVertexWorkerCycles plus one cycle per element of
+  /// its Input, Output and InOut fields (plain state is free); for a
+  /// MultiVertex the elements are shared by its six workers (rounded up).
+  static std::uint64_t defaultCycleEstimate(const VertexInstanceShape &shape,
+                                            const Target &target);
 
   /// How many times this process has run the C++ compiler on a codelet
   /// (cache misses); for tests and diagnostics.

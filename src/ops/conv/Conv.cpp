@@ -257,9 +257,9 @@ private:
       graph_.setInitialValue(v["geometry"], geometry(s_, cir.size(), cr.size(),
                                                      nr.size(), hr, ir));
       graph_.setPerfEstimate(
-          v, conv::convPartialCycles(nr.size() * hr.size(), cr.size(), s_.outW,
-                                     cir.size() * s_.kH * s_.kW, macs_,
-                                     target_.costs()));
+          v,
+          conv::convPartialCycles(nr.size() * hr.size(), cr.size(), s_.outW,
+                                  cir.size() * s_.kH * s_.kW, macs_, target_));
       graph_.setTileMapping(v, tile);
     }
     // Without a reduction the unit's tile holds the output rows; with one,
@@ -334,7 +334,7 @@ private:
         graph_.setPerfEstimate(
             v, conv::convWeightGradCycles(kElems, cr.size(),
                                           nr.size() * hr.size() * s_.outW,
-                                          macs_, target_.costs()));
+                                          macs_, target_));
         graph_.setTileMapping(v, tile);
       }
     for (unsigned p = 0; p < parts_; ++p) {
@@ -519,9 +519,6 @@ private:
       dst.push_back(outRows[r]);
     connect(v, "partials", in);
     connect(v, "out", dst);
-    graph_.setPerfEstimate(
-        v, conv::convReduceCycles(parts.size(), er.size() * rowElems,
-                                  s_.partialsType, target_.costs()));
     graph_.setTileMapping(v, tile);
   }
 

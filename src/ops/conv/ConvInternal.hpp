@@ -133,16 +133,16 @@ inline std::size_t wgradBegin(std::size_t kElems, unsigned w) {
 /// element \p kElems multiply-accumulates, at \p macsPerCycle tile MACs.
 std::uint64_t convPartialCycles(std::size_t units, std::size_t outChans,
                                 std::size_t outW, std::size_t kElems,
-                                unsigned macsPerCycle, const CostFigures &c);
+                                unsigned macsPerCycle, const Target &t);
 /// Worker cycles of a ConvWeightGrad vertex: \p kElems kernel elements x
 /// \p outChans channels, each summed over \p positions output positions.
 std::uint64_t convWeightGradCycles(std::size_t kElems, std::size_t outChans,
                                    std::size_t positions, unsigned macsPerCycle,
-                                   const CostFigures &c);
+                                   const Target &t);
 /// Worker cycles of a ConvReduce vertex adding \p parts partial blocks of
 /// \p elems elements of \p partialsType.
 std::uint64_t convReduceCycles(std::size_t parts, std::size_t elems,
-                               Type partialsType, const CostFigures &c);
+                               Type partialsType, const Target &t);
 
 /// Indices into the geometry vector of the pooling vertices.
 enum PoolGeometry : unsigned {
@@ -171,7 +171,7 @@ enum PoolGeometry : unsigned {
 /// Worker cycles of a pooling vertex producing \p rows rows of \p width
 /// elements, each from a window of \p window elements.
 std::uint64_t poolCycles(std::size_t rows, std::size_t width,
-                         std::size_t window, Type type, const CostFigures &c);
+                         std::size_t window, Type type, const Target &t);
 
 /// Registers Pool<T> and PoolGrad<T> (called by registerConvVertices).
 void registerPoolVertices(VertexRegistry &registry);

@@ -6,6 +6,7 @@
 // between them) and keeps the cheapest plan that fits the memory budget.
 #include "ConvInternal.hpp"
 
+#include "tessera/device/CostFormulas.hpp"
 #include "tessera/support/Error.hpp"
 #include "tessera/support/OptionParser.hpp"
 
@@ -81,7 +82,7 @@ UnitShape unitShape(const Target &t, const ConvShape &s, Pass pass,
     u.inBytes = (acts + positions * u.outChans) * inSize;
     u.outElems = u.outChans * kElems;
     u.workerCycles =
-        convWeightGradCycles(kElems, u.outChans, positions, macs, c);
+        convWeightGradCycles(kElems, u.outChans, positions, macs, t);
   }
   const Type resultType = p.reduceParts(pass) > 1 ? s.partialsType
                           : pass == Pass::Forward ? s.outType
@@ -173,31 +174,25 @@ ConvOptions ConvOptions::parse(const OptionFlags &flags) {
 std::uint64_t estimatePlanCycles(const Target &t, const ConvShape &s, Pass pass,
                                  const Plan &plan) {
   const UnitShape u = unitShape(t, s, pass, plan);
-  const CostFigures &c = t.costs();
-  const unsigned workers = t.getNumWorkerContexts();
-  const double exchange = t.getExchangeBytesPerCycle();
   // One sync per superstep: a compute set fed by an exchange shares that
   // exchange's sync (as the compiler's cost model charges it).
-  std::uint64_t cycles =
-      u.groups * (workers * u.workerCycles + c.supervisorCyclesPerVertex) +
-      (t.getNumTiles() > 1 ? 0 : c.syncCyclesOnChip);
+  std::uint64_t cycles = u.groups * cost::computeCycles(t, u.workerCycles, 1) +
+                         (t.getNumTiles() > 1 ? 0 : cost::syncCycles(t, false));
   // Operands are assumed to come from elsewhere (another op's layout), so
   // even a one-unit plan pays for bringing them in.
   if (t.getNumTiles() > 1)
-    cycles += static_cast<std::uint64_t>(
-                  std::ceil(double(u.groups * u.inBytes) / exchange)) +
-              c.exchangeFixedCycles + c.syncCyclesOnChip;
+    cycles += cost::exchangeStepCycles(
+        t, cost::exchangeTransferCycles(t, u.groups * u.inBytes));
   const unsigned parts = plan.reduceParts(pass);
   if (parts > 1) {
     // Each of the parts' tiles reduces 1/parts of the block.
     const std::size_t slice = ceilDiv(u.outElems, parts);
-    const double bytes =
-        double(u.groups * (parts - 1) * slice * typeSize(s.partialsType));
-    cycles += static_cast<std::uint64_t>(std::ceil(bytes / exchange)) +
-              c.exchangeFixedCycles + c.syncCyclesOnChip;
-    cycles += u.groups *
-              (workers * convReduceCycles(parts, slice, s.partialsType, c) +
-               c.supervisorCyclesPerVertex);
+    cycles += cost::exchangeStepCycles(
+        t, cost::exchangeTransferCycles(t, u.groups * (parts - 1) * slice *
+                                               typeSize(s.partialsType)));
+    cycles +=
+        u.groups * cost::computeCycles(
+                       t, convReduceCycles(parts, slice, s.partialsType, t), 1);
   }
   return cycles;
 }

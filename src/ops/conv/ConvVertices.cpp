@@ -17,9 +17,11 @@
 // multiply-accumulates over the tile's MACs per cycle (six workers sharing
 // the unit: tile cycles = 6 x the busiest worker = MACs / macsPerCycle for
 // balanced work), plus per-row overheads. The registered estimators read
-// the block shape from the field sizes with ipu2 figures; the ops also set
-// each vertex's estimate from the graph's own target (setPerfEstimate), so
-// ipu1 and ipu21 targets get their own MAC rates.
+// the block shape from the field sizes and the figures from the target
+// compiled for. ConvPartial and ConvWeightGrad without a reduction are
+// instantiated with the output type, which does not say the partials type
+// that sets the AMP's MAC rate for half inputs, so the ops set their
+// estimates (setPerfEstimate) from the convolution's partials type.
 #include "ConvInternal.hpp"
 #include "ConvKernels.hpp"
 #include "OpsInternal.hpp"
@@ -456,8 +458,9 @@ void transposeDeltas(const int *g, const List &deltas, std::size_t n,
 // the kElems kernel elements. Flattened: when its kernels were called rather
 // than inlined, GCC kept the accumulators in memory (spilled in the inner
 // loop, a third slower).
-[[gnu::flatten]] inline void accumulate(const int *g, std::size_t kElems, std::size_t nr,
-                       std::size_t oc0, std::size_t oc1, float *ct) {
+[[gnu::flatten]] inline void accumulate(const int *g, std::size_t kElems,
+                                        std::size_t nr, std::size_t oc0,
+                                        std::size_t oc1, float *ct) {
   const std::size_t cout = g[gOutChans], outW = g[gOutW],
                     wp = paddedWidth(g, 0, outW);
   const std::size_t kW = g[gKW], kk = static_cast<std::size_t>(g[gKH]) * kW;
@@ -650,7 +653,8 @@ public:
 
 std::uint64_t convPartialCycles(std::size_t units, std::size_t outChans,
                                 std::size_t outW, std::size_t kElems,
-                                unsigned macsPerCycle, const CostFigures &c) {
+                                unsigned macsPerCycle, const Target &t) {
+  const CostFigures &c = t.costs();
   const FwdWork work(units, outChans, outW, kElems);
   std::uint64_t busiest = 0;
   for (unsigned w = 0; w < kWorkers; ++w) {
@@ -670,7 +674,8 @@ std::uint64_t convPartialCycles(std::size_t units, std::size_t outChans,
 
 std::uint64_t convWeightGradCycles(std::size_t kElems, std::size_t outChans,
                                    std::size_t positions, unsigned macsPerCycle,
-                                   const CostFigures &c) {
+                                   const Target &t) {
+  const CostFigures &c = t.costs();
   std::uint64_t busiest = 0;
   for (unsigned w = 0; w < kWorkers; ++w) {
     const std::uint64_t macs =
@@ -686,8 +691,9 @@ std::uint64_t convWeightGradCycles(std::size_t kElems, std::size_t outChans,
 }
 
 std::uint64_t convReduceCycles(std::size_t parts, std::size_t elems,
-                               Type partialsType, const CostFigures &c) {
-  const std::uint64_t width = 8 / typeSize(partialsType);
+                               Type partialsType, const Target &t) {
+  const CostFigures &c = t.costs();
+  const std::uint64_t width = t.getVectorWidth(partialsType);
   const std::uint64_t perWorker = (elems + kWorkers - 1) / kWorkers;
   return c.reduceWorkerCycles + parts * ((perWorker + width - 1) / width) *
                                     c.reduceWorkerCyclesPerVector;
@@ -701,10 +707,8 @@ unsigned macsFor(const Target &t, Type in, Type partials) {
 }
 
 template <typename InT, typename OutT>
-void registerConvClasses(VertexRegistry &registry, const Target &target) {
-  const CostFigures c = target.costs();
+void registerConvClasses(VertexRegistry &registry) {
   const Type in = typeOf<InT>(), outType = typeOf<OutT>();
-  const unsigned macs = macsFor(target, in, outType);
   {
     using V = ConvPartial<InT, OutT>;
     codelet::VertexDescriber<V> d(
@@ -715,13 +719,14 @@ void registerConvClasses(VertexRegistry &registry, const Target &target) {
         .field("geometry", &V::geometry);
     // Fields: weights has one entry per output channel (kernel elements
     // each), out one per output row.
-    registry.addBuiltin(d.take(), [=](const VertexInstanceShape &s) {
-      const auto &w = s.fieldSizes[1], &o = s.fieldSizes[2];
-      if (w.empty() || o.empty())
-        return std::uint64_t(c.matMulWorkerCycles);
-      return convPartialCycles(o.size() / w.size(), w.size(), o[0], w[0], macs,
-                               c);
-    });
+    registry.addBuiltin(
+        d.take(), [=](const VertexInstanceShape &s, const Target &t) {
+          const auto &w = s.fieldSizes[1], &o = s.fieldSizes[2];
+          if (w.empty() || o.empty())
+            return std::uint64_t(t.costs().matMulWorkerCycles);
+          return convPartialCycles(o.size() / w.size(), w.size(), o[0], w[0],
+                                   macsFor(t, in, outType), t);
+        });
   }
   {
     using V = ConvPartialHost<InT, OutT>;
@@ -733,8 +738,10 @@ void registerConvClasses(VertexRegistry &registry, const Target &target) {
         .field("geometry", &V::geometry)
         .field("flipped", &V::flipped);
     // A host kernel: the compute set it stands for is what is costed.
-    registry.addBuiltin(
-        d.take(), [](const VertexInstanceShape &) { return std::uint64_t(1); });
+    registry.addBuiltin(d.take(),
+                        [](const VertexInstanceShape &, const Target &) {
+                          return std::uint64_t(1);
+                        });
   }
   {
     using V = ConvWeightGrad<InT, OutT>;
@@ -744,16 +751,17 @@ void registerConvClasses(VertexRegistry &registry, const Target &target) {
         .field("acts", &V::acts)
         .field("out", &V::out)
         .field("geometry", &V::geometry);
-    registry.addBuiltin(d.take(), [=](const VertexInstanceShape &s) {
-      const auto &dl = s.fieldSizes[0], &o = s.fieldSizes[2];
-      if (dl.empty() || o.empty())
-        return std::uint64_t(c.matMulWorkerCycles);
-      std::size_t positions = 0;
-      for (std::uint32_t n : dl)
-        positions += n;
-      return convWeightGradCycles(o[0], o.size(), positions / o.size(), macs,
-                                  c);
-    });
+    registry.addBuiltin(
+        d.take(), [=](const VertexInstanceShape &s, const Target &t) {
+          const auto &dl = s.fieldSizes[0], &o = s.fieldSizes[2];
+          if (dl.empty() || o.empty())
+            return std::uint64_t(t.costs().matMulWorkerCycles);
+          std::size_t positions = 0;
+          for (std::uint32_t n : dl)
+            positions += n;
+          return convWeightGradCycles(o[0], o.size(), positions / o.size(),
+                                      macsFor(t, in, outType), t);
+        });
   }
   {
     using V = ConvWeightGradHost<InT, OutT>;
@@ -765,18 +773,21 @@ void registerConvClasses(VertexRegistry &registry, const Target &target) {
         .field("geometry", &V::geometry)
         .field("ciParts", &V::ciParts);
     // A host kernel: the compute set it stands for is what is costed.
-    registry.addBuiltin(
-        d.take(), [](const VertexInstanceShape &) { return std::uint64_t(1); });
+    registry.addBuiltin(d.take(),
+                        [](const VertexInstanceShape &, const Target &) {
+                          return std::uint64_t(1);
+                        });
   }
   {
     using V = ConvReduce<InT, OutT>;
     codelet::VertexDescriber<V> d(
         templateName("tessera::ops::ConvReduce", {in, outType}));
     d.field("partials", &V::partials).field("out", &V::out);
-    registry.addBuiltin(d.take(), [=](const VertexInstanceShape &s) {
-      const auto &p = s.fieldSizes[0];
-      return convReduceCycles(p.size(), p.empty() ? 0 : p[0], in, c);
-    });
+    registry.addBuiltin(
+        d.take(), [=](const VertexInstanceShape &s, const Target &t) {
+          const auto &p = s.fieldSizes[0];
+          return convReduceCycles(p.size(), p.empty() ? 0 : p[0], in, t);
+        });
   }
 }
 
@@ -784,13 +795,10 @@ void registerConvClasses(VertexRegistry &registry, const Target &target) {
 } // namespace conv
 
 void registerConvVertices(VertexRegistry &registry) {
-  // The registered estimators use the ipu2 figures; the ops override each
-  // vertex's estimate with their graph's target (see the file comment).
-  const Target target = Target::createIPUTarget(1);
-  conv::registerConvClasses<float, float>(registry, target);
-  conv::registerConvClasses<float, Half>(registry, target);
-  conv::registerConvClasses<Half, Half>(registry, target);
-  conv::registerConvClasses<Half, float>(registry, target);
+  conv::registerConvClasses<float, float>(registry);
+  conv::registerConvClasses<float, Half>(registry);
+  conv::registerConvClasses<Half, Half>(registry);
+  conv::registerConvClasses<Half, float>(registry);
   conv::registerPoolVertices(registry);
 }
 

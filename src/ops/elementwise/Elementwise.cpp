@@ -304,7 +304,7 @@ void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
   std::vector<Tensor> operands = data;
   operands.insert(operands.end(), flags.begin(), flags.end());
   operands.push_back(outFlat);
-  const std::size_t grain = 8 / typeSize(out.elementType());
+  const std::size_t grain = graph.getTarget().getVectorWidth(out.elementType());
   // The code is known here, so the estimate counts its operations (the
   // registered estimator sees only the code's length, loads included).
   const CostFigures &costs = graph.getTarget().costs();

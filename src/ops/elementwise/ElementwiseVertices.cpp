@@ -34,8 +34,7 @@ public:
       push(word(Index, d), 0);
       break;
     case expr::NodeKind::Const:
-      push(word(Constant, d),
-           static_cast<std::uint32_t>(p_.constants.size()));
+      push(word(Constant, d), static_cast<std::uint32_t>(p_.constants.size()));
       p_.constants.push_back(n.value);
       break;
     case expr::NodeKind::Cast:
@@ -89,10 +88,10 @@ Program compile(const expr::Expr &e, const std::vector<unsigned> &inputSlot,
 namespace {
 
 template <typename InT, typename OutT>
-void registerMap(VertexRegistry &registry, const CostFigures &c) {
+void registerMap(VertexRegistry &registry) {
   using V = MapVertex<InT, OutT>;
-  codelet::VertexDescriber<V> d(templateName(
-      "tessera::ops::Map", {typeOf<InT>(), typeOf<OutT>()}));
+  codelet::VertexDescriber<V> d(
+      templateName("tessera::ops::Map", {typeOf<InT>(), typeOf<OutT>()}));
   d.field("in", &V::in)
       .field("flags", &V::flags)
       .field("out", &V::out)
@@ -101,40 +100,38 @@ void registerMap(VertexRegistry &registry, const CostFigures &c) {
       .field("indexBase", &V::indexBase);
   // Poplar's elementwise figures: a fixed cost per vertex plus a few cycles
   // per 64-bit vector for each operation of the expression.
-  const unsigned width = 8 / static_cast<unsigned>(typeSize(typeOf<OutT>()));
-  const std::uint64_t fixed = c.binaryOpWorkerCycles;
-  const std::uint64_t perVector = c.binaryOpWorkerCyclesPerVector;
   // mapImpl gives each map vertex an estimate from its code's operations
   // and its workers' shares; this one, for a vertex without, counts every
   // instruction of the code and splits the work evenly over the workers.
-  registry.addBuiltin(d.take(), [=](const VertexInstanceShape &s) {
+  registry.addBuiltin(d.take(), [](const VertexInstanceShape &s,
+                                   const Target &t) {
+    const CostFigures &c = t.costs();
+    const std::uint64_t fixed = c.binaryOpWorkerCycles;
     const unsigned instr = s.fieldSizes[3].empty() ? 1 : s.fieldSizes[3][0] / 2;
     const std::uint64_t all = mapcode::mapWorkerCycles(
-        static_cast<unsigned>(fixed), static_cast<unsigned>(perVector), instr,
-        s.fieldSizes[2], width);
+        c.binaryOpWorkerCycles, c.binaryOpWorkerCyclesPerVector, instr,
+        s.fieldSizes[2], t.getVectorWidth(typeOf<OutT>()));
     return fixed + (all - fixed + MultiVertex::numWorkers() - 1) /
                        MultiVertex::numWorkers();
   });
 }
 
-template <typename InT>
-void registerMapsFrom(VertexRegistry &registry, const CostFigures &c) {
-  registerMap<InT, float>(registry, c);
-  registerMap<InT, Half>(registry, c);
-  registerMap<InT, int>(registry, c);
-  registerMap<InT, unsigned>(registry, c);
-  registerMap<InT, bool>(registry, c);
+template <typename InT> void registerMapsFrom(VertexRegistry &registry) {
+  registerMap<InT, float>(registry);
+  registerMap<InT, Half>(registry);
+  registerMap<InT, int>(registry);
+  registerMap<InT, unsigned>(registry);
+  registerMap<InT, bool>(registry);
 }
 
 } // namespace
 
 void registerElementwiseVertices(VertexRegistry &registry) {
-  const CostFigures costs = Target::createIPUTarget(1).costs();
-  registerMapsFrom<float>(registry, costs);
-  registerMapsFrom<Half>(registry, costs);
-  registerMapsFrom<int>(registry, costs);
-  registerMapsFrom<unsigned>(registry, costs);
-  registerMapsFrom<bool>(registry, costs);
+  registerMapsFrom<float>(registry);
+  registerMapsFrom<Half>(registry);
+  registerMapsFrom<int>(registry);
+  registerMapsFrom<unsigned>(registry);
+  registerMapsFrom<bool>(registry);
 }
 
 } // namespace tessera::ops

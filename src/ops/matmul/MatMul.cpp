@@ -390,8 +390,6 @@ void addBlockVertices(Graph &graph, const Plan &p, const Tensor &A,
                       const Tensor &B, const Tensor &C,
                       const PieceVariable *partials, Sequence &prog,
                       const DebugContext &dc) {
-  const matmul::CostInputs cost =
-      matmul::costInputs(graph.getTarget(), p.types.input, p.types.partials);
   const std::string cls =
       templateName("tessera::ops::MatMulBlock",
                    {p.types.input, p.types.partials,
@@ -412,8 +410,6 @@ void addBlockVertices(Graph &graph, const Plan &p, const Tensor &A,
     graph.setInitialValue(v["k"], static_cast<unsigned>(ks.size()));
     graph.setInitialValue(v["n"], static_cast<unsigned>(cols.size()));
     graph.setTileMapping(v, tile);
-    graph.setPerfEstimate(v, matmul::blockWorkerCycles(cost, rows.size(),
-                                                       ks.size(), cols.size()));
   });
   if (p.numTiles() > 1)
     addHostKernel(graph, p, A, B, C, partials, cs, transA, transB, dc);
@@ -454,8 +450,6 @@ void addReduceHostKernel(Graph &graph, const Plan &p, const Tensor &C,
 void addReduceVertices(Graph &graph, const Plan &p, const Tensor &C,
                        const PieceVariable &partials, float alpha,
                        Sequence &prog, const DebugContext &dc) {
-  const matmul::CostInputs cost =
-      matmul::costInputs(graph.getTarget(), p.types.input, p.types.partials);
   const std::string cls =
       templateName(p.accumulate ? "tessera::ops::MatMulReduceAcc"
                                 : "tessera::ops::MatMulReduce",
@@ -478,9 +472,6 @@ void addReduceVertices(Graph &graph, const Plan &p, const Tensor &C,
     if (p.accumulate)
       graph.setInitialValue(v["alpha"], alpha);
     graph.setTileMapping(v, tile);
-    graph.setPerfEstimate(v, matmul::reduceWorkerCycles(cost, p.types.partials,
-                                                        r.size(), kS,
-                                                        p.accumulate));
   });
   if (p.numTiles() > 1 && !p.accumulate)
     addReduceHostKernel(graph, p, C, partials, cs, dc);

@@ -58,6 +58,8 @@ struct CostInputs {
   unsigned matMulWorkerCycles = 50;
   unsigned reduceWorkerCycles = 20, reduceWorkerCyclesPerVector = 1;
   unsigned workers = 6;
+  /// Bytes of the tile's data path (TargetFigures::dataPathWidth / 8).
+  unsigned dataPathBytes = 8;
 };
 CostInputs costInputs(const Target &target, Type input, Type partials);
 

@@ -5,6 +5,7 @@
 // the estimates favour and the plan's figure predicts the compiled one.
 #include "MatMulInternal.hpp"
 
+#include "tessera/device/CostFormulas.hpp"
 #include "tessera/support/Error.hpp"
 #include "tessera/support/OptionParser.hpp"
 
@@ -84,7 +85,6 @@ public:
   Candidate evaluate(unsigned gS, unsigned mS, unsigned nS, unsigned kS,
                      Innermost order = Innermost::K) const {
     const AmpShape amp = cost_.amp;
-    const auto &c = t_.costs();
     const std::size_t eb = typeSize(types_.input);
     const std::size_t pb = typeSize(types_.partials);
     const std::size_t gb = part(g_, 1, gS).maxSize();
@@ -94,12 +94,9 @@ public:
     const bool reduces = kS > 1 || accumulate_;
     Candidate cand{gS, mS, nS, kS, order, {}, 0, true};
     MatMulPlan &p = cand.cost;
-    const unsigned workers = cost_.workers;
-    const std::uint64_t sync = c.syncCyclesOnChip;
-    const auto exchange = [&](std::size_t bytes) -> std::uint64_t {
-      return bytes ? ceilDiv(bytes, t_.getExchangeBytesPerCycle()) +
-                         c.exchangeFixedCycles + sync
-                   : 0;
+    const std::uint64_t sync = cost::syncCycles(t_, false);
+    const auto exchange = [&](std::size_t bytes) {
+      return cost::exchangeCycles(t_, bytes);
     };
     // Operand exchange: A's block arrives as nS row pieces and B's as mS
     // K-row pieces, one of each already local; each tile broadcasts its own
@@ -120,9 +117,9 @@ public:
         exchange(gb * eb * std::max(aIn + bIn - shared / 2, aOut + bOut));
     // One sync per superstep: a compute set fed by an exchange shares its
     // sync (as the compiler's cost model charges it).
-    p.computeCycles = gb * (workers * blockWorkerCycles(cost_, mb, kb, nb) +
-                            c.supervisorCyclesPerVertex) +
-                      (p.exchangeCycles ? 0 : sync);
+    p.computeCycles =
+        gb * cost::computeCycles(t_, blockWorkerCycles(cost_, mb, kb, nb), 1) +
+        (p.exchangeCycles ? 0 : sync);
     std::size_t partials = 0, reduceTemps = 0;
     if (reduces) {
       const Partition r = part(mb * nb, 8 / pb, kS);
@@ -130,9 +127,11 @@ public:
       const std::size_t out = mb * nb - r.minSize();
       p.reduceExchangeCycles = exchange(gb * pb * std::max(in, out));
       p.reduceCycles =
-          gb * (workers * reduceWorkerCycles(cost_, types_.partials,
-                                             r.maxSize(), kS, accumulate_) +
-                c.supervisorCyclesPerVertex) +
+          gb * cost::computeCycles(t_,
+                                   reduceWorkerCycles(cost_, types_.partials,
+                                                      r.maxSize(), kS,
+                                                      accumulate_),
+                                   1) +
           (p.reduceExchangeCycles ? 0 : sync);
       partials = gb * mb * nb * pb;
       reduceTemps = gb * in * pb;
@@ -262,6 +261,7 @@ CostInputs costInputs(const Target &target, Type input, Type partials) {
   c.reduceWorkerCycles = target.costs().reduceWorkerCycles;
   c.reduceWorkerCyclesPerVector = target.costs().reduceWorkerCyclesPerVector;
   c.workers = target.getNumWorkerContexts();
+  c.dataPathBytes = target.getDataPathWidth() / 8;
   return c;
 }
 
@@ -278,7 +278,7 @@ std::uint64_t blockWorkerCycles(const CostInputs &c, std::size_t m,
 std::uint64_t reduceWorkerCycles(const CostInputs &c, Type partialsType,
                                  std::size_t n, std::size_t numPartials,
                                  bool accumulate) {
-  const std::size_t width = 8 / typeSize(partialsType);
+  const std::size_t width = c.dataPathBytes / typeSize(partialsType);
   const std::uint64_t vectors =
       ceilDiv(n, width) * (numPartials + (accumulate ? 1 : 0));
   return c.reduceWorkerCycles +

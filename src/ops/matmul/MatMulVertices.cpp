@@ -373,7 +373,7 @@ std::uint64_t macsOf(std::uint64_t a, std::uint64_t b, std::uint64_t c) {
 }
 
 template <typename InT, typename PartialsT, typename OutT>
-void registerBlock(VertexRegistry &registry, const Target &target) {
+void registerBlock(VertexRegistry &registry) {
   using V = MatMulBlock<InT, PartialsT, OutT>;
   codelet::VertexDescriber<V> d(
       templateName("tessera::ops::MatMulBlock",
@@ -381,9 +381,10 @@ void registerBlock(VertexRegistry &registry, const Target &target) {
   d.field("a", &V::a).field("b", &V::b).field("c", &V::c);
   d.field("m", &V::m).field("k", &V::k).field("n", &V::n);
   d.field("transA", &V::transA).field("transB", &V::transB);
-  const matmul::CostInputs cost =
-      matmul::costInputs(target, typeOf<InT>(), typeOf<PartialsT>());
-  registry.addBuiltin(d.take(), [cost](const VertexInstanceShape &s) {
+  registry.addBuiltin(d.take(), [](const VertexInstanceShape &s,
+                                   const Target &t) {
+    const matmul::CostInputs cost =
+        matmul::costInputs(t, typeOf<InT>(), typeOf<PartialsT>());
     const std::uint64_t a = total(s.fieldSizes[0]), b = total(s.fieldSizes[1]);
     const std::uint64_t c = total(s.fieldSizes[2]);
     if (a == 0 || b == 0 || c == 0)
@@ -400,11 +401,14 @@ void registerBlock(VertexRegistry &registry, const Target &target) {
   h.field("a", &H::a).field("b", &H::b).field("c", &H::c);
   h.field("m", &H::m).field("k", &H::k).field("n", &H::n);
   h.field("transA", &H::transA).field("transB", &H::transB);
-  registry.addBuiltin(h.take(), [](const VertexInstanceShape &) { return 1u; });
+  registry.addBuiltin(h.take(),
+                      [](const VertexInstanceShape &, const Target &) {
+                        return std::uint64_t(1);
+                      });
 }
 
 template <typename OutT, typename PartialsT, bool Acc>
-void registerReduce(VertexRegistry &registry, const Target &target) {
+void registerReduce(VertexRegistry &registry) {
   using V = std::conditional_t<Acc, MatMulReduceAcc<OutT, PartialsT>,
                                MatMulReduce<OutT, PartialsT>>;
   codelet::VertexDescriber<V> d(templateName(
@@ -413,13 +417,14 @@ void registerReduce(VertexRegistry &registry, const Target &target) {
   d.field("partials", &V::partials).field("out", &V::out);
   if constexpr (Acc)
     d.field("alpha", &V::alpha);
-  const matmul::CostInputs cost =
-      matmul::costInputs(target, HALF, typeOf<PartialsT>());
-  registry.addBuiltin(d.take(), [cost](const VertexInstanceShape &s) {
-    const std::size_t n = s.fieldSizes[1].empty() ? 0 : s.fieldSizes[1][0];
-    return matmul::reduceWorkerCycles(cost, typeOf<PartialsT>(), n,
-                                      s.fieldSizes[0].size(), Acc);
-  });
+  registry.addBuiltin(
+      d.take(), [](const VertexInstanceShape &s, const Target &t) {
+        const matmul::CostInputs cost =
+            matmul::costInputs(t, HALF, typeOf<PartialsT>());
+        const std::size_t n = s.fieldSizes[1].empty() ? 0 : s.fieldSizes[1][0];
+        return matmul::reduceWorkerCycles(cost, typeOf<PartialsT>(), n,
+                                          s.fieldSizes[0].size(), Acc);
+      });
   if constexpr (!Acc) {
     // Its host kernel runs on no tile (see registerBlock).
     using H = MatMulReduceHost<OutT, PartialsT>;
@@ -428,32 +433,30 @@ void registerReduce(VertexRegistry &registry, const Target &target) {
                      {typeOf<OutT>(), typeOf<PartialsT>()}));
     h.field("partials", &H::partials).field("out", &H::out);
     registry.addBuiltin(h.take(),
-                        [](const VertexInstanceShape &) { return 1u; });
+                        [](const VertexInstanceShape &, const Target &) {
+                          return std::uint64_t(1);
+                        });
   }
 }
 
 template <typename OutT, typename PartialsT>
-void registerReduces(VertexRegistry &registry, const Target &target) {
-  registerReduce<OutT, PartialsT, false>(registry, target);
-  registerReduce<OutT, PartialsT, true>(registry, target);
+void registerReduces(VertexRegistry &registry) {
+  registerReduce<OutT, PartialsT, false>(registry);
+  registerReduce<OutT, PartialsT, true>(registry);
 }
 
 } // namespace
 
 void registerMatMulVertices(VertexRegistry &registry) {
-  // The estimators see only field sizes, not the graph's target, so they
-  // use the default ipu2 figures; matMul sets each vertex's estimate from
-  // its own target with graph.setPerfEstimate.
-  const Target target = Target::createIPUTarget(1);
-  registerBlock<float, float, float>(registry, target);
-  registerBlock<Half, float, float>(registry, target);
-  registerBlock<Half, float, Half>(registry, target);
-  registerBlock<Half, Half, Half>(registry, target);
-  registerBlock<Half, Half, float>(registry, target);
-  registerReduces<float, float>(registry, target);
-  registerReduces<Half, float>(registry, target);
-  registerReduces<Half, Half>(registry, target);
-  registerReduces<float, Half>(registry, target);
+  registerBlock<float, float, float>(registry);
+  registerBlock<Half, float, float>(registry);
+  registerBlock<Half, float, Half>(registry);
+  registerBlock<Half, Half, Half>(registry);
+  registerBlock<Half, Half, float>(registry);
+  registerReduces<float, float>(registry);
+  registerReduces<Half, float>(registry);
+  registerReduces<Half, Half>(registry);
+  registerReduces<float, Half>(registry);
 }
 
 } // namespace tessera::ops

@@ -277,61 +277,68 @@ public:
 
 // Worker cycles of a vertex that walks the rows of its list field
 // fieldSizes[field]: a fixed cost, a per-row cost and a per-vector cost.
-CycleEstimator rowsEstimator(unsigned field, unsigned width,
-                             std::uint64_t fixed, std::uint64_t perRow,
-                             std::uint64_t perVector) {
-  return [=](const VertexInstanceShape &s) {
-    std::uint64_t cycles = fixed;
+// A row vertex's figures, read from the target compiled for.
+struct RowsCost {
+  std::uint64_t fixed, perRow, perVector;
+};
+using RowsCostOf = RowsCost (*)(const CostFigures &);
+
+CycleEstimator rowsEstimator(unsigned field, Type type, RowsCostOf costOf) {
+  return [=](const VertexInstanceShape &s, const Target &t) {
+    const RowsCost c = costOf(t.costs());
+    const std::uint64_t width = t.getVectorWidth(type);
+    std::uint64_t cycles = c.fixed;
     for (std::uint32_t n : s.fieldSizes[field])
-      cycles += perRow + perVector * ((n + width - 1) / width);
+      cycles += c.perRow + c.perVector * ((n + width - 1) / width);
     return cycles;
   };
 }
 
-template <typename T>
-void registerSoftmax(VertexRegistry &registry, const CostFigures &c) {
-  const unsigned width = 8 / static_cast<unsigned>(sizeof(T));
+template <typename T> void registerSoftmax(VertexRegistry &registry) {
+  const Type type = typeOf<T>();
   // Per row: the setup of a small loop nest and one division or log, about
   // a unary vertex's fixed cost (estimate). Per vector: a max pass (as a
   // reduction), an exp-and-sum pass and a scaling pass (as binary ops); the
   // unstable form skips the max pass on the IPU, charged here all the same
   // as the estimator cannot see the mode.
-  const std::uint64_t perRow = c.unaryOpWorkerCycles;
-  const std::uint64_t forward =
-      c.reduceWorkerCyclesPerVector + 2 * c.binaryOpWorkerCyclesPerVector;
+  const RowsCostOf forward = [](const CostFigures &c) {
+    return RowsCost{c.unaryOpWorkerCycles, c.unaryOpWorkerCycles,
+                    c.reduceWorkerCyclesPerVector +
+                        2ull * c.binaryOpWorkerCyclesPerVector};
+  };
   {
     using V = SoftmaxRows<T>;
     codelet::VertexDescriber<V> d(
-        templateName("tessera::ops::SoftmaxRows", {typeOf<T>()}));
+        templateName("tessera::ops::SoftmaxRows", {type}));
     d.field("in", &V::in).field("out", &V::out).field("mode", &V::mode);
-    registry.addBuiltin(d.take(), rowsEstimator(0, width, c.unaryOpWorkerCycles,
-                                                perRow, forward));
+    registry.addBuiltin(d.take(), rowsEstimator(0, type, forward));
   }
   {
     using V = SoftmaxRowsInPlace<T>;
     codelet::VertexDescriber<V> d(
-        templateName("tessera::ops::SoftmaxRowsInPlace", {typeOf<T>()}));
+        templateName("tessera::ops::SoftmaxRowsInPlace", {type}));
     d.field("data", &V::data).field("mode", &V::mode);
-    registry.addBuiltin(d.take(), rowsEstimator(0, width, c.unaryOpWorkerCycles,
-                                                perRow, forward));
+    registry.addBuiltin(d.take(), rowsEstimator(0, type, forward));
   }
   {
     // A multiply-and-sum pass and an output pass, as binary ops.
     using V = SoftmaxGradRows<T>;
     codelet::VertexDescriber<V> d(
-        templateName("tessera::ops::SoftmaxGradRows", {typeOf<T>()}));
+        templateName("tessera::ops::SoftmaxGradRows", {type}));
     d.field("out", &V::out)
         .field("outGrad", &V::outGrad)
         .field("inGrad", &V::inGrad)
         .field("mode", &V::mode);
-    registry.addBuiltin(d.take(),
-                        rowsEstimator(0, width, c.binaryOpWorkerCycles, perRow,
-                                      2 * c.binaryOpWorkerCyclesPerVector));
+    registry.addBuiltin(
+        d.take(), rowsEstimator(0, type, [](const CostFigures &c) {
+          return RowsCost{c.binaryOpWorkerCycles, c.unaryOpWorkerCycles,
+                          2ull * c.binaryOpWorkerCyclesPerVector};
+        }));
   }
 }
 
 template <typename T, typename L>
-void registerLossLabels(VertexRegistry &registry, const CostFigures &c) {
+void registerLossLabels(VertexRegistry &registry) {
   using V = LossLabelRows<T, L>;
   codelet::VertexDescriber<V> d(
       templateName("tessera::ops::LossLabelRows", {typeOf<T>(), typeOf<L>()}));
@@ -343,16 +350,15 @@ void registerLossLabels(VertexRegistry &registry, const CostFigures &c) {
       .field("lossType", &V::lossType);
   // Per vector: an argmax pass and a loss pass (as reductions) and a deltas
   // pass (as a binary op).
-  const unsigned width = 8 / static_cast<unsigned>(sizeof(T));
-  registry.addBuiltin(d.take(),
-                      rowsEstimator(0, width, c.binaryOpWorkerCycles,
-                                    c.unaryOpWorkerCycles,
-                                    2 * c.reduceWorkerCyclesPerVector +
-                                        c.binaryOpWorkerCyclesPerVector));
+  registry.addBuiltin(
+      d.take(), rowsEstimator(0, typeOf<T>(), [](const CostFigures &c) {
+        return RowsCost{c.binaryOpWorkerCycles, c.unaryOpWorkerCycles,
+                        2ull * c.reduceWorkerCyclesPerVector +
+                            c.binaryOpWorkerCyclesPerVector};
+      }));
 }
 
-template <typename T>
-void registerLossTargets(VertexRegistry &registry, const CostFigures &c) {
+template <typename T> void registerLossTargets(VertexRegistry &registry) {
   using V = LossTargetRows<T>;
   codelet::VertexDescriber<V> d(
       templateName("tessera::ops::LossTargetRows", {typeOf<T>()}));
@@ -363,28 +369,25 @@ void registerLossTargets(VertexRegistry &registry, const CostFigures &c) {
       .field("correct", &V::correct)
       .field("lossType", &V::lossType);
   // As the label vertex, with a second argmax pass over the targets.
-  const unsigned width = 8 / static_cast<unsigned>(sizeof(T));
-  registry.addBuiltin(d.take(),
-                      rowsEstimator(0, width, c.binaryOpWorkerCycles,
-                                    c.unaryOpWorkerCycles,
-                                    3 * c.reduceWorkerCyclesPerVector +
-                                        c.binaryOpWorkerCyclesPerVector));
+  registry.addBuiltin(
+      d.take(), rowsEstimator(0, typeOf<T>(), [](const CostFigures &c) {
+        return RowsCost{c.binaryOpWorkerCycles, c.unaryOpWorkerCycles,
+                        3ull * c.reduceWorkerCyclesPerVector +
+                            c.binaryOpWorkerCyclesPerVector};
+      }));
 }
 
 } // namespace
 
 void registerNnVertices(VertexRegistry &registry) {
-  // The estimators cannot see the graph's target: they use the figures of
-  // the default ipu2 target, as the other families' vertices do.
-  const CostFigures costs = Target::createIPUTarget(1).costs();
-  registerSoftmax<float>(registry, costs);
-  registerSoftmax<Half>(registry, costs);
-  registerLossLabels<float, unsigned>(registry, costs);
-  registerLossLabels<float, int>(registry, costs);
-  registerLossLabels<Half, unsigned>(registry, costs);
-  registerLossLabels<Half, int>(registry, costs);
-  registerLossTargets<float>(registry, costs);
-  registerLossTargets<Half>(registry, costs);
+  registerSoftmax<float>(registry);
+  registerSoftmax<Half>(registry);
+  registerLossLabels<float, unsigned>(registry);
+  registerLossLabels<float, int>(registry);
+  registerLossLabels<Half, unsigned>(registry);
+  registerLossLabels<Half, int>(registry);
+  registerLossTargets<float>(registry);
+  registerLossTargets<Half>(registry);
 }
 
 } // namespace tessera::ops

@@ -7,6 +7,7 @@
 #include "NnInternal.hpp"
 #include "OpsInternal.hpp"
 
+#include "tessera/device/CostFormulas.hpp"
 #include "tessera/device/Target.hpp"
 #include "tessera/ops/Elementwise.hpp"
 #include "tessera/ops/Reduce.hpp"
@@ -108,14 +109,13 @@ bool useRows(Plan plan, const Graph &graph, const Tensor &rows,
        ceilDiv(n, width) * (c.reduceWorkerCyclesPerVector +
                             2 * c.binaryOpWorkerCyclesPerVector));
   if (n > elemsPerTile)
-    rowsCycles += 2 * n * typeSize(type) / target.getExchangeBytesPerCycle();
+    rowsCycles += cost::exchangeTransferCycles(target, 2 * n * typeSize(type));
   // Spread over tiles: about four supersteps (two reductions, two maps) of
   // every tile's elements over its workers.
-  const std::uint64_t stage =
-      workers * (c.binaryOpWorkerCycles +
-                 ceilDiv(ceilDiv(elemsPerTile, workers), width) *
-                     c.binaryOpWorkerCyclesPerVector) +
-      c.syncCyclesOnChip + c.exchangeFixedCycles;
+  const std::uint64_t stage = cost::exchangeStepCycles(
+      target, workers * (c.binaryOpWorkerCycles +
+                         ceilDiv(ceilDiv(elemsPerTile, workers), width) *
+                             c.binaryOpWorkerCyclesPerVector));
   return rowsCycles <= 4 * stage;
 }
 

@@ -207,7 +207,7 @@ Tensor pool(Graph &graph, const PoolParams &params, const Tensor &in,
       graph.setPerfEstimate(
           v, conv::poolCycles(pr.size() * rows.size(), outW,
                               params.kernelShape[0] * params.kernelShape[1],
-                              params.dType, target.costs()));
+                              params.dType, target));
       graph.setTileMapping(v, tile);
     }
   prog.add(program::Execute(cs, name));
@@ -278,7 +278,7 @@ Tensor poolInputGradient(Graph &graph, const PoolParams &params,
       graph.setPerfEstimate(v, conv::poolCycles(pr.size() * rows.size(),
                                                 params.inputFieldShape[1],
                                                 cover * (isMax ? 2 : 1),
-                                                params.dType, target.costs()));
+                                                params.dType, target));
       graph.setTileMapping(v, tile);
     }
   prog.add(program::Execute(cs, name));

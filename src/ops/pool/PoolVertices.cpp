@@ -7,9 +7,9 @@
 // vector width, at the reduction figures of CostFigures, plus a per-row
 // overhead. The registered estimators guess the window from the field
 // sizes; the ops set each vertex's exact estimate (setPerfEstimate).
+#include "OpsInternal.hpp"
 #include "conv/ConvInternal.hpp"
 #include "conv/ConvKernels.hpp"
-#include "OpsInternal.hpp"
 
 #include "tessera/Vertex.hpp"
 
@@ -211,8 +211,9 @@ private:
 };
 
 std::uint64_t poolCycles(std::size_t rows, std::size_t width,
-                         std::size_t window, Type type, const CostFigures &c) {
-  const std::uint64_t vector = 8 / typeSize(type);
+                         std::size_t window, Type type, const Target &t) {
+  const CostFigures &c = t.costs();
+  const std::uint64_t vector = t.getVectorWidth(type);
   const std::uint64_t perRow =
       c.convWorkerCyclesPerRow + (std::uint64_t(width) * window + vector - 1) /
                                      vector * c.reduceWorkerCyclesPerVector;
@@ -228,28 +229,29 @@ std::size_t total(const std::vector<std::uint32_t> &sizes) {
   return n;
 }
 
-template <typename T>
-void registerPool(VertexRegistry &registry, const CostFigures &c) {
+template <typename T> void registerPool(VertexRegistry &registry) {
   const Type type = typeOf<T>();
   // From sizes alone the window is unknown: the input-to-output ratio
   // stands for it (exact for non-overlapping windows).
-  const auto estimate = [=](std::size_t inElems, std::size_t outElems,
-                            std::size_t entries, std::size_t rowElems) {
+  const auto estimate = [=](const Target &t, std::size_t inElems,
+                            std::size_t outElems, std::size_t entries,
+                            std::size_t rowElems) {
     if (entries == 0 || outElems == 0)
-      return std::uint64_t(c.reduceWorkerCycles);
+      return std::uint64_t(t.costs().reduceWorkerCycles);
     const std::size_t window = std::max<std::size_t>(1, inElems / outElems);
     const std::size_t width = std::max<std::size_t>(1, rowElems);
-    return poolCycles(outElems / width, width, window, type, c);
+    return poolCycles(outElems / width, width, window, type, t);
   };
   {
     using V = Pool<T>;
     codelet::VertexDescriber<V> d(templateName("tessera::ops::Pool", {type}));
     d.field("in", &V::in).field("out", &V::out).field("geometry", &V::geometry);
-    registry.addBuiltin(d.take(), [=](const VertexInstanceShape &s) {
-      const auto &o = s.fieldSizes[1];
-      return estimate(total(s.fieldSizes[0]), total(o), o.size(),
-                      o.empty() ? 0 : o[0]);
-    });
+    registry.addBuiltin(d.take(),
+                        [=](const VertexInstanceShape &s, const Target &t) {
+                          const auto &o = s.fieldSizes[1];
+                          return estimate(t, total(s.fieldSizes[0]), total(o),
+                                          o.size(), o.empty() ? 0 : o[0]);
+                        });
   }
   {
     using V = PoolGrad<T>;
@@ -259,20 +261,20 @@ void registerPool(VertexRegistry &registry, const CostFigures &c) {
         .field("grad", &V::grad)
         .field("out", &V::out)
         .field("geometry", &V::geometry);
-    registry.addBuiltin(d.take(), [=](const VertexInstanceShape &s) {
-      const auto &o = s.fieldSizes[2];
-      return estimate(total(o), total(s.fieldSizes[1]), o.size(),
-                      o.empty() ? 0 : o[0]);
-    });
+    registry.addBuiltin(d.take(),
+                        [=](const VertexInstanceShape &s, const Target &t) {
+                          const auto &o = s.fieldSizes[2];
+                          return estimate(t, total(o), total(s.fieldSizes[1]),
+                                          o.size(), o.empty() ? 0 : o[0]);
+                        });
   }
 }
 
 } // namespace
 
 void registerPoolVertices(VertexRegistry &registry) {
-  const CostFigures costs = Target::createIPUTarget(1).costs();
-  registerPool<float>(registry, costs);
-  registerPool<Half>(registry, costs);
+  registerPool<float>(registry);
+  registerPool<Half>(registry);
 }
 
 } // namespace conv

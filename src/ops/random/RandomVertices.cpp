@@ -254,40 +254,40 @@ codelet::VertexDescriber<V> &counterFields(codelet::VertexDescriber<V> &d) {
 // instruction (f32v2grand), so a uniform or bernoulli draw costs about a
 // unary op, a normal draw about twice that (estimate), a truncated normal
 // four times (estimate: poprand redraws out-of-range values over several
-// passes), and dropout a binary op (it also loads the input).
-CycleEstimator randomEstimator(unsigned outField, unsigned width,
-                               std::uint64_t fixed, std::uint64_t perVector) {
-  return [=](const VertexInstanceShape &s) {
+// passes), and dropout a binary op (it also loads the input). Every figure
+// is read from the target compiled for when the estimate is made.
+CycleEstimator randomEstimator(unsigned outField, Type type,
+                               unsigned CostFigures::*perVector,
+                               unsigned times = 1, unsigned plus = 0) {
+  return [=](const VertexInstanceShape &s, const Target &t) {
+    const CostFigures &c = t.costs();
+    const std::uint64_t width = t.getVectorWidth(type);
     const std::uint64_t n =
         s.fieldSizes[outField].empty() ? 0 : s.fieldSizes[outField][0];
-    return fixed + perVector * ((n + width - 1) / width);
+    return c.unaryOpWorkerCycles +
+           (std::uint64_t(times) * (c.*perVector) + plus) *
+               ((n + width - 1) / width);
   };
 }
 
-template <typename T> unsigned widthOf() {
-  return 8 / static_cast<unsigned>(typeSize(typeOf<T>()));
-}
-
 template <typename T>
-void registerFloatDistributions(VertexRegistry &registry,
-                                const CostFigures &c) {
+void registerFloatDistributions(VertexRegistry &registry) {
   const Type t = typeOf<T>();
-  const unsigned w = widthOf<T>();
-  const std::uint64_t fixed = c.unaryOpWorkerCycles;
-  const std::uint64_t unary = c.unaryOpWorkerCyclesPerVector;
+  const auto unary = &CostFigures::unaryOpWorkerCyclesPerVector;
+  const auto binary = &CostFigures::binaryOpWorkerCyclesPerVector;
   {
     using V = UniformVertex<T>;
     codelet::VertexDescriber<V> d(templateName("tessera::ops::Uniform", {t}));
     d.field("seed", &V::seed).field("out", &V::out);
     counterFields(d).field("minVal", &V::minVal).field("maxVal", &V::maxVal);
-    registry.addBuiltin(d.take(), randomEstimator(1, w, fixed, unary));
+    registry.addBuiltin(d.take(), randomEstimator(1, t, unary));
   }
   {
     using V = NormalVertex<T>;
     codelet::VertexDescriber<V> d(templateName("tessera::ops::Normal", {t}));
     d.field("seed", &V::seed).field("out", &V::out);
     counterFields(d).field("mean", &V::mean).field("stdDev", &V::stdDev);
-    registry.addBuiltin(d.take(), randomEstimator(1, w, fixed, 2 * unary));
+    registry.addBuiltin(d.take(), randomEstimator(1, t, unary, 2));
   }
   {
     using V = TruncatedNormalVertex<T>;
@@ -298,15 +298,14 @@ void registerFloatDistributions(VertexRegistry &registry,
         .field("mean", &V::mean)
         .field("stdDev", &V::stdDev)
         .field("alpha", &V::alpha);
-    registry.addBuiltin(d.take(), randomEstimator(1, w, fixed, 4 * unary));
+    registry.addBuiltin(d.take(), randomEstimator(1, t, unary, 4));
   }
-  const std::uint64_t binary = c.binaryOpWorkerCyclesPerVector;
   {
     using V = DropoutVertex<T, false>;
     codelet::VertexDescriber<V> d(templateName("tessera::ops::Dropout", {t}));
     d.field("seed", &V::seed).field("in", &V::in).field("out", &V::out);
     counterFields(d).field("keepProb", &V::keepProb).field("scale", &V::scale);
-    registry.addBuiltin(d.take(), randomEstimator(2, w, fixed, binary));
+    registry.addBuiltin(d.take(), randomEstimator(2, t, binary));
   }
   {
     using V = DropoutVertex<T, true>;
@@ -317,39 +316,37 @@ void registerFloatDistributions(VertexRegistry &registry,
         .field("out", &V::out)
         .field("mask", &V::mask);
     counterFields(d).field("keepProb", &V::keepProb).field("scale", &V::scale);
-    registry.addBuiltin(d.take(), randomEstimator(2, w, fixed, binary + 1));
+    registry.addBuiltin(d.take(), randomEstimator(2, t, binary, 1, 1));
   }
 }
 
-template <typename T>
-void registerBernoulli(VertexRegistry &registry, const CostFigures &c) {
+template <typename T> void registerBernoulli(VertexRegistry &registry) {
   using V = BernoulliVertex<T>;
   codelet::VertexDescriber<V> d(
       templateName("tessera::ops::Bernoulli", {typeOf<T>()}));
   d.field("seed", &V::seed).field("out", &V::out);
   counterFields(d).field("prob", &V::prob);
-  registry.addBuiltin(d.take(),
-                      randomEstimator(1, widthOf<T>(), c.unaryOpWorkerCycles,
-                                      c.unaryOpWorkerCyclesPerVector));
+  registry.addBuiltin(
+      d.take(), randomEstimator(1, typeOf<T>(),
+                                &CostFigures::unaryOpWorkerCyclesPerVector));
 }
 
 } // namespace
 
 void registerRandomVertices(VertexRegistry &registry) {
-  const CostFigures costs = Target::createIPUTarget(1).costs();
-  registerFloatDistributions<float>(registry, costs);
-  registerFloatDistributions<Half>(registry, costs);
-  registerBernoulli<float>(registry, costs);
-  registerBernoulli<Half>(registry, costs);
-  registerBernoulli<int>(registry, costs);
+  registerFloatDistributions<float>(registry);
+  registerFloatDistributions<Half>(registry);
+  registerBernoulli<float>(registry);
+  registerBernoulli<Half>(registry);
+  registerBernoulli<int>(registry);
   {
     using V = UniformIntVertex;
     codelet::VertexDescriber<V> d(templateName("tessera::ops::Uniform", {INT}));
     d.field("seed", &V::seed).field("out", &V::out);
     counterFields(d).field("minVal", &V::minVal).field("maxVal", &V::maxVal);
-    registry.addBuiltin(d.take(),
-                        randomEstimator(1, 2, costs.unaryOpWorkerCycles,
-                                        costs.unaryOpWorkerCyclesPerVector));
+    registry.addBuiltin(
+        d.take(),
+        randomEstimator(1, INT, &CostFigures::unaryOpWorkerCyclesPerVector));
   }
 }
 

@@ -25,7 +25,7 @@ unsigned opCycleFactor(Operation op) {
 // load-and-accumulate per vector of input, one store (and a load when
 // updating) per vector of output.
 template <Operation Op, typename InT, typename OutT, bool Update>
-void registerReduce(VertexRegistry &registry, const CostFigures &c) {
+void registerReduce(VertexRegistry &registry) {
   using V = ReduceVertex<Op, InT, OutT, Update>;
   codelet::VertexDescriber<V> d(
       reduceVertexName(Op, Update, typeOf<InT>(), typeOf<OutT>()));
@@ -33,12 +33,14 @@ void registerReduce(VertexRegistry &registry, const CostFigures &c) {
       .field("out", &V::out)
       .field("meta", &V::meta)
       .field("scale", &V::scale);
-  const std::uint64_t fixed = c.reduceWorkerCycles;
-  const std::uint64_t perVector =
-      std::uint64_t(c.reduceWorkerCyclesPerVector) * opCycleFactor(Op);
-  const std::uint64_t inWidth = 8 / sizeof(InT), outWidth = 8 / sizeof(OutT);
-  registry.addBuiltin(d.take(), [=](const VertexInstanceShape &s) {
-    std::uint64_t cycles = fixed;
+  registry.addBuiltin(d.take(), [](const VertexInstanceShape &s,
+                                   const Target &t) {
+    const CostFigures &c = t.costs();
+    const std::uint64_t perVector =
+        std::uint64_t(c.reduceWorkerCyclesPerVector) * opCycleFactor(Op);
+    const std::uint64_t inWidth = t.getVectorWidth(typeOf<InT>());
+    const std::uint64_t outWidth = t.getVectorWidth(typeOf<OutT>());
+    std::uint64_t cycles = c.reduceWorkerCycles;
     for (std::uint32_t n : s.fieldSizes[0])
       cycles += 4 + perVector * ((n + inWidth - 1) / inWidth);
     const std::uint64_t outs = s.fieldSizes[1].empty() ? 0 : s.fieldSizes[1][0];
@@ -48,30 +50,27 @@ void registerReduce(VertexRegistry &registry, const CostFigures &c) {
 }
 
 template <Operation Op, typename InT, typename OutT>
-void registerBoth(VertexRegistry &registry, const CostFigures &c) {
-  registerReduce<Op, InT, OutT, false>(registry, c);
-  registerReduce<Op, InT, OutT, true>(registry, c);
+void registerBoth(VertexRegistry &registry) {
+  registerReduce<Op, InT, OutT, false>(registry);
+  registerReduce<Op, InT, OutT, true>(registry);
 }
 
-template <Operation Op>
-void registerFloatOp(VertexRegistry &registry, const CostFigures &c) {
-  registerBoth<Op, float, float>(registry, c);
-  registerBoth<Op, Half, float>(registry, c);
-  registerBoth<Op, float, Half>(registry, c);
-  registerBoth<Op, Half, Half>(registry, c);
+template <Operation Op> void registerFloatOp(VertexRegistry &registry) {
+  registerBoth<Op, float, float>(registry);
+  registerBoth<Op, Half, float>(registry);
+  registerBoth<Op, float, Half>(registry);
+  registerBoth<Op, Half, Half>(registry);
 }
 
-template <Operation Op>
-void registerIntOp(VertexRegistry &registry, const CostFigures &c) {
-  registerBoth<Op, int, int>(registry, c);
-  registerBoth<Op, unsigned, unsigned>(registry, c);
+template <Operation Op> void registerIntOp(VertexRegistry &registry) {
+  registerBoth<Op, int, int>(registry);
+  registerBoth<Op, unsigned, unsigned>(registry);
 }
 
 // Per element one load and compare against the current k-th best; each
 // candidate that enters the heap and the final sort cost about log2(k)
 // compare-and-swap steps of a few cycles. Estimate.
-template <typename T>
-void registerTopK(VertexRegistry &registry, const CostFigures &c) {
+template <typename T> void registerTopK(VertexRegistry &registry) {
   using V = TopKVertex<T>;
   codelet::VertexDescriber<V> d(
       templateName("tessera::ops::TopK", {typeOf<T>()}));
@@ -82,10 +81,12 @@ void registerTopK(VertexRegistry &registry, const CostFigures &c) {
       .field("outIndices", &V::outIndices)
       .field("largest", &V::largest)
       .field("sorted", &V::sorted);
-  const std::uint64_t fixed = c.reduceWorkerCycles;
-  const std::uint64_t perElement = std::max(1u, c.reduceWorkerCyclesPerVector);
-  registry.addBuiltin(d.take(), [=](const VertexInstanceShape &s) {
-    std::uint64_t cycles = fixed;
+  registry.addBuiltin(d.take(), [](const VertexInstanceShape &s,
+                                   const Target &t) {
+    const CostFigures &c = t.costs();
+    const std::uint64_t perElement =
+        std::max(1u, c.reduceWorkerCyclesPerVector);
+    std::uint64_t cycles = c.reduceWorkerCycles;
     const auto &values = s.fieldSizes[0];
     const auto &outs = s.fieldSizes[3];
     for (std::size_t r = 0; r < values.size(); ++r) {
@@ -115,24 +116,23 @@ std::string reduceVertexName(Operation op, bool update, Type in, Type out) {
 }
 
 void registerReduceVertices(VertexRegistry &registry) {
-  const CostFigures costs = Target::createIPUTarget(1).costs();
-  registerFloatOp<Operation::ADD>(registry, costs);
-  registerFloatOp<Operation::MUL>(registry, costs);
-  registerFloatOp<Operation::MIN>(registry, costs);
-  registerFloatOp<Operation::MAX>(registry, costs);
-  registerFloatOp<Operation::SQUARE_ADD>(registry, costs);
-  registerFloatOp<Operation::LOG_ADD>(registry, costs);
-  registerIntOp<Operation::ADD>(registry, costs);
-  registerIntOp<Operation::MUL>(registry, costs);
-  registerIntOp<Operation::MIN>(registry, costs);
-  registerIntOp<Operation::MAX>(registry, costs);
-  registerIntOp<Operation::SQUARE_ADD>(registry, costs);
-  registerBoth<Operation::LOGICAL_AND, bool, bool>(registry, costs);
-  registerBoth<Operation::LOGICAL_OR, bool, bool>(registry, costs);
-  registerTopK<float>(registry, costs);
-  registerTopK<Half>(registry, costs);
-  registerTopK<int>(registry, costs);
-  registerTopK<unsigned>(registry, costs);
+  registerFloatOp<Operation::ADD>(registry);
+  registerFloatOp<Operation::MUL>(registry);
+  registerFloatOp<Operation::MIN>(registry);
+  registerFloatOp<Operation::MAX>(registry);
+  registerFloatOp<Operation::SQUARE_ADD>(registry);
+  registerFloatOp<Operation::LOG_ADD>(registry);
+  registerIntOp<Operation::ADD>(registry);
+  registerIntOp<Operation::MUL>(registry);
+  registerIntOp<Operation::MIN>(registry);
+  registerIntOp<Operation::MAX>(registry);
+  registerIntOp<Operation::SQUARE_ADD>(registry);
+  registerBoth<Operation::LOGICAL_AND, bool, bool>(registry);
+  registerBoth<Operation::LOGICAL_OR, bool, bool>(registry);
+  registerTopK<float>(registry);
+  registerTopK<Half>(registry);
+  registerTopK<int>(registry);
+  registerTopK<unsigned>(registry);
 }
 
 } // namespace tessera::ops

@@ -265,10 +265,9 @@ public:
 // each worker's sixth of the moved elements at `perElement` cycles each
 // (one load/store pair per element: rows picked at run time are not
 // 64-bit aligned vectors in general; estimate).
-CycleEstimator sliceEstimator(const CostFigures &c, unsigned movedField,
-                              std::uint64_t perElement) {
-  const std::uint64_t fixed = c.copyWorkerCycles;
-  return [=](const VertexInstanceShape &s) {
+CycleEstimator sliceEstimator(unsigned movedField, std::uint64_t perElement) {
+  return [=](const VertexInstanceShape &s, const Target &t) {
+    const std::uint64_t fixed = t.costs().copyWorkerCycles;
     const auto size = [&](unsigned f) -> std::uint64_t {
       return s.fieldSizes[f].empty() ? 0 : s.fieldSizes[f][0];
     };
@@ -278,8 +277,7 @@ CycleEstimator sliceEstimator(const CostFigures &c, unsigned movedField,
   };
 }
 
-template <typename T>
-void registerSliceOf(VertexRegistry &registry, const CostFigures &c) {
+template <typename T> void registerSliceOf(VertexRegistry &registry) {
   const Type t = typeOf<T>();
   {
     using V = MultiSliceVertex<T>;
@@ -293,7 +291,7 @@ void registerSliceOf(VertexRegistry &registry, const CostFigures &c) {
         .field("baseColumnMajor", &V::baseColumnMajor)
         .field("outColumnMajor", &V::outColumnMajor)
         .field("clamp", &V::clamp);
-    registry.addBuiltin(d.take(), sliceEstimator(c, 2, 1));
+    registry.addBuiltin(d.take(), sliceEstimator(2, 1));
   }
   {
     using V = MultiUpdateVertex<T, false>;
@@ -307,12 +305,11 @@ void registerSliceOf(VertexRegistry &registry, const CostFigures &c) {
         .field("baseColumnMajor", &V::baseColumnMajor)
         .field("subColumnMajor", &V::subColumnMajor)
         .field("clamp", &V::clamp);
-    registry.addBuiltin(d.take(), sliceEstimator(c, 2, 1));
+    registry.addBuiltin(d.take(), sliceEstimator(2, 1));
   }
 }
 
-template <typename T>
-void registerUpdateAdd(VertexRegistry &registry, const CostFigures &c) {
+template <typename T> void registerUpdateAdd(VertexRegistry &registry) {
   using V = MultiUpdateVertex<T, true>;
   codelet::VertexDescriber<V> d(
       templateName("tessera::ops::MultiUpdateAdd", {typeOf<T>()}));
@@ -326,7 +323,7 @@ void registerUpdateAdd(VertexRegistry &registry, const CostFigures &c) {
       .field("subColumnMajor", &V::subColumnMajor)
       .field("clamp", &V::clamp);
   // Load both operands, multiply-add, store: two cycles an element.
-  registry.addBuiltin(d.take(), sliceEstimator(c, 2, 2));
+  registry.addBuiltin(d.take(), sliceEstimator(2, 2));
 }
 
 } // namespace
@@ -334,14 +331,13 @@ void registerUpdateAdd(VertexRegistry &registry, const CostFigures &c) {
 unsigned maxSlicedDims() { return kMaxSlicedDims; }
 
 void registerSliceVertices(VertexRegistry &registry) {
-  const CostFigures costs = Target::createIPUTarget(1).costs();
-  registerSliceOf<float>(registry, costs);
-  registerSliceOf<Half>(registry, costs);
-  registerSliceOf<int>(registry, costs);
-  registerSliceOf<unsigned>(registry, costs);
-  registerSliceOf<bool>(registry, costs);
-  registerUpdateAdd<float>(registry, costs);
-  registerUpdateAdd<Half>(registry, costs);
+  registerSliceOf<float>(registry);
+  registerSliceOf<Half>(registry);
+  registerSliceOf<int>(registry);
+  registerSliceOf<unsigned>(registry);
+  registerSliceOf<bool>(registry);
+  registerUpdateAdd<float>(registry);
+  registerUpdateAdd<Half>(registry);
 }
 
 } // namespace tessera::ops
