@@ -15,7 +15,7 @@ namespace ref = ops::reference;
 
 Results conv(OpKind kind, const Attributes &attrs, const Operands &in,
              const ValueType &t) {
-  const ConvAttrs a = readConvAttrs(attrs);
+  const Conv2dOptions a = decodeConv2dOptions(attrs);
   HostValue r = zeros(t);
   if (kind == OpKind::CONV2D) {
     const auto p = convParams(a, in[0]->shape, in[1]->shape, t.dtype);
@@ -32,7 +32,7 @@ Results conv(OpKind kind, const Attributes &attrs, const Operands &in,
 
 Results pool(OpKind kind, const Attributes &attrs, const Operands &in,
              const ValueType &t) {
-  const PoolAttrs a = readPoolAttrs(attrs);
+  const PoolOptions a = decodePoolOptions(attrs);
   const bool max = kind == OpKind::MAX_POOL || kind == OpKind::MAX_POOL_GRAD;
   const auto type = max ? ops::PoolingType::MAX : ops::PoolingType::AVG;
   HostValue r = zeros(t);

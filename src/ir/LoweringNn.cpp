@@ -19,7 +19,7 @@ using namespace ops;
 using Results = std::vector<Tensor>;
 
 Results convOp(LowerContext &c) {
-  const ConvAttrs a = readConvAttrs(c.op.attrs);
+  const Conv2dOptions a = decodeConv2dOptions(c.op.attrs);
   const OptionFlags &o = c.options.convOptions;
   switch (c.op.kind) {
   case OpKind::CONV2D: {
@@ -50,7 +50,7 @@ Results convOp(LowerContext &c) {
 }
 
 Results poolOp(LowerContext &c) {
-  const PoolAttrs a = readPoolAttrs(c.op.attrs);
+  const PoolOptions a = decodePoolOptions(c.op.attrs);
   const Type t = c.outTypes[0].dtype;
   switch (c.op.kind) {
   case OpKind::MAX_POOL:

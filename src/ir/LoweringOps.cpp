@@ -268,7 +268,7 @@ Tensor preferredLayout(Graph &graph, const Op &op, unsigned operand,
                                                       a, b, dc, o);
   }
   case OpKind::CONV2D: {
-    const ConvAttrs a = readConvAttrs(op.attrs);
+    const Conv2dOptions a = decodeConv2dOptions(op.attrs);
     const ConvParams p =
         convParams(a, types[0].shape, types[1].shape, types[0].dtype);
     if (operand == 0)

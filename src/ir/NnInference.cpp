@@ -8,41 +8,25 @@ namespace {
 
 using Types = std::vector<ValueType>;
 
-ConvAttrs convAttrs(const InferContext &c) {
-  ConvAttrs a;
-  const Shape s = c.getSizes("strides", 2, 1),
-              pl = c.getSizes("padLower", 2, 0),
-              pu = c.getSizes("padUpper", 2, 0),
-              d = c.getSizes("dilations", 2, 1);
-  for (unsigned i = 0; i < 2; ++i) {
-    a.strides[i] = static_cast<unsigned>(s[i]);
-    a.padLower[i] = static_cast<unsigned>(pl[i]);
-    a.padUpper[i] = static_cast<unsigned>(pu[i]);
-    a.dilations[i] = static_cast<unsigned>(d[i]);
+// The records' own checks carry no op context: add it here.
+Conv2dOptions convAttrs(const InferContext &c) {
+  try {
+    return decodeConv2dOptions(c.attrs);
+  } catch (const IrError &e) {
+    c.attrError(e.what());
   }
-  const std::int64_t g = c.getInt("groups");
-  if (g < 1)
-    c.attrError("groups must be at least 1, not " + std::to_string(g));
-  a.groups = static_cast<unsigned>(g);
-  return a;
 }
 
-PoolAttrs poolAttrs(const InferContext &c) {
-  PoolAttrs a;
-  const Shape k = c.getSizes("kernel", 2, 1), s = c.getSizes("strides", 2, 1),
-              pl = c.getSizes("padLower", 2, 0),
-              pu = c.getSizes("padUpper", 2, 0);
-  for (unsigned i = 0; i < 2; ++i) {
-    a.kernel[i] = static_cast<unsigned>(k[i]);
-    a.strides[i] = static_cast<unsigned>(s[i]);
-    a.padLower[i] = static_cast<unsigned>(pl[i]);
-    a.padUpper[i] = static_cast<unsigned>(pu[i]);
+PoolOptions poolAttrs(const InferContext &c) {
+  try {
+    return decodePoolOptions(c.attrs);
+  } catch (const IrError &e) {
+    c.attrError(e.what());
   }
-  return a;
 }
 
 // The output shape of conv2d of an input of shape x with weights of shape w.
-Shape convOutput(const InferContext &c, const ConvAttrs &a, const Shape &x,
+Shape convOutput(const InferContext &c, const Conv2dOptions &a, const Shape &x,
                  const Shape &w, const std::string &xName,
                  const std::string &wName) {
   if (x.size() != 4 || w.size() != 4)
@@ -72,7 +56,7 @@ Shape convOutput(const InferContext &c, const ConvAttrs &a, const Shape &x,
   return out;
 }
 
-Shape poolOutput(const InferContext &c, const PoolAttrs &a, const Shape &x,
+Shape poolOutput(const InferContext &c, const PoolOptions &a, const Shape &x,
                  const std::string &xName) {
   if (x.size() != 4)
     c.shapeError(xName + " must be [N, C, H, W]");
@@ -92,7 +76,7 @@ Shape poolOutput(const InferContext &c, const PoolAttrs &a, const Shape &x,
 Types inferConv(const InferContext &c) {
   c.requireFloat(0);
   c.requireSameType(0, 1);
-  const ConvAttrs a = convAttrs(c);
+  const Conv2dOptions a = convAttrs(c);
   switch (c.kind) {
   case OpKind::CONV2D:
     return {{c.dtype(0), convOutput(c, a, c.shape(0), c.shape(1), c.describe(0),
@@ -124,7 +108,7 @@ Types inferConv(const InferContext &c) {
 
 Types inferPool(const InferContext &c) {
   c.requireFloat(0);
-  const PoolAttrs a = poolAttrs(c);
+  const PoolOptions a = poolAttrs(c);
   if (c.kind == OpKind::MAX_POOL || c.kind == OpKind::AVG_POOL)
     return {{c.dtype(0), poolOutput(c, a, c.shape(0), c.describe(0))}};
   if (c.kind == OpKind::AVG_POOL_GRAD) {

@@ -58,23 +58,6 @@ Value perRow(Value g) {
   return reshape(g, s);
 }
 
-Conv2dOptions convOptions(const Attributes &a) {
-  auto pair = [&](const char *n) {
-    const auto &v = a.getInts(n);
-    return Pair{static_cast<unsigned>(v[0]), static_cast<unsigned>(v[1])};
-  };
-  return {pair("strides"), pair("padLower"), pair("padUpper"),
-          pair("dilations"), static_cast<unsigned>(a.getInt("groups"))};
-}
-
-PoolOptions poolOptions(const Attributes &a) {
-  auto pair = [&](const char *n) {
-    const auto &v = a.getInts(n);
-    return Pair{static_cast<unsigned>(v[0]), static_cast<unsigned>(v[1])};
-  };
-  return {pair("kernel"), pair("strides"), pair("padLower"), pair("padUpper")};
-}
-
 class Differentiator {
 public:
   explicit Differentiator(Module &m) : m_(m), b_(m) {}
@@ -400,7 +383,7 @@ OperandGrads Differentiator::nnRule(const Op &op, const std::vector<Value> &x,
                                     const std::vector<Value> &y, Value g) {
   switch (op.kind) {
   case OpKind::CONV2D: {
-    const Conv2dOptions o = convOptions(op.attrs);
+    const Conv2dOptions o = decodeConv2dOptions(op.attrs);
     const Shape w = x[1].shape(); // a copy: new ops may move the original
     OperandGrads r(2);
     if (need(0))
@@ -412,9 +395,9 @@ OperandGrads Differentiator::nnRule(const Op &op, const std::vector<Value> &x,
     return r;
   }
   case OpKind::MAX_POOL:
-    return {maxPoolGrad(x[0], y[0], g, poolOptions(op.attrs))};
+    return {maxPoolGrad(x[0], y[0], g, decodePoolOptions(op.attrs))};
   case OpKind::AVG_POOL:
-    return {avgPoolGrad(g, poolOptions(op.attrs), x[0].shape())};
+    return {avgPoolGrad(g, decodePoolOptions(op.attrs), x[0].shape())};
   case OpKind::SOFTMAX:
     return {softmaxGrad(y[0], g)};
   case OpKind::LOG_SOFTMAX:
