@@ -45,6 +45,21 @@ struct InferContext {
   std::size_t axis(std::int64_t a, std::size_t rank) const;
 };
 
+/// Shape inference of the families in NnInference.cpp; inferResultTypes
+/// (ShapeInference.cpp) picks one per kind.
+using InferredTypes = std::vector<ValueType>;
+InferredTypes inferConv(const InferContext &c);
+InferredTypes inferPool(const InferContext &c);
+InferredTypes inferSoftmax(const InferContext &c);
+InferredTypes inferDropout(const InferContext &c);
+InferredTypes inferNorm(const InferContext &c);
+/// Logits and labels: sparse cross-entropy, its gradient, accuracy.
+InferredTypes inferLabelled(const InferContext &c);
+/// categoricalCrossEntropy, meanSquaredError.
+InferredTypes inferRowLoss(const InferContext &c);
+InferredTypes inferArgmax(const InferContext &c);
+InferredTypes inferElementwiseGrad(const InferContext &c);
+
 /// NumPy broadcasting of two shapes; nullopt when they do not broadcast.
 std::optional<Shape> broadcastShapes(const Shape &a, const Shape &b);
 

@@ -13,10 +13,7 @@
 #include "tessera/ops/Reduce.hpp"
 
 namespace tessera::ir::detail {
-namespace {
-
 using namespace ops;
-using Results = std::vector<Tensor>;
 
 Results convOp(LowerContext &c) {
   const Conv2dOptions a = decodeConv2dOptions(c.op.attrs);
@@ -38,7 +35,7 @@ Results convOp(LowerContext &c) {
                                      c.in[1].reshape(opsWeightsShape(a, w)), p,
                                      c.prog, c.dc, o)};
   }
-  default: {
+  case OpKind::CONV2D_BACKPROP_FILTER: {
     const Shape &w = c.outTypes[0].shape;
     const ConvParams p =
         convParams(a, c.inTypes[1].shape, w, c.inTypes[0].dtype);
@@ -46,6 +43,9 @@ Results convOp(LowerContext &c) {
         convolutionWeightGradient(c.graph, c.in[0], c.in[1], p, c.prog, c.dc, o)
             .reshape(w)};
   }
+  default:
+    TESSERA_INTERNAL_ASSERT(false, std::string(opKindName(c.op.kind)) +
+                                       " is not a convolution");
   }
 }
 
@@ -64,10 +64,13 @@ Results poolOp(LowerContext &c) {
     return {poolInputGradient(
         c.graph, poolParams(a, PoolingType::MAX, c.inTypes[0].shape, t),
         c.in[0], c.in[1], c.in[2], c.prog, c.dc)};
-  default:
+  case OpKind::AVG_POOL_GRAD:
     return {poolInputGradient(
         c.graph, poolParams(a, PoolingType::AVG, c.outTypes[0].shape, t),
         Tensor(), Tensor(), c.in[0], c.prog, c.dc)};
+  default:
+    TESSERA_INTERNAL_ASSERT(false, std::string(opKindName(c.op.kind)) +
+                                       " is not a pooling");
   }
 }
 
@@ -135,6 +138,8 @@ Results normGradOp(LowerContext &c) {
   return {dx.reshape(x), dgamma, dbeta};
 }
 
+namespace {
+
 // 0, 1, ..., n-1 as a [1, n] constant of the labels' type, to compare each
 // row's label with.
 Tensor classIndices(Graph &graph, Type type, std::size_t n,
@@ -145,6 +150,8 @@ Tensor classIndices(Graph &graph, Type type, std::size_t n,
   return addConstantTensor(graph, {type, {1, n}}, v,
                            DebugContext(dc, "classes"));
 }
+
+} // namespace
 
 Results sparseCrossEntropyOp(LowerContext &c) {
   using namespace ops::expr;
@@ -205,48 +212,6 @@ Results accuracyOp(LowerContext &c) {
   const double rows = static_cast<double>(c.in[0].dim(0));
   return {map(c.graph, Cast(_1, FLOAT) / Const(rows, FLOAT), {correct}, c.prog,
               c.dc)};
-}
-
-} // namespace
-
-std::vector<Tensor> lowerNn(LowerContext &c) {
-  switch (c.op.kind) {
-  case OpKind::CONV2D:
-  case OpKind::CONV2D_BACKPROP_INPUT:
-  case OpKind::CONV2D_BACKPROP_FILTER:
-    return convOp(c);
-  case OpKind::MAX_POOL:
-  case OpKind::AVG_POOL:
-  case OpKind::MAX_POOL_GRAD:
-  case OpKind::AVG_POOL_GRAD:
-    return poolOp(c);
-  case OpKind::SOFTMAX:
-  case OpKind::LOG_SOFTMAX:
-  case OpKind::SOFTMAX_GRAD:
-  case OpKind::LOG_SOFTMAX_GRAD:
-    return softmaxOp(c);
-  case OpKind::DROPOUT:
-    return dropoutOp(c);
-  case OpKind::BATCH_NORM:
-  case OpKind::LAYER_NORM:
-    return normOp(c);
-  case OpKind::BATCH_NORM_GRAD:
-  case OpKind::LAYER_NORM_GRAD:
-    return normGradOp(c);
-  case OpKind::SPARSE_SOFTMAX_CROSS_ENTROPY:
-  case OpKind::SPARSE_SOFTMAX_CROSS_ENTROPY_GRAD:
-    return sparseCrossEntropyOp(c);
-  case OpKind::CATEGORICAL_CROSS_ENTROPY:
-  case OpKind::MEAN_SQUARED_ERROR:
-    return rowLossOp(c);
-  case OpKind::ARGMAX:
-    return argmaxOp(c);
-  case OpKind::ACCURACY:
-    return accuracyOp(c);
-  default:
-    TESSERA_INTERNAL_ASSERT(false, "op kind without a lowering: " +
-                                       std::string(opKindName(c.op.kind)));
-  }
 }
 
 } // namespace tessera::ir::detail

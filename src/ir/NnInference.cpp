@@ -73,6 +73,8 @@ Shape poolOutput(const InferContext &c, const PoolOptions &a, const Shape &x,
   return out;
 }
 
+} // namespace
+
 Types inferConv(const InferContext &c) {
   c.requireFloat(0);
   c.requireSameType(0, 1);
@@ -90,7 +92,7 @@ Types inferConv(const InferContext &c) {
                    shapeToString(out));
     return {{c.dtype(0), x}};
   }
-  default: {
+  case OpKind::CONV2D_BACKPROP_FILTER: {
     const Shape k = c.getSizes("kernel", 2, 1);
     if (c.in[0].rank() != 4 || c.in[1].rank() != 4)
       c.shapeError(c.describe(0) + " and " + c.describe(1) +
@@ -103,6 +105,8 @@ Types inferConv(const InferContext &c) {
                    shapeToString(out));
     return {{c.dtype(0), w}};
   }
+  default:
+    TESSERA_INTERNAL_ASSERT(false, c.op() + " is not a convolution");
   }
 }
 
@@ -118,6 +122,8 @@ Types inferPool(const InferContext &c) {
                    shapeToString(poolOutput(c, a, x, "")));
     return {{c.dtype(0), x}};
   }
+  TESSERA_INTERNAL_ASSERT(c.kind == OpKind::MAX_POOL_GRAD,
+                          c.op() + " is not a pooling");
   // maxPoolGrad(x, y, dy)
   const Shape y = poolOutput(c, a, c.shape(0), c.describe(0));
   for (std::size_t i = 1; i < 3; ++i) {
@@ -186,6 +192,8 @@ Types inferNorm(const InferContext &c) {
   return {c.in[0], {c.dtype(0), stats}, {c.dtype(0), stats}};
 }
 
+namespace {
+
 // Logits [b, n] with labels [b]: the sparse cross-entropy, its gradient and
 // accuracy.
 void checkLogitsAndLabels(const InferContext &c) {
@@ -198,6 +206,8 @@ void checkLogitsAndLabels(const InferContext &c) {
                  "]");
 }
 
+} // namespace
+
 Types inferLabelled(const InferContext &c) {
   checkLogitsAndLabels(c);
   switch (c.kind) {
@@ -205,12 +215,14 @@ Types inferLabelled(const InferContext &c) {
     return {{c.dtype(0), {c.shape(0)[0]}}};
   case OpKind::ACCURACY:
     return {{FLOAT, {}}};
-  default:
+  case OpKind::SPARSE_SOFTMAX_CROSS_ENTROPY_GRAD:
     c.requireSameType(0, 2);
     if (c.shape(2) != Shape{c.shape(0)[0]})
       c.shapeError(c.describe(2) + " must hold one loss gradient per row: [" +
                    std::to_string(c.shape(0)[0]) + "]");
     return {c.in[0]};
+  default:
+    TESSERA_INTERNAL_ASSERT(false, c.op() + " takes no logits and labels");
   }
 }
 
@@ -256,49 +268,6 @@ Types inferElementwiseGrad(const InferContext &c) {
   if (unary)
     return {c.in[dy]};
   return {c.in[dy], c.in[dy]};
-}
-
-} // namespace
-
-std::vector<ValueType> inferNn(const InferContext &c) {
-  switch (c.kind) {
-  case OpKind::CONV2D:
-  case OpKind::CONV2D_BACKPROP_INPUT:
-  case OpKind::CONV2D_BACKPROP_FILTER:
-    return inferConv(c);
-  case OpKind::MAX_POOL:
-  case OpKind::AVG_POOL:
-  case OpKind::MAX_POOL_GRAD:
-  case OpKind::AVG_POOL_GRAD:
-    return inferPool(c);
-  case OpKind::SOFTMAX:
-  case OpKind::LOG_SOFTMAX:
-  case OpKind::SOFTMAX_GRAD:
-  case OpKind::LOG_SOFTMAX_GRAD:
-    return inferSoftmax(c);
-  case OpKind::DROPOUT:
-    return inferDropout(c);
-  case OpKind::BATCH_NORM:
-  case OpKind::LAYER_NORM:
-  case OpKind::BATCH_NORM_GRAD:
-  case OpKind::LAYER_NORM_GRAD:
-    return inferNorm(c);
-  case OpKind::SPARSE_SOFTMAX_CROSS_ENTROPY:
-  case OpKind::SPARSE_SOFTMAX_CROSS_ENTROPY_GRAD:
-  case OpKind::ACCURACY:
-    return inferLabelled(c);
-  case OpKind::CATEGORICAL_CROSS_ENTROPY:
-  case OpKind::MEAN_SQUARED_ERROR:
-    return inferRowLoss(c);
-  case OpKind::ARGMAX:
-    return inferArgmax(c);
-  case OpKind::UNARY_GRAD:
-  case OpKind::BINARY_GRAD:
-    return inferElementwiseGrad(c);
-  default:
-    TESSERA_INTERNAL_ASSERT(false, "op kind without shape inference: " +
-                                       std::string(opKindName(c.kind)));
-  }
 }
 
 } // namespace tessera::ir::detail

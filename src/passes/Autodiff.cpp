@@ -219,9 +219,16 @@ Gradients Differentiator::run(Value loss, std::vector<Value> wrt) {
 OperandGrads Differentiator::rule(const Op &op, const std::vector<Value> &x,
                                   const std::vector<Value> &y,
                                   const std::vector<Value> &g) {
-  if (opClass(op.kind) != OpClass::Other)
-    return elementwiseRule(op, x, y[0], g[0]);
+  // One case per kind and no default: a kind added to OpKinds.def or
+  // Elementwise.def without a gradient rule (or an explicit "none") fails
+  // to compile (-Wswitch).
   switch (op.kind) {
+#define TESSERA_UNARY(E, n, N, k, g) case OpKind::E:
+#define TESSERA_PREDICATE(E, n, N, k) case OpKind::E:
+#define TESSERA_BINARY(E, n, N, k, ga, gb) case OpKind::E:
+#define TESSERA_COMPARE(E, n, N, k) case OpKind::E:
+#include "tessera/ops/Elementwise.def"
+    return elementwiseRule(op, x, y[0], g[0]);
   case OpKind::MATMUL:
   case OpKind::RESHAPE:
   case OpKind::TRANSPOSE:
@@ -250,9 +257,35 @@ OperandGrads Differentiator::rule(const Op &op, const std::vector<Value> &x,
                             : layerNormGrad(x[0], g[0], y[1], y[2], x[1]);
     return {n.dx, n.dgamma, n.dbeta};
   }
-  default:
+  case OpKind::CONV2D:
+  case OpKind::MAX_POOL:
+  case OpKind::AVG_POOL:
+  case OpKind::SOFTMAX:
+  case OpKind::LOG_SOFTMAX:
+  case OpKind::DROPOUT:
+  case OpKind::SPARSE_SOFTMAX_CROSS_ENTROPY:
+  case OpKind::CATEGORICAL_CROSS_ENTROPY:
+  case OpKind::MEAN_SQUARED_ERROR:
     return nnRule(op, x, y, g[0]);
+  // Integer results, and the gradient kinds autodiff itself emits.
+  case OpKind::ARGMAX:
+  case OpKind::ACCURACY:
+  case OpKind::UNARY_GRAD:
+  case OpKind::BINARY_GRAD:
+  case OpKind::SOFTMAX_GRAD:
+  case OpKind::LOG_SOFTMAX_GRAD:
+  case OpKind::CONV2D_BACKPROP_INPUT:
+  case OpKind::CONV2D_BACKPROP_FILTER:
+  case OpKind::MAX_POOL_GRAD:
+  case OpKind::AVG_POOL_GRAD:
+  case OpKind::SPARSE_SOFTMAX_CROSS_ENTROPY_GRAD:
+  case OpKind::BATCH_NORM_GRAD:
+  case OpKind::LAYER_NORM_GRAD:
+  case OpKind::GATHER_GRAD:
+    noGradient(op);
   }
+  TESSERA_INTERNAL_ASSERT(false, "op kind out of range: " +
+                                     std::to_string(unsigned(op.kind)));
 }
 
 OperandGrads Differentiator::elementwiseRule(const Op &op,
@@ -375,7 +408,8 @@ OperandGrads Differentiator::shapeRule(const Op &op,
   case OpKind::GATHER:
     return {gatherGrad(g, x[1], x[0].shape()[0]), std::nullopt};
   default:
-    noGradient(op);
+    TESSERA_INTERNAL_ASSERT(false, std::string(opKindName(op.kind)) +
+                                       " has no shape rule");
   }
 }
 
@@ -432,7 +466,8 @@ OperandGrads Differentiator::nnRule(const Op &op, const std::vector<Value> &x,
     return r;
   }
   default:
-    noGradient(op);
+    TESSERA_INTERNAL_ASSERT(false, std::string(opKindName(op.kind)) +
+                                       " has no neural-network rule");
   }
 }
 
