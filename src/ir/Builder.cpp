@@ -125,9 +125,6 @@ Value scalarLike(Value v, double value) {
 std::vector<std::int64_t> ints(const Shape &s) {
   return std::vector<std::int64_t>(s.begin(), s.end());
 }
-Attributes reduceAttributes(std::vector<std::int64_t> axes, bool keepDims) {
-  return {{"axes", std::move(axes)}, {"keepDims", std::int64_t(keepDims)}};
-}
 
 } // namespace
 
@@ -182,15 +179,15 @@ Value biasAdd(Value x, Value bias, unsigned axis) {
 
 Value reduceSum(Value x, std::vector<std::int64_t> axes, bool keepDims) {
   return one(OpKind::REDUCE_SUM, {x},
-             reduceAttributes(std::move(axes), keepDims));
+             encode(ReduceAttrs{std::move(axes), keepDims}));
 }
 Value reduceMean(Value x, std::vector<std::int64_t> axes, bool keepDims) {
   return one(OpKind::REDUCE_MEAN, {x},
-             reduceAttributes(std::move(axes), keepDims));
+             encode(ReduceAttrs{std::move(axes), keepDims}));
 }
 Value reduceMax(Value x, std::vector<std::int64_t> axes, bool keepDims) {
   return one(OpKind::REDUCE_MAX, {x},
-             reduceAttributes(std::move(axes), keepDims));
+             encode(ReduceAttrs{std::move(axes), keepDims}));
 }
 
 Value concat(const std::vector<Value> &xs, unsigned axis) {
@@ -231,22 +228,14 @@ Value avgPool(Value x, const PoolOptions &options) {
 Value softmax(Value x) { return one(OpKind::SOFTMAX, {x}); }
 Value logSoftmax(Value x) { return one(OpKind::LOG_SOFTMAX, {x}); }
 
-namespace {
-Attributes dropoutAttributes(double rate, std::uint64_t seed,
-                             std::uint32_t modifier) {
-  return {{"rate", rate},
-          {"seed", static_cast<std::int64_t>(seed)},
-          {"seedModifier", std::int64_t(modifier)}};
-}
-} // namespace
-
 Value dropout(Value x, double rate, std::uint64_t seed,
               std::uint32_t seedModifier) {
-  return one(OpKind::DROPOUT, {x}, dropoutAttributes(rate, seed, seedModifier));
+  return one(OpKind::DROPOUT, {x},
+             encode(DropoutAttrs{rate, seed, seedModifier}));
 }
 Value dropout(Value x, double rate, Value seed, std::uint32_t seedModifier) {
   return one(OpKind::DROPOUT, {x, seed},
-             dropoutAttributes(rate, 0, seedModifier));
+             encode(DropoutAttrs{rate, 0, seedModifier}));
 }
 
 NormResult batchNorm(Value x, Value gamma, Value beta, double eps) {

@@ -112,9 +112,8 @@ Results broadcast(const Operands &in, const ValueType &t) {
 Results reduce(OpKind kind, const Attributes &attrs, const Operands &in,
                const ValueType &t) {
   const Shape &s = in[0]->shape;
-  std::vector<bool> reduced(s.size(), attrs.getInts("axes").empty());
-  for (std::int64_t a : attrs.getInts("axes"))
-    reduced[a < 0 ? a + static_cast<std::int64_t>(s.size()) : a] = true;
+  const std::vector<bool> reduced =
+      decodeReduceAttrs(attrs).reducedDims(s.size());
   // The output index of each input element: its coordinates with the
   // reduced ones dropped.
   Shape kept;

@@ -98,18 +98,18 @@ Results interpretSoftmaxGrad(OpKind kind, const Operands &in,
 
 Results interpretDropout(const Attributes &attrs, const Operands &in,
                          const ValueType &t) {
+  const DropoutAttrs a = decodeDropoutAttrs(attrs);
   std::array<std::uint32_t, 2> seed{};
   if (in.size() == 2) {
     seed = {static_cast<std::uint32_t>(in[1]->values[0]),
             static_cast<std::uint32_t>(in[1]->values[1])};
   } else {
-    const auto s = static_cast<std::uint64_t>(attrs.getInt("seed"));
-    seed = {static_cast<std::uint32_t>(s), static_cast<std::uint32_t>(s >> 32)};
+    seed = {static_cast<std::uint32_t>(a.seed),
+            static_cast<std::uint32_t>(a.seed >> 32)};
   }
-  const double keep = 1 - attrs.getFloat("rate");
-  const std::vector<double> mask = ref::randomBernoulli(
-      seed, static_cast<std::uint32_t>(attrs.getInt("seedModifier")),
-      t.numElements(), keep);
+  const double keep = 1 - a.rate;
+  const std::vector<double> mask =
+      ref::randomBernoulli(seed, a.seedModifier, t.numElements(), keep);
   HostValue r = zeros(t);
   for (std::size_t i = 0; i < mask.size(); ++i)
     r.values[i] = in[0]->values[i] * mask[i] / keep;

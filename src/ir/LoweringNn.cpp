@@ -86,17 +86,15 @@ Results softmaxOp(LowerContext &c) {
 }
 
 Results dropoutOp(LowerContext &c) {
-  const double keep = 1 - c.op.attrs.getFloat("rate");
-  const auto modifier =
-      static_cast<std::uint32_t>(c.op.attrs.getInt("seedModifier"));
+  const DropoutAttrs a = decodeDropoutAttrs(c.op.attrs);
+  const double keep = 1 - a.rate;
   OptionFlags options;
   const Tensor *seed = nullptr;
   if (c.in.size() == 2)
     seed = &c.in[1];
   else
-    options.set("seed", std::to_string(static_cast<std::uint64_t>(
-                            c.op.attrs.getInt("seed"))));
-  return {ops::dropout(c.graph, seed, modifier, c.in[0], c.in[0], keep,
+    options.set("seed", std::to_string(a.seed));
+  return {ops::dropout(c.graph, seed, a.seedModifier, c.in[0], c.in[0], keep,
                        1 / keep, c.prog, c.dc, options)};
 }
 

@@ -97,12 +97,11 @@ Tensor broadcastTo(const Tensor &t, const Shape &shape) {
 
 Results reduceOp(LowerContext &c) {
   const Tensor &x = c.in[0];
+  const std::vector<bool> reduced =
+      decodeReduceAttrs(c.op.attrs).reducedDims(x.rank());
   std::vector<std::size_t> dims;
-  for (std::int64_t a : c.op.attrs.getInts("axes"))
-    dims.push_back(static_cast<std::size_t>(
-        a < 0 ? a + static_cast<std::int64_t>(x.rank()) : a));
-  if (dims.empty())
-    for (unsigned d = 0; d < x.rank(); ++d)
+  for (std::size_t d = 0; d < reduced.size(); ++d)
+    if (reduced[d])
       dims.push_back(d);
   std::size_t count = 1;
   for (std::size_t d : dims)

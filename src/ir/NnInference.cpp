@@ -148,13 +148,11 @@ Types inferSoftmax(const InferContext &c) {
 
 Types inferDropout(const InferContext &c) {
   c.requireFloat(0);
-  const double rate = c.getFloat("rate");
-  if (!(rate >= 0 && rate < 1))
-    c.attrError("rate " + std::to_string(rate) + " must be in [0, 1)");
-  (void)c.getInt("seed");
-  const std::int64_t m = c.getInt("seedModifier");
-  if (m < 0 || m > 0xffffffffll)
-    c.attrError("seedModifier must be a 32-bit unsigned integer");
+  try {
+    decodeDropoutAttrs(c.attrs);
+  } catch (const IrError &e) {
+    c.attrError(e.what());
+  }
   if (c.in.size() == 2 &&
       (c.dtype(1) != UNSIGNED_INT || c.in[1].numElements() != 2))
     c.typeError(c.describe(1) + " must be a seed: uint with 2 elements");

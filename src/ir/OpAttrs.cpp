@@ -1,5 +1,6 @@
-// The attribute names of the convolution and pooling families: written and
-// read here only, so a renamed or added attribute changes one file.
+// The attribute names of the convolution, pooling, reduction and dropout
+// families: written and read here only, so a renamed or added attribute
+// changes one file.
 #include "tessera/ir/OpAttrs.hpp"
 
 #include <string>
@@ -64,6 +65,41 @@ PoolOptions decodePoolOptions(const Attributes &attrs) {
   o.padLower = pair(attrs, "padLower", 0);
   o.padUpper = pair(attrs, "padUpper", 0);
   return o;
+}
+
+std::vector<bool> ReduceAttrs::reducedDims(std::size_t rank) const {
+  std::vector<bool> reduced(rank, axes.empty());
+  for (std::int64_t a : axes)
+    reduced[static_cast<std::size_t>(a < 0 ? a + std::int64_t(rank) : a)] =
+        true;
+  return reduced;
+}
+
+Attributes encode(const ReduceAttrs &a) {
+  return {{"axes", a.axes}, {"keepDims", std::int64_t(a.keepDims)}};
+}
+
+ReduceAttrs decodeReduceAttrs(const Attributes &attrs) {
+  return {attrs.getInts("axes"), attrs.getInt("keepDims") != 0};
+}
+
+Attributes encode(const DropoutAttrs &a) {
+  return {{"rate", a.rate},
+          {"seed", static_cast<std::int64_t>(a.seed)},
+          {"seedModifier", std::int64_t(a.seedModifier)}};
+}
+
+DropoutAttrs decodeDropoutAttrs(const Attributes &attrs) {
+  DropoutAttrs a;
+  a.rate = attrs.getFloat("rate");
+  if (!(a.rate >= 0 && a.rate < 1))
+    throw IrError("rate " + std::to_string(a.rate) + " must be in [0, 1)");
+  a.seed = static_cast<std::uint64_t>(attrs.getInt("seed"));
+  const std::int64_t m = attrs.getInt("seedModifier");
+  if (m < 0 || m > 0xffffffffll)
+    throw IrError("seedModifier must be a 32-bit unsigned integer");
+  a.seedModifier = static_cast<std::uint32_t>(m);
+  return a;
 }
 
 } // namespace tessera::ir

@@ -2,6 +2,8 @@
 // what an operation accepts, used when building, parsing and verifying.
 #include "InferContext.hpp"
 
+#include "tessera/ir/OpAttrs.hpp"
+
 #include <algorithm>
 #include <numeric>
 
@@ -207,17 +209,21 @@ Types inferReduce(const InferContext &c) {
     c.requireFloat(0);
   else if (!mapType(c.dtype(0)) || c.dtype(0) == BOOL)
     c.typeError(c.describe(0) + " must be float, half, int or uint");
-  std::vector<bool> reduced(r, false);
-  const std::vector<std::int64_t> axes = c.getInts("axes");
-  for (std::int64_t a : axes) {
-    const std::size_t ax = c.axis(a, r);
-    if (reduced[ax])
-      c.attrError("axis " + std::to_string(a) + " is listed twice");
-    reduced[ax] = true;
+  ReduceAttrs attrs;
+  try {
+    attrs = decodeReduceAttrs(c.attrs);
+  } catch (const IrError &e) {
+    c.attrError(e.what());
   }
-  if (axes.empty())
-    reduced.assign(r, true);
-  const bool keep = c.getInt("keepDims") != 0;
+  std::vector<bool> listed(r, false);
+  for (std::int64_t a : attrs.axes) {
+    const std::size_t ax = c.axis(a, r);
+    if (listed[ax])
+      c.attrError("axis " + std::to_string(a) + " is listed twice");
+    listed[ax] = true;
+  }
+  const std::vector<bool> reduced = attrs.reducedDims(r);
+  const bool keep = attrs.keepDims;
   Shape out;
   for (std::size_t i = 0; i < r; ++i)
     if (!reduced[i])

@@ -41,13 +41,12 @@ Value sumToShape(Value g, const Shape target) {
 
 // The shape of x reduced over `axes` with the reduced dimensions kept.
 Shape keptShape(const Shape &x, const Attributes &attrs) {
-  const std::vector<std::int64_t> &axes = attrs.getInts("axes");
+  const std::vector<bool> reduced =
+      decodeReduceAttrs(attrs).reducedDims(x.size());
   Shape kept = x;
   for (std::size_t d = 0; d < kept.size(); ++d)
-    if (axes.empty())
+    if (reduced[d])
       kept[d] = 1;
-  for (std::int64_t a : axes)
-    kept[a < 0 ? a + static_cast<std::int64_t>(x.size()) : a] = 1;
   return kept;
 }
 
@@ -367,7 +366,7 @@ OperandGrads Differentiator::shapeRule(const Op &op,
     // Ties share the gradient equally.
     const Value y = reshape(v(op.results[0]), kept);
     const Value mask = cast(eq(x[0], y), x[0].dtype());
-    const Value count = reduceSum(mask, at.getInts("axes"), true);
+    const Value count = reduceSum(mask, decodeReduceAttrs(at).axes, true);
     return {mask * (share / count)};
   }
   case OpKind::CONCAT: {

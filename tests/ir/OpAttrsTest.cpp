@@ -85,3 +85,29 @@ TEST(OpAttrs, ShapeInferenceNamesTheOperationOfABadAttribute) {
     EXPECT_THAT(e.what(), HasSubstr("'strides' holds 0"));
   }
 }
+
+TEST(OpAttrs, ReduceAttrsNameTheReducedDimensions) {
+  Module m;
+  Builder b(m);
+  reduceSum(b.input("x", FLOAT, {2, 3, 4}), {-1, 0}, true);
+  const ReduceAttrs a = decodeReduceAttrs(m.ops().back().attrs);
+  EXPECT_EQ(a.axes, (std::vector<std::int64_t>{-1, 0}));
+  EXPECT_TRUE(a.keepDims);
+  EXPECT_EQ(a.reducedDims(3), (std::vector<bool>{true, false, true}));
+  EXPECT_EQ(ReduceAttrs{}.reducedDims(2), (std::vector<bool>{true, true}));
+  EXPECT_EQ(encode(a), m.ops().back().attrs);
+}
+
+TEST(OpAttrs, DropoutAttrsSurviveAndAreChecked) {
+  const DropoutAttrs o{0.25, 0x123456789ull, 7};
+  const DropoutAttrs d = decodeDropoutAttrs(encode(o));
+  EXPECT_EQ(d.rate, o.rate);
+  EXPECT_EQ(d.seed, o.seed);
+  EXPECT_EQ(d.seedModifier, o.seedModifier);
+  Attributes bad = encode(o);
+  bad.set("rate", 1.0);
+  EXPECT_THROW(decodeDropoutAttrs(bad), IrError);
+  bad = encode(o);
+  bad.set("seedModifier", std::int64_t(1) << 33);
+  EXPECT_THROW(decodeDropoutAttrs(bad), IrError);
+}

@@ -7,8 +7,7 @@
 /// Attributes each kind reads (Attributes, Module.hpp), by name:
 /// - reshape: "shape" (ints); transpose: "perm" (ints, a permutation);
 ///   broadcast: "shape" (ints, NumPy broadcasting of the operand to it).
-/// - reduceSum / reduceMean / reduceMax: "axes" (ints, each once; none:
-///   every axis), "keepDims" (int 0 or 1).
+/// - reduceSum / reduceMean / reduceMax: a ReduceAttrs record (OpAttrs.hpp).
 /// - concat: "axis"; slice: "begin", "end" (ints, one per dimension); pad:
 ///   "lower", "upper" (ints, zeros added before and after each dimension).
 /// - cast: "dtype" (string, a type name as the text format spells it).
@@ -17,7 +16,7 @@
 ///   and conv2dBackpropFilter "kernel" (2 ints).
 /// - maxPool, avgPool, maxPoolGrad, avgPoolGrad: a PoolOptions record
 ///   (OpAttrs.hpp); avgPoolGrad also "inputShape".
-/// - dropout: "rate" (float in [0, 1)), "seed" (int), "seedModifier" (int).
+/// - dropout: a DropoutAttrs record (OpAttrs.hpp).
 /// - batchNorm, layerNorm: "eps" (float > 0).
 /// - unaryGrad, binaryGrad: "op" (string: the elementwise op's name).
 /// - gatherGrad: "numRows" (int).
