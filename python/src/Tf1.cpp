@@ -209,8 +209,9 @@ ir::Pair pairOf(const std::vector<unsigned> &v, const char *what) {
 } // namespace
 
 void bindTf1(py::module_ &m) {
-  // The attribute records of the convolution and pooling families, written
-  // by the IR's own encoder so that Python does not spell their names.
+  // The attribute records of the convolution, pooling and reduction
+  // families, written by the IR's own encoder so that Python does not
+  // spell their names.
   m.def(
       "conv2d_attributes",
       [](const std::vector<unsigned> &strides,
@@ -238,6 +239,12 @@ void bindTf1(py::module_ &m) {
       },
       py::arg("kernel"), py::arg("strides"), py::arg("pad_lower"),
       py::arg("pad_upper"));
+  m.def(
+      "reduce_attributes",
+      [](std::vector<std::int64_t> axes, bool keepDims) {
+        return toDict(ir::encode(ir::ReduceAttrs{std::move(axes), keepDims}));
+      },
+      py::arg("axes"), py::arg("keep_dims"));
 
   py::class_<Program>(m, "Tf1Program",
                       "An IR module written in the IR's text form.")

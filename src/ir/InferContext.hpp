@@ -34,6 +34,17 @@ struct InferContext {
   std::vector<std::size_t> getSizes(const char *name, std::size_t count,
                                     std::size_t min) const;
 
+  /// \p decoder(attrs) (an OpAttrs.hpp decode*), its IrError prefixed with
+  /// the op's name.
+  template <typename Decoder>
+  auto decode(Decoder decoder) const -> decltype(decoder(attrs)) {
+    try {
+      return decoder(attrs);
+    } catch (const IrError &e) {
+      attrError(e.what());
+    }
+  }
+
   /// Requires operand \p i to be FLOAT or HALF.
   void requireFloat(std::size_t i) const;
   /// Requires operand \p i to be INT or UNSIGNED_INT.

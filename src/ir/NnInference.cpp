@@ -8,23 +8,6 @@ namespace {
 
 using Types = std::vector<ValueType>;
 
-// The records' own checks carry no op context: add it here.
-Conv2dOptions convAttrs(const InferContext &c) {
-  try {
-    return decodeConv2dOptions(c.attrs);
-  } catch (const IrError &e) {
-    c.attrError(e.what());
-  }
-}
-
-PoolOptions poolAttrs(const InferContext &c) {
-  try {
-    return decodePoolOptions(c.attrs);
-  } catch (const IrError &e) {
-    c.attrError(e.what());
-  }
-}
-
 // The output shape of conv2d of an input of shape x with weights of shape w.
 Shape convOutput(const InferContext &c, const Conv2dOptions &a, const Shape &x,
                  const Shape &w, const std::string &xName,
@@ -78,7 +61,7 @@ Shape poolOutput(const InferContext &c, const PoolOptions &a, const Shape &x,
 Types inferConv(const InferContext &c) {
   c.requireFloat(0);
   c.requireSameType(0, 1);
-  const Conv2dOptions a = convAttrs(c);
+  const Conv2dOptions a = c.decode(decodeConv2dOptions);
   switch (c.kind) {
   case OpKind::CONV2D:
     return {{c.dtype(0), convOutput(c, a, c.shape(0), c.shape(1), c.describe(0),
@@ -112,7 +95,7 @@ Types inferConv(const InferContext &c) {
 
 Types inferPool(const InferContext &c) {
   c.requireFloat(0);
-  const PoolOptions a = poolAttrs(c);
+  const PoolOptions a = c.decode(decodePoolOptions);
   if (c.kind == OpKind::MAX_POOL || c.kind == OpKind::AVG_POOL)
     return {{c.dtype(0), poolOutput(c, a, c.shape(0), c.describe(0))}};
   if (c.kind == OpKind::AVG_POOL_GRAD) {
@@ -148,11 +131,7 @@ Types inferSoftmax(const InferContext &c) {
 
 Types inferDropout(const InferContext &c) {
   c.requireFloat(0);
-  try {
-    decodeDropoutAttrs(c.attrs);
-  } catch (const IrError &e) {
-    c.attrError(e.what());
-  }
+  c.decode(decodeDropoutAttrs);
   if (c.in.size() == 2 &&
       (c.dtype(1) != UNSIGNED_INT || c.in[1].numElements() != 2))
     c.typeError(c.describe(1) + " must be a seed: uint with 2 elements");

@@ -209,12 +209,7 @@ Types inferReduce(const InferContext &c) {
     c.requireFloat(0);
   else if (!mapType(c.dtype(0)) || c.dtype(0) == BOOL)
     c.typeError(c.describe(0) + " must be float, half, int or uint");
-  ReduceAttrs attrs;
-  try {
-    attrs = decodeReduceAttrs(c.attrs);
-  } catch (const IrError &e) {
-    c.attrError(e.what());
-  }
+  const ReduceAttrs attrs = c.decode(decodeReduceAttrs);
   std::vector<bool> listed(r, false);
   for (std::int64_t a : attrs.axes) {
     const std::size_t ax = c.axis(a, r);

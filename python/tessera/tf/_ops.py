@@ -218,7 +218,7 @@ def _reduce(kind, x, axis, keepdims):
     shape = [1 if (i in axes or not axes) else d
              for i, d in enumerate(x.shape)] if keep else \
         [d for i, d in enumerate(x.shape) if axes and i not in axes]
-    return Tensor(kind, (x,), {"axes": axes, "keepDims": int(keep)},
+    return Tensor(kind, (x,), _tessera.reduce_attributes(axes, keep),
                   x.dtype, shape, name=kind)
 
 
