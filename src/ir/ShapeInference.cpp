@@ -331,17 +331,13 @@ std::vector<ValueType> inferResultTypes(OpKind kind,
   const InferContext c{kind, operands, attrs, names};
   switch (kind) {
 #define TESSERA_UNARY(E, n, N, k, g) case OpKind::E:
-#include "tessera/ops/Elementwise.def"
-    return inferUnary(c, false);
 #define TESSERA_PREDICATE(E, n, N, k) case OpKind::E:
 #include "tessera/ops/Elementwise.def"
-    return inferUnary(c, true);
+    return inferUnary(c, opClass(kind) == OpClass::Predicate);
 #define TESSERA_BINARY(E, n, N, k, ga, gb) case OpKind::E:
-#include "tessera/ops/Elementwise.def"
-    return inferBinary(c, false);
 #define TESSERA_COMPARE(E, n, N, k) case OpKind::E:
 #include "tessera/ops/Elementwise.def"
-    return inferBinary(c, true);
+    return inferBinary(c, opClass(kind) == OpClass::Compare);
   case OpKind::UNARY_GRAD:
   case OpKind::BINARY_GRAD:
     return inferElementwiseGrad(c);
