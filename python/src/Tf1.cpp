@@ -8,6 +8,7 @@
 #include "tessera/device/DeviceManager.hpp"
 #include "tessera/ir/Builder.hpp"
 #include "tessera/ir/Interpreter.hpp"
+#include "tessera/ir/OpAttrs.hpp"
 #include "tessera/ir/Text.hpp"
 #include "tessera/passes/GradientAccumulation.hpp"
 #include "tessera/passes/Optimizer.hpp"
@@ -188,9 +189,63 @@ private:
   std::unique_ptr<session::Infeed> infeed_;
 };
 
+// Attributes as a dict of Python values, for Python to write into the text.
+py::dict toDict(const ir::Attributes &attrs) {
+  py::dict d;
+  for (const auto &[name, value] : attrs.all())
+    std::visit([&](const auto &v) { d[py::str(name)] = py::cast(v); }, value);
+  return d;
+}
+
+ir::Pair pairOf(const std::vector<unsigned> &v, const char *what) {
+  if (v.size() != 2)
+    throw ShapeError(std::string(what) +
+                     " needs 2 numbers (height, width), "
+                     "not " +
+                     std::to_string(v.size()));
+  return {v[0], v[1]};
+}
+
 } // namespace
 
 void bindTf1(py::module_ &m) {
+  // The attribute records of the convolution, pooling and reduction
+  // families, written by the IR's own encoder so that Python does not
+  // spell their names.
+  m.def(
+      "conv2d_attributes",
+      [](const std::vector<unsigned> &strides,
+         const std::vector<unsigned> &padLower,
+         const std::vector<unsigned> &padUpper) {
+        ir::Conv2dOptions o;
+        o.strides = pairOf(strides, "strides");
+        o.padLower = pairOf(padLower, "padLower");
+        o.padUpper = pairOf(padUpper, "padUpper");
+        return toDict(ir::encode(o));
+      },
+      py::arg("strides"), py::arg("pad_lower"), py::arg("pad_upper"));
+  m.def(
+      "pool_attributes",
+      [](const std::vector<unsigned> &kernel,
+         const std::vector<unsigned> &strides,
+         const std::vector<unsigned> &padLower,
+         const std::vector<unsigned> &padUpper) {
+        ir::PoolOptions o;
+        o.kernel = pairOf(kernel, "kernel");
+        o.strides = pairOf(strides, "strides");
+        o.padLower = pairOf(padLower, "padLower");
+        o.padUpper = pairOf(padUpper, "padUpper");
+        return toDict(ir::encode(o));
+      },
+      py::arg("kernel"), py::arg("strides"), py::arg("pad_lower"),
+      py::arg("pad_upper"));
+  m.def(
+      "reduce_attributes",
+      [](std::vector<std::int64_t> axes, bool keepDims) {
+        return toDict(ir::encode(ir::ReduceAttrs{std::move(axes), keepDims}));
+      },
+      py::arg("axes"), py::arg("keep_dims"));
+
   py::class_<Program>(m, "Tf1Program",
                       "An IR module written in the IR's text form.")
       .def(py::init<const std::string &>(), py::arg("text"))

@@ -1,10 +1,6 @@
 #include "tessera/compiler/Options.hpp"
 
-#include "tessera/support/Logging.hpp"
 #include "tessera/support/OptionParser.hpp"
-
-#include <mutex>
-#include <set>
 
 namespace tessera {
 
@@ -53,27 +49,8 @@ const std::vector<InertEngineOption> &inertEngineOptions() {
 
 namespace {
 
-/// Logs each inert option in \p flags at INFO, once per process and key.
-void noteInertOptions(const OptionFlags &flags) {
-  static std::mutex mutex;
-  static std::set<std::string> logged;
-  for (const InertEngineOption &o : inertEngineOptions()) {
-    if (!flags.contains(o.key))
-      continue;
-    std::lock_guard lock(mutex);
-    if (logged.insert(o.key).second)
-      logging::info("engine option {}={} has no effect on the IPU Model: {}",
-                    o.key, flags.at(o.key), o.reason);
-  }
-}
-
-} // namespace
-
-namespace {
-
-/// The parser of every engine option, storing into \p o; inert options go
-/// to \p inert.
-OptionParser engineParser(EngineOptions &o, std::string &inert) {
+/// The parser of every engine option, storing into \p o.
+OptionParser engineParser(EngineOptions &o) {
   OptionParser p("engine");
   p.add("autoReport.all", o.autoReportAll);
   p.add("autoReport.outputGraphProfile", o.autoReportGraph);
@@ -88,9 +65,8 @@ OptionParser engineParser(EngineOptions &o, std::string &inert) {
   p.add("debug.floatingPointBehaviour.div0", o.fpDiv0);
   p.add("debug.floatingPointBehaviour.oflo", o.fpOflo);
   p.add("debug.floatingPointBehaviour.nanoo", o.fpNanoo);
-  // Accepted with any value; noteInertOptions says they do nothing here.
   for (const InertEngineOption &io : inertEngineOptions())
-    p.add(io.key, inert);
+    p.addIgnored(io.key, io.reason);
   return p;
 }
 
@@ -98,21 +74,18 @@ OptionParser engineParser(EngineOptions &o, std::string &inert) {
 
 EngineOptions EngineOptions::parse(const OptionFlags &flags) {
   EngineOptions o;
-  std::string inert;
-  OptionParser p = engineParser(o, inert);
+  OptionParser p = engineParser(o);
   // Poplar's variable, then Tessera's own name over it.
   OptionFlags all =
       merged(merged(flags, optionsFromEnvironment("POPLAR_ENGINE_OPTIONS")),
              optionsFromEnvironment("TESSERA_ENGINE_OPTIONS"));
   p.parse(all);
-  noteInertOptions(all);
   return o;
 }
 
 std::vector<std::string> EngineOptions::keys() {
   EngineOptions o;
-  std::string inert;
-  return engineParser(o, inert).keys();
+  return engineParser(o).keys();
 }
 
 std::string EngineOptions::compileKey() const {

@@ -125,26 +125,6 @@ Value scalarLike(Value v, double value) {
 std::vector<std::int64_t> ints(const Shape &s) {
   return std::vector<std::int64_t>(s.begin(), s.end());
 }
-std::vector<std::int64_t> ints(const Pair &p) { return {p[0], p[1]}; }
-
-Attributes convAttributes(const Conv2dOptions &o) {
-  return {{"strides", ints(o.strides)},
-          {"padLower", ints(o.padLower)},
-          {"padUpper", ints(o.padUpper)},
-          {"dilations", ints(o.dilations)},
-          {"groups", std::int64_t(o.groups)}};
-}
-
-Attributes poolAttributes(const PoolOptions &o) {
-  return {{"kernel", ints(o.kernel)},
-          {"strides", ints(o.strides)},
-          {"padLower", ints(o.padLower)},
-          {"padUpper", ints(o.padUpper)}};
-}
-
-Attributes reduceAttributes(std::vector<std::int64_t> axes, bool keepDims) {
-  return {{"axes", std::move(axes)}, {"keepDims", std::int64_t(keepDims)}};
-}
 
 } // namespace
 
@@ -199,15 +179,15 @@ Value biasAdd(Value x, Value bias, unsigned axis) {
 
 Value reduceSum(Value x, std::vector<std::int64_t> axes, bool keepDims) {
   return one(OpKind::REDUCE_SUM, {x},
-             reduceAttributes(std::move(axes), keepDims));
+             encode(ReduceAttrs{std::move(axes), keepDims}));
 }
 Value reduceMean(Value x, std::vector<std::int64_t> axes, bool keepDims) {
   return one(OpKind::REDUCE_MEAN, {x},
-             reduceAttributes(std::move(axes), keepDims));
+             encode(ReduceAttrs{std::move(axes), keepDims}));
 }
 Value reduceMax(Value x, std::vector<std::int64_t> axes, bool keepDims) {
   return one(OpKind::REDUCE_MAX, {x},
-             reduceAttributes(std::move(axes), keepDims));
+             encode(ReduceAttrs{std::move(axes), keepDims}));
 }
 
 Value concat(const std::vector<Value> &xs, unsigned axis) {
@@ -235,35 +215,27 @@ Value gather(Value table, Value indices) {
 }
 
 Value conv2d(Value x, Value w, const Conv2dOptions &options) {
-  return one(OpKind::CONV2D, {x, w}, convAttributes(options));
+  return one(OpKind::CONV2D, {x, w}, encode(options));
 }
 
 Value maxPool(Value x, const PoolOptions &options) {
-  return one(OpKind::MAX_POOL, {x}, poolAttributes(options));
+  return one(OpKind::MAX_POOL, {x}, encode(options));
 }
 Value avgPool(Value x, const PoolOptions &options) {
-  return one(OpKind::AVG_POOL, {x}, poolAttributes(options));
+  return one(OpKind::AVG_POOL, {x}, encode(options));
 }
 
 Value softmax(Value x) { return one(OpKind::SOFTMAX, {x}); }
 Value logSoftmax(Value x) { return one(OpKind::LOG_SOFTMAX, {x}); }
 
-namespace {
-Attributes dropoutAttributes(double rate, std::uint64_t seed,
-                             std::uint32_t modifier) {
-  return {{"rate", rate},
-          {"seed", static_cast<std::int64_t>(seed)},
-          {"seedModifier", std::int64_t(modifier)}};
-}
-} // namespace
-
 Value dropout(Value x, double rate, std::uint64_t seed,
               std::uint32_t seedModifier) {
-  return one(OpKind::DROPOUT, {x}, dropoutAttributes(rate, seed, seedModifier));
+  return one(OpKind::DROPOUT, {x},
+             encode(DropoutAttrs{rate, seed, seedModifier}));
 }
 Value dropout(Value x, double rate, Value seed, std::uint32_t seedModifier) {
   return one(OpKind::DROPOUT, {x, seed},
-             dropoutAttributes(rate, 0, seedModifier));
+             encode(DropoutAttrs{rate, 0, seedModifier}));
 }
 
 NormResult batchNorm(Value x, Value gamma, Value beta, double eps) {
@@ -333,25 +305,25 @@ Value logSoftmaxGrad(Value y, Value dy) {
 
 Value conv2dBackpropInput(Value dy, Value w, const Conv2dOptions &options,
                           const Shape &inputShape) {
-  Attributes a = convAttributes(options);
+  Attributes a = encode(options);
   a.set("inputShape", ints(inputShape));
   return one(OpKind::CONV2D_BACKPROP_INPUT, {dy, w}, std::move(a));
 }
 
 Value conv2dBackpropFilter(Value dy, Value x, const Conv2dOptions &options,
                            Pair kernel) {
-  Attributes a = convAttributes(options);
-  a.set("kernel", ints(kernel));
+  Attributes a = encode(options);
+  a.set("kernel", std::vector<std::int64_t>{kernel[0], kernel[1]});
   return one(OpKind::CONV2D_BACKPROP_FILTER, {dy, x}, std::move(a));
 }
 
 Value maxPoolGrad(Value x, Value y, Value dy, const PoolOptions &options) {
-  return one(OpKind::MAX_POOL_GRAD, {x, y, dy}, poolAttributes(options));
+  return one(OpKind::MAX_POOL_GRAD, {x, y, dy}, encode(options));
 }
 
 Value avgPoolGrad(Value dy, const PoolOptions &options,
                   const Shape &inputShape) {
-  Attributes a = poolAttributes(options);
+  Attributes a = encode(options);
   a.set("inputShape", ints(inputShape));
   return one(OpKind::AVG_POOL_GRAD, {dy}, std::move(a));
 }

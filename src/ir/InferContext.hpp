@@ -34,6 +34,17 @@ struct InferContext {
   std::vector<std::size_t> getSizes(const char *name, std::size_t count,
                                     std::size_t min) const;
 
+  /// \p decoder(attrs) (an OpAttrs.hpp decode*), its IrError prefixed with
+  /// the op's name.
+  template <typename Decoder>
+  auto decode(Decoder decoder) const -> decltype(decoder(attrs)) {
+    try {
+      return decoder(attrs);
+    } catch (const IrError &e) {
+      attrError(e.what());
+    }
+  }
+
   /// Requires operand \p i to be FLOAT or HALF.
   void requireFloat(std::size_t i) const;
   /// Requires operand \p i to be INT or UNSIGNED_INT.
@@ -44,6 +55,21 @@ struct InferContext {
   /// An axis in [-rank, rank) as a non-negative axis.
   std::size_t axis(std::int64_t a, std::size_t rank) const;
 };
+
+/// Shape inference of the families in NnInference.cpp; inferResultTypes
+/// (ShapeInference.cpp) picks one per kind.
+using InferredTypes = std::vector<ValueType>;
+InferredTypes inferConv(const InferContext &c);
+InferredTypes inferPool(const InferContext &c);
+InferredTypes inferSoftmax(const InferContext &c);
+InferredTypes inferDropout(const InferContext &c);
+InferredTypes inferNorm(const InferContext &c);
+/// Logits and labels: sparse cross-entropy, its gradient, accuracy.
+InferredTypes inferLabelled(const InferContext &c);
+/// categoricalCrossEntropy, meanSquaredError.
+InferredTypes inferRowLoss(const InferContext &c);
+InferredTypes inferArgmax(const InferContext &c);
+InferredTypes inferElementwiseGrad(const InferContext &c);
 
 /// NumPy broadcasting of two shapes; nullopt when they do not broadcast.
 std::optional<Shape> broadcastShapes(const Shape &a, const Shape &b);

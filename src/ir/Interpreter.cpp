@@ -112,9 +112,8 @@ Results broadcast(const Operands &in, const ValueType &t) {
 Results reduce(OpKind kind, const Attributes &attrs, const Operands &in,
                const ValueType &t) {
   const Shape &s = in[0]->shape;
-  std::vector<bool> reduced(s.size(), attrs.getInts("axes").empty());
-  for (std::int64_t a : attrs.getInts("axes"))
-    reduced[a < 0 ? a + static_cast<std::int64_t>(s.size()) : a] = true;
+  const std::vector<bool> reduced =
+      decodeReduceAttrs(attrs).reducedDims(s.size());
   // The output index of each input element: its coordinates with the
   // reduced ones dropped.
   Shape kept;
@@ -221,20 +220,24 @@ Results gatherGrad(const Operands &in, const ValueType &t) {
 
 } // namespace
 
+// One case per kind and no default: a kind added to OpKinds.def or
+// Elementwise.def without a host implementation fails to compile
+// (-Wswitch).
 std::vector<HostValue> interpretOp(OpKind kind, const Attributes &attrs,
                                    const Operands &in,
                                    const std::vector<ValueType> &types) {
-  switch (opClass(kind)) {
-  case OpClass::Unary:
-  case OpClass::Predicate:
-    return unary(kind, in, types[0]);
-  case OpClass::Binary:
-  case OpClass::Compare:
-    return binary(kind, in, types[0]);
-  case OpClass::Other:
-    break;
-  }
   switch (kind) {
+#define TESSERA_UNARY(E, n, N, k, g) case OpKind::E:
+#define TESSERA_PREDICATE(E, n, N, k) case OpKind::E:
+#include "tessera/ops/Elementwise.def"
+    return unary(kind, in, types[0]);
+#define TESSERA_BINARY(E, n, N, k, ga, gb) case OpKind::E:
+#define TESSERA_COMPARE(E, n, N, k) case OpKind::E:
+#include "tessera/ops/Elementwise.def"
+    return binary(kind, in, types[0]);
+  case OpKind::UNARY_GRAD:
+  case OpKind::BINARY_GRAD:
+    return interpretElementwiseGrad(kind, attrs, in, types);
   case OpKind::MATMUL:
     return matmul(in, types[0]);
   case OpKind::RESHAPE:
@@ -262,9 +265,41 @@ std::vector<HostValue> interpretOp(OpKind kind, const Attributes &attrs,
     return gather(in, types[0]);
   case OpKind::GATHER_GRAD:
     return gatherGrad(in, types[0]);
-  default:
-    return interpretNn(kind, attrs, in, types);
+  case OpKind::CONV2D:
+  case OpKind::CONV2D_BACKPROP_INPUT:
+  case OpKind::CONV2D_BACKPROP_FILTER:
+    return interpretConv(kind, attrs, in, types[0]);
+  case OpKind::MAX_POOL:
+  case OpKind::AVG_POOL:
+  case OpKind::MAX_POOL_GRAD:
+  case OpKind::AVG_POOL_GRAD:
+    return interpretPool(kind, attrs, in, types[0]);
+  case OpKind::SOFTMAX:
+  case OpKind::LOG_SOFTMAX:
+    return interpretSoftmax(kind, in, types[0]);
+  case OpKind::SOFTMAX_GRAD:
+  case OpKind::LOG_SOFTMAX_GRAD:
+    return interpretSoftmaxGrad(kind, in, types[0]);
+  case OpKind::DROPOUT:
+    return interpretDropout(attrs, in, types[0]);
+  case OpKind::BATCH_NORM:
+  case OpKind::LAYER_NORM:
+    return interpretNorm(kind, attrs, in, types);
+  case OpKind::BATCH_NORM_GRAD:
+  case OpKind::LAYER_NORM_GRAD:
+    return interpretNormGrad(kind, in, types);
+  case OpKind::SPARSE_SOFTMAX_CROSS_ENTROPY:
+  case OpKind::SPARSE_SOFTMAX_CROSS_ENTROPY_GRAD:
+  case OpKind::ACCURACY:
+    return interpretLabelled(kind, in, types[0]);
+  case OpKind::CATEGORICAL_CROSS_ENTROPY:
+  case OpKind::MEAN_SQUARED_ERROR:
+    return interpretRowLoss(kind, in, types[0]);
+  case OpKind::ARGMAX:
+    return interpretArgmax(in, types[0]);
   }
+  TESSERA_INTERNAL_ASSERT(false, "op kind out of range: " +
+                                     std::to_string(unsigned(kind)));
 }
 
 // ---- The driver ------------------------------------------------------------

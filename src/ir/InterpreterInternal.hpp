@@ -33,8 +33,28 @@ inline std::pair<std::size_t, std::size_t> rowsOf(const Shape &s) {
   return {n ? numElements(s) / n : 0, n};
 }
 
-/// The convolution, pooling, normalisation, loss and gradient kinds.
-Results interpretNn(OpKind kind, const Attributes &attrs, const Operands &in,
-                    const std::vector<ValueType> &types);
+/// The families of InterpreterNn.cpp; interpretOp (Interpreter.cpp) picks
+/// one per kind. \p t: the (first) result's type.
+Results interpretConv(OpKind kind, const Attributes &attrs, const Operands &in,
+                      const ValueType &t);
+Results interpretPool(OpKind kind, const Attributes &attrs, const Operands &in,
+                      const ValueType &t);
+Results interpretSoftmax(OpKind kind, const Operands &in, const ValueType &t);
+Results interpretSoftmaxGrad(OpKind kind, const Operands &in,
+                             const ValueType &t);
+Results interpretDropout(const Attributes &attrs, const Operands &in,
+                         const ValueType &t);
+Results interpretNorm(OpKind kind, const Attributes &attrs, const Operands &in,
+                      const std::vector<ValueType> &types);
+Results interpretNormGrad(OpKind kind, const Operands &in,
+                          const std::vector<ValueType> &types);
+/// Logits and labels: sparse cross-entropy, its gradient, accuracy.
+Results interpretLabelled(OpKind kind, const Operands &in, const ValueType &t);
+/// categoricalCrossEntropy, meanSquaredError.
+Results interpretRowLoss(OpKind kind, const Operands &in, const ValueType &t);
+Results interpretArgmax(const Operands &in, const ValueType &t);
+Results interpretElementwiseGrad(OpKind kind, const Attributes &attrs,
+                                 const Operands &in,
+                                 const std::vector<ValueType> &types);
 
 } // namespace tessera::ir::detail

@@ -9,13 +9,11 @@
 #include <cmath>
 
 namespace tessera::ir::detail {
-namespace {
-
 namespace ref = ops::reference;
 
-Results conv(OpKind kind, const Attributes &attrs, const Operands &in,
-             const ValueType &t) {
-  const ConvAttrs a = readConvAttrs(attrs);
+Results interpretConv(OpKind kind, const Attributes &attrs, const Operands &in,
+                      const ValueType &t) {
+  const Conv2dOptions a = decodeConv2dOptions(attrs);
   HostValue r = zeros(t);
   if (kind == OpKind::CONV2D) {
     const auto p = convParams(a, in[0]->shape, in[1]->shape, t.dtype);
@@ -24,15 +22,18 @@ Results conv(OpKind kind, const Attributes &attrs, const Operands &in,
     const auto p = convParams(a, t.shape, in[1]->shape, t.dtype);
     r.values = ref::convolutionInputGradient(p, in[0]->values, in[1]->values);
   } else {
+    TESSERA_INTERNAL_ASSERT(kind == OpKind::CONV2D_BACKPROP_FILTER,
+                            std::string(opKindName(kind)) +
+                                " is not a convolution");
     const auto p = convParams(a, in[1]->shape, t.shape, t.dtype);
     r.values = ref::convolutionWeightGradient(p, in[0]->values, in[1]->values);
   }
   return {r};
 }
 
-Results pool(OpKind kind, const Attributes &attrs, const Operands &in,
-             const ValueType &t) {
-  const PoolAttrs a = readPoolAttrs(attrs);
+Results interpretPool(OpKind kind, const Attributes &attrs, const Operands &in,
+                      const ValueType &t) {
+  const PoolOptions a = decodePoolOptions(attrs);
   const bool max = kind == OpKind::MAX_POOL || kind == OpKind::MAX_POOL_GRAD;
   const auto type = max ? ops::PoolingType::MAX : ops::PoolingType::AVG;
   HostValue r = zeros(t);
@@ -46,17 +47,20 @@ Results pool(OpKind kind, const Attributes &attrs, const Operands &in,
     r.values = ref::poolInputGradient(poolParams(a, type, t.shape, t.dtype),
                                       in[0]->values, in[2]->values);
     break;
-  default:
+  case OpKind::AVG_POOL_GRAD:
     r.values = ref::poolInputGradient(poolParams(a, type, t.shape, t.dtype), {},
                                       in[0]->values);
     break;
+  default:
+    TESSERA_INTERNAL_ASSERT(false, std::string(opKindName(kind)) +
+                                       " is not a pooling");
   }
   return {r};
 }
 
 // Softmax and log-softmax of each row, shifted by the row's maximum so that
 // no exponential overflows.
-Results softmax(OpKind kind, const Operands &in, const ValueType &t) {
+Results interpretSoftmax(OpKind kind, const Operands &in, const ValueType &t) {
   const auto [rows, n] = rowsOf(t.shape);
   HostValue r = zeros(t);
   const std::vector<double> &x = in[0]->values;
@@ -74,7 +78,8 @@ Results softmax(OpKind kind, const Operands &in, const ValueType &t) {
   return {r};
 }
 
-Results softmaxGrad(OpKind kind, const Operands &in, const ValueType &t) {
+Results interpretSoftmaxGrad(OpKind kind, const Operands &in,
+                             const ValueType &t) {
   const auto [rows, n] = rowsOf(t.shape);
   HostValue r = zeros(t);
   for (std::size_t row = 0; row < rows; ++row) {
@@ -91,25 +96,27 @@ Results softmaxGrad(OpKind kind, const Operands &in, const ValueType &t) {
   return {r};
 }
 
-Results dropout(const Attributes &attrs, const Operands &in,
-                const ValueType &t) {
+Results interpretDropout(const Attributes &attrs, const Operands &in,
+                         const ValueType &t) {
+  const DropoutAttrs a = decodeDropoutAttrs(attrs);
   std::array<std::uint32_t, 2> seed{};
   if (in.size() == 2) {
     seed = {static_cast<std::uint32_t>(in[1]->values[0]),
             static_cast<std::uint32_t>(in[1]->values[1])};
   } else {
-    const auto s = static_cast<std::uint64_t>(attrs.getInt("seed"));
-    seed = {static_cast<std::uint32_t>(s), static_cast<std::uint32_t>(s >> 32)};
+    seed = {static_cast<std::uint32_t>(a.seed),
+            static_cast<std::uint32_t>(a.seed >> 32)};
   }
-  const double keep = 1 - attrs.getFloat("rate");
-  const std::vector<double> mask = ref::randomBernoulli(
-      seed, static_cast<std::uint32_t>(attrs.getInt("seedModifier")),
-      t.numElements(), keep);
+  const double keep = 1 - a.rate;
+  const std::vector<double> mask =
+      ref::randomBernoulli(seed, a.seedModifier, t.numElements(), keep);
   HostValue r = zeros(t);
   for (std::size_t i = 0; i < mask.size(); ++i)
     r.values[i] = in[0]->values[i] * mask[i] / keep;
   return {r};
 }
+
+namespace {
 
 // Batch norm groups by channel (groups 0 for the reference), layer norm by
 // row of [rows, D] (one group per sample).
@@ -126,8 +133,10 @@ NormLayout normLayout(OpKind kind, const Shape &x) {
   return {{rows, d}, 1, d, rows};
 }
 
-Results norm(OpKind kind, const Attributes &attrs, const Operands &in,
-             const std::vector<ValueType> &types) {
+} // namespace
+
+Results interpretNorm(OpKind kind, const Attributes &attrs, const Operands &in,
+                      const std::vector<ValueType> &types) {
   const NormLayout l = normLayout(kind, in[0]->shape);
   const ref::NormStatistics st = ref::normStatistics(
       in[0]->values, l.shape, l.groups, attrs.getFloat("eps"), false);
@@ -143,8 +152,8 @@ Results norm(OpKind kind, const Attributes &attrs, const Operands &in,
 // dx = gamma * invStd / M * (M * dy - sum(dy) - xhat * sum(dy * xhat)) over
 // each statistic's M elements; dgamma = sum(dy * xhat), dbeta = sum(dy) per
 // channel.
-Results normGrad(OpKind kind, const Operands &in,
-                 const std::vector<ValueType> &types) {
+Results interpretNormGrad(OpKind kind, const Operands &in,
+                          const std::vector<ValueType> &types) {
   const NormLayout l = normLayout(kind, in[0]->shape);
   const std::vector<double> &x = in[0]->values, &dy = in[1]->values,
                             &mean = in[2]->values, &inv = in[3]->values,
@@ -183,7 +192,7 @@ Results normGrad(OpKind kind, const Operands &in,
 
 // Rows of logits with a label each: the sparse cross-entropy, its gradient
 // and accuracy. A label outside [0, n) masks its row.
-Results labelled(OpKind kind, const Operands &in, const ValueType &t) {
+Results interpretLabelled(OpKind kind, const Operands &in, const ValueType &t) {
   const auto [rows, n] = rowsOf(in[0]->shape);
   const std::vector<double> &x = in[0]->values, &labels = in[1]->values;
   HostValue r = zeros(t);
@@ -217,7 +226,7 @@ Results labelled(OpKind kind, const Operands &in, const ValueType &t) {
   return {r};
 }
 
-Results rowLoss(OpKind kind, const Operands &in, const ValueType &t) {
+Results interpretRowLoss(OpKind kind, const Operands &in, const ValueType &t) {
   const auto [rows, n] = rowsOf(in[0]->shape);
   HostValue r = zeros(t);
   for (std::size_t row = 0; row < rows; ++row)
@@ -231,7 +240,7 @@ Results rowLoss(OpKind kind, const Operands &in, const ValueType &t) {
   return {r};
 }
 
-Results argmax(const Operands &in, const ValueType &t) {
+Results interpretArgmax(const Operands &in, const ValueType &t) {
   const auto [rows, n] = rowsOf(in[0]->shape);
   HostValue r = zeros(t);
   for (std::size_t row = 0; row < rows; ++row) {
@@ -241,8 +250,9 @@ Results argmax(const Operands &in, const ValueType &t) {
   return {r};
 }
 
-Results elementwiseGrad(OpKind kind, const Attributes &attrs,
-                        const Operands &in, const std::vector<ValueType> &t) {
+Results interpretElementwiseGrad(OpKind kind, const Attributes &attrs,
+                                 const Operands &in,
+                                 const std::vector<ValueType> &t) {
   const OpKind op = *opKindFromName(attrs.getString("op"));
   const std::size_t y = in.size() - 2, dy = in.size() - 1;
   std::vector<std::vector<std::size_t>> idx;
@@ -268,52 +278,6 @@ Results elementwiseGrad(OpKind kind, const Attributes &attrs,
     r.push_back(std::move(g));
   }
   return r;
-}
-
-} // namespace
-
-Results interpretNn(OpKind kind, const Attributes &attrs, const Operands &in,
-                    const std::vector<ValueType> &types) {
-  switch (kind) {
-  case OpKind::CONV2D:
-  case OpKind::CONV2D_BACKPROP_INPUT:
-  case OpKind::CONV2D_BACKPROP_FILTER:
-    return conv(kind, attrs, in, types[0]);
-  case OpKind::MAX_POOL:
-  case OpKind::AVG_POOL:
-  case OpKind::MAX_POOL_GRAD:
-  case OpKind::AVG_POOL_GRAD:
-    return pool(kind, attrs, in, types[0]);
-  case OpKind::SOFTMAX:
-  case OpKind::LOG_SOFTMAX:
-    return softmax(kind, in, types[0]);
-  case OpKind::SOFTMAX_GRAD:
-  case OpKind::LOG_SOFTMAX_GRAD:
-    return softmaxGrad(kind, in, types[0]);
-  case OpKind::DROPOUT:
-    return dropout(attrs, in, types[0]);
-  case OpKind::BATCH_NORM:
-  case OpKind::LAYER_NORM:
-    return norm(kind, attrs, in, types);
-  case OpKind::BATCH_NORM_GRAD:
-  case OpKind::LAYER_NORM_GRAD:
-    return normGrad(kind, in, types);
-  case OpKind::SPARSE_SOFTMAX_CROSS_ENTROPY:
-  case OpKind::SPARSE_SOFTMAX_CROSS_ENTROPY_GRAD:
-  case OpKind::ACCURACY:
-    return labelled(kind, in, types[0]);
-  case OpKind::CATEGORICAL_CROSS_ENTROPY:
-  case OpKind::MEAN_SQUARED_ERROR:
-    return rowLoss(kind, in, types[0]);
-  case OpKind::ARGMAX:
-    return argmax(in, types[0]);
-  case OpKind::UNARY_GRAD:
-  case OpKind::BINARY_GRAD:
-    return elementwiseGrad(kind, attrs, in, types);
-  default:
-    TESSERA_INTERNAL_ASSERT(false, "op kind the interpreter does not know: " +
-                                       std::string(opKindName(kind)));
-  }
 }
 
 } // namespace tessera::ir::detail

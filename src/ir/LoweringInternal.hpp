@@ -24,6 +24,8 @@ struct LowerContext {
   const LoweringOptions &options;
 };
 
+using Results = std::vector<Tensor>;
+
 /// \p base with the op's "partialsType" attribute (kPartialsType) as the
 /// ops library's option, when the op has one.
 inline OptionFlags withPartials(const OptionFlags &base, const Op &op) {
@@ -35,7 +37,23 @@ inline OptionFlags withPartials(const OptionFlags &base, const Op &op) {
 }
 
 /// The result tensors of one operation.
-std::vector<Tensor> lowerOp(LowerContext &c);
+Results lowerOp(LowerContext &c);
+
+/// The families of LoweringNn.cpp; lowerOp (LoweringOps.cpp) picks one per
+/// kind.
+Results convOp(LowerContext &c);
+Results poolOp(LowerContext &c);
+/// softmax, logSoftmax and their gradients.
+Results softmaxOp(LowerContext &c);
+Results dropoutOp(LowerContext &c);
+Results normOp(LowerContext &c);
+Results normGradOp(LowerContext &c);
+/// sparseSoftmaxCrossEntropy and its gradient.
+Results sparseCrossEntropyOp(LowerContext &c);
+/// categoricalCrossEntropy, meanSquaredError.
+Results rowLossOp(LowerContext &c);
+Results argmaxOp(LowerContext &c);
+Results accuracyOp(LowerContext &c);
 
 /// A new tensor for operand \p operand of \p op (of type \p t) laid out as
 /// the op's ops-library call prefers, or an invalid tensor when it has no

@@ -13,13 +13,10 @@
 #include "tessera/ops/Reduce.hpp"
 
 namespace tessera::ir::detail {
-namespace {
-
 using namespace ops;
-using Results = std::vector<Tensor>;
 
 Results convOp(LowerContext &c) {
-  const ConvAttrs a = readConvAttrs(c.op.attrs);
+  const Conv2dOptions a = decodeConv2dOptions(c.op.attrs);
   const OptionFlags o = withPartials(c.options.convOptions, c.op);
   switch (c.op.kind) {
   case OpKind::CONV2D: {
@@ -38,7 +35,7 @@ Results convOp(LowerContext &c) {
                                      c.in[1].reshape(opsWeightsShape(a, w)), p,
                                      c.prog, c.dc, o)};
   }
-  default: {
+  case OpKind::CONV2D_BACKPROP_FILTER: {
     const Shape &w = c.outTypes[0].shape;
     const ConvParams p =
         convParams(a, c.inTypes[1].shape, w, c.inTypes[0].dtype);
@@ -46,11 +43,14 @@ Results convOp(LowerContext &c) {
         convolutionWeightGradient(c.graph, c.in[0], c.in[1], p, c.prog, c.dc, o)
             .reshape(w)};
   }
+  default:
+    TESSERA_INTERNAL_ASSERT(false, std::string(opKindName(c.op.kind)) +
+                                       " is not a convolution");
   }
 }
 
 Results poolOp(LowerContext &c) {
-  const PoolAttrs a = readPoolAttrs(c.op.attrs);
+  const PoolOptions a = decodePoolOptions(c.op.attrs);
   const Type t = c.outTypes[0].dtype;
   switch (c.op.kind) {
   case OpKind::MAX_POOL:
@@ -64,10 +64,13 @@ Results poolOp(LowerContext &c) {
     return {poolInputGradient(
         c.graph, poolParams(a, PoolingType::MAX, c.inTypes[0].shape, t),
         c.in[0], c.in[1], c.in[2], c.prog, c.dc)};
-  default:
+  case OpKind::AVG_POOL_GRAD:
     return {poolInputGradient(
         c.graph, poolParams(a, PoolingType::AVG, c.outTypes[0].shape, t),
         Tensor(), Tensor(), c.in[0], c.prog, c.dc)};
+  default:
+    TESSERA_INTERNAL_ASSERT(false, std::string(opKindName(c.op.kind)) +
+                                       " is not a pooling");
   }
 }
 
@@ -83,17 +86,15 @@ Results softmaxOp(LowerContext &c) {
 }
 
 Results dropoutOp(LowerContext &c) {
-  const double keep = 1 - c.op.attrs.getFloat("rate");
-  const auto modifier =
-      static_cast<std::uint32_t>(c.op.attrs.getInt("seedModifier"));
+  const DropoutAttrs a = decodeDropoutAttrs(c.op.attrs);
+  const double keep = 1 - a.rate;
   OptionFlags options;
   const Tensor *seed = nullptr;
   if (c.in.size() == 2)
     seed = &c.in[1];
   else
-    options.set("seed", std::to_string(static_cast<std::uint64_t>(
-                            c.op.attrs.getInt("seed"))));
-  return {ops::dropout(c.graph, seed, modifier, c.in[0], c.in[0], keep,
+    options.set("seed", std::to_string(a.seed));
+  return {ops::dropout(c.graph, seed, a.seedModifier, c.in[0], c.in[0], keep,
                        1 / keep, c.prog, c.dc, options)};
 }
 
@@ -135,6 +136,8 @@ Results normGradOp(LowerContext &c) {
   return {dx.reshape(x), dgamma, dbeta};
 }
 
+namespace {
+
 // 0, 1, ..., n-1 as a [1, n] constant of the labels' type, to compare each
 // row's label with.
 Tensor classIndices(Graph &graph, Type type, std::size_t n,
@@ -145,6 +148,8 @@ Tensor classIndices(Graph &graph, Type type, std::size_t n,
   return addConstantTensor(graph, {type, {1, n}}, v,
                            DebugContext(dc, "classes"));
 }
+
+} // namespace
 
 Results sparseCrossEntropyOp(LowerContext &c) {
   using namespace ops::expr;
@@ -205,48 +210,6 @@ Results accuracyOp(LowerContext &c) {
   const double rows = static_cast<double>(c.in[0].dim(0));
   return {map(c.graph, Cast(_1, FLOAT) / Const(rows, FLOAT), {correct}, c.prog,
               c.dc)};
-}
-
-} // namespace
-
-std::vector<Tensor> lowerNn(LowerContext &c) {
-  switch (c.op.kind) {
-  case OpKind::CONV2D:
-  case OpKind::CONV2D_BACKPROP_INPUT:
-  case OpKind::CONV2D_BACKPROP_FILTER:
-    return convOp(c);
-  case OpKind::MAX_POOL:
-  case OpKind::AVG_POOL:
-  case OpKind::MAX_POOL_GRAD:
-  case OpKind::AVG_POOL_GRAD:
-    return poolOp(c);
-  case OpKind::SOFTMAX:
-  case OpKind::LOG_SOFTMAX:
-  case OpKind::SOFTMAX_GRAD:
-  case OpKind::LOG_SOFTMAX_GRAD:
-    return softmaxOp(c);
-  case OpKind::DROPOUT:
-    return dropoutOp(c);
-  case OpKind::BATCH_NORM:
-  case OpKind::LAYER_NORM:
-    return normOp(c);
-  case OpKind::BATCH_NORM_GRAD:
-  case OpKind::LAYER_NORM_GRAD:
-    return normGradOp(c);
-  case OpKind::SPARSE_SOFTMAX_CROSS_ENTROPY:
-  case OpKind::SPARSE_SOFTMAX_CROSS_ENTROPY_GRAD:
-    return sparseCrossEntropyOp(c);
-  case OpKind::CATEGORICAL_CROSS_ENTROPY:
-  case OpKind::MEAN_SQUARED_ERROR:
-    return rowLossOp(c);
-  case OpKind::ARGMAX:
-    return argmaxOp(c);
-  case OpKind::ACCURACY:
-    return accuracyOp(c);
-  default:
-    TESSERA_INTERNAL_ASSERT(false, "op kind without a lowering: " +
-                                       std::string(opKindName(c.op.kind)));
-  }
 }
 
 } // namespace tessera::ir::detail

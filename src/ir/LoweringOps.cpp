@@ -48,7 +48,6 @@ namespace {
 
 using namespace ops;
 using program::Sequence;
-using Results = std::vector<Tensor>;
 
 std::vector<std::size_t> sizes(const std::vector<std::int64_t> &v) {
   return std::vector<std::size_t>(v.begin(), v.end());
@@ -98,12 +97,11 @@ Tensor broadcastTo(const Tensor &t, const Shape &shape) {
 
 Results reduceOp(LowerContext &c) {
   const Tensor &x = c.in[0];
+  const std::vector<bool> reduced =
+      decodeReduceAttrs(c.op.attrs).reducedDims(x.rank());
   std::vector<std::size_t> dims;
-  for (std::int64_t a : c.op.attrs.getInts("axes"))
-    dims.push_back(static_cast<std::size_t>(
-        a < 0 ? a + static_cast<std::int64_t>(x.rank()) : a));
-  if (dims.empty())
-    for (unsigned d = 0; d < x.rank(); ++d)
+  for (std::size_t d = 0; d < reduced.size(); ++d)
+    if (reduced[d])
       dims.push_back(d);
   std::size_t count = 1;
   for (std::size_t d : dims)
@@ -166,12 +164,11 @@ Results matmulOp(LowerContext &c) {
   return {matMulGrouped(c.graph, c.in[0], c.in[1], c.prog, c.dc, o)};
 }
 
+// The kinds that move or view data.
 Results shapeOp(LowerContext &c) {
   const Attributes &a = c.op.attrs;
   const Shape &out = c.outTypes[0].shape;
   switch (c.op.kind) {
-  case OpKind::MATMUL:
-    return matmulOp(c);
   case OpKind::RESHAPE:
     return {c.in[0].reshape(out)};
   case OpKind::TRANSPOSE: {
@@ -182,10 +179,6 @@ Results shapeOp(LowerContext &c) {
   }
   case OpKind::BROADCAST:
     return {broadcastTo(c.in[0], out)};
-  case OpKind::REDUCE_SUM:
-  case OpKind::REDUCE_MEAN:
-  case OpKind::REDUCE_MAX:
-    return reduceOp(c);
   case OpKind::CONCAT: {
     const auto rank = static_cast<std::int64_t>(out.size());
     return {tessera::concat(
@@ -197,58 +190,91 @@ Results shapeOp(LowerContext &c) {
     return padOp(c);
   case OpKind::CAST:
     return {ops::cast(c.graph, c.in[0], c.outTypes[0].dtype, c.prog, c.dc)};
-  case OpKind::CROSS_REPLICA_SUM:
-  case OpKind::CROSS_REPLICA_MEAN:
-    return {ops::allReduce(c.graph, c.in[0],
-                           c.op.kind == OpKind::CROSS_REPLICA_MEAN
-                               ? ops::CollectiveOperator::MEAN
-                               : ops::CollectiveOperator::ADD,
-                           c.prog, c.dc)};
-  case OpKind::GATHER:
-    return gatherOp(c);
   default:
-    return gatherGradOp(c);
+    TESSERA_INTERNAL_ASSERT(false, std::string(opKindName(c.op.kind)) +
+                                       " does not move data");
   }
+}
+
+Results crossReplicaOp(LowerContext &c) {
+  return {ops::allReduce(c.graph, c.in[0],
+                         c.op.kind == OpKind::CROSS_REPLICA_MEAN
+                             ? ops::CollectiveOperator::MEAN
+                             : ops::CollectiveOperator::ADD,
+                         c.prog, c.dc)};
 }
 
 } // namespace
 
-// Declared here, defined in LoweringNn.cpp.
-std::vector<Tensor> lowerNn(LowerContext &c);
-
+// One case per kind and no default: a kind added to OpKinds.def or
+// Elementwise.def without a lowering fails to compile (-Wswitch).
 std::vector<Tensor> lowerOp(LowerContext &c) {
-  switch (opClass(c.op.kind)) {
-  case OpClass::Unary:
-  case OpClass::Predicate:
-  case OpClass::Binary:
-  case OpClass::Compare:
-    return elementwise(c);
-  case OpClass::Other:
-    break;
-  }
   switch (c.op.kind) {
+#define TESSERA_UNARY(E, n, N, k, g) case OpKind::E:
+#define TESSERA_PREDICATE(E, n, N, k) case OpKind::E:
+#define TESSERA_BINARY(E, n, N, k, ga, gb) case OpKind::E:
+#define TESSERA_COMPARE(E, n, N, k) case OpKind::E:
+#include "tessera/ops/Elementwise.def"
+    return elementwise(c);
   case OpKind::UNARY_GRAD:
   case OpKind::BINARY_GRAD:
     return elementwiseGrad(c);
   case OpKind::MATMUL:
+    return matmulOp(c);
   case OpKind::RESHAPE:
   case OpKind::TRANSPOSE:
   case OpKind::BROADCAST:
-  case OpKind::REDUCE_SUM:
-  case OpKind::REDUCE_MEAN:
-  case OpKind::REDUCE_MAX:
   case OpKind::CONCAT:
   case OpKind::SLICE:
   case OpKind::PAD:
   case OpKind::CAST:
+    return shapeOp(c);
+  case OpKind::REDUCE_SUM:
+  case OpKind::REDUCE_MEAN:
+  case OpKind::REDUCE_MAX:
+    return reduceOp(c);
   case OpKind::GATHER:
+    return gatherOp(c);
   case OpKind::GATHER_GRAD:
+    return gatherGradOp(c);
   case OpKind::CROSS_REPLICA_SUM:
   case OpKind::CROSS_REPLICA_MEAN:
-    return shapeOp(c);
-  default:
-    return lowerNn(c);
+    return crossReplicaOp(c);
+  case OpKind::CONV2D:
+  case OpKind::CONV2D_BACKPROP_INPUT:
+  case OpKind::CONV2D_BACKPROP_FILTER:
+    return convOp(c);
+  case OpKind::MAX_POOL:
+  case OpKind::AVG_POOL:
+  case OpKind::MAX_POOL_GRAD:
+  case OpKind::AVG_POOL_GRAD:
+    return poolOp(c);
+  case OpKind::SOFTMAX:
+  case OpKind::LOG_SOFTMAX:
+  case OpKind::SOFTMAX_GRAD:
+  case OpKind::LOG_SOFTMAX_GRAD:
+    return softmaxOp(c);
+  case OpKind::DROPOUT:
+    return dropoutOp(c);
+  case OpKind::BATCH_NORM:
+  case OpKind::LAYER_NORM:
+    return normOp(c);
+  case OpKind::BATCH_NORM_GRAD:
+  case OpKind::LAYER_NORM_GRAD:
+    return normGradOp(c);
+  case OpKind::SPARSE_SOFTMAX_CROSS_ENTROPY:
+  case OpKind::SPARSE_SOFTMAX_CROSS_ENTROPY_GRAD:
+    return sparseCrossEntropyOp(c);
+  case OpKind::CATEGORICAL_CROSS_ENTROPY:
+  case OpKind::MEAN_SQUARED_ERROR:
+    return rowLossOp(c);
+  case OpKind::ARGMAX:
+    return argmaxOp(c);
+  case OpKind::ACCURACY:
+    return accuracyOp(c);
   }
+  TESSERA_INTERNAL_ASSERT(false, "op kind out of range: " +
+                                     std::to_string(unsigned(c.op.kind)));
 }
 
 Tensor preferredLayout(Graph &graph, const Op &op, unsigned operand,
@@ -268,7 +294,7 @@ Tensor preferredLayout(Graph &graph, const Op &op, unsigned operand,
                                                       a, b, dc, o);
   }
   case OpKind::CONV2D: {
-    const ConvAttrs a = readConvAttrs(op.attrs);
+    const Conv2dOptions a = decodeConv2dOptions(op.attrs);
     const ConvParams p =
         convParams(a, types[0].shape, types[1].shape, types[0].dtype);
     const OptionFlags o = withPartials(options.convOptions, op);
@@ -280,7 +306,7 @@ Tensor preferredLayout(Graph &graph, const Op &op, unsigned operand,
     if (operand == 0)
       return createSliceableTensor(graph, t.dtype, t.shape, {0}, {1}, 1, dc);
     return Tensor();
-  default:
+  default: // the other kinds take the layout their operands come with
     return Tensor();
   }
 }

@@ -8,41 +8,8 @@ namespace {
 
 using Types = std::vector<ValueType>;
 
-ConvAttrs convAttrs(const InferContext &c) {
-  ConvAttrs a;
-  const Shape s = c.getSizes("strides", 2, 1),
-              pl = c.getSizes("padLower", 2, 0),
-              pu = c.getSizes("padUpper", 2, 0),
-              d = c.getSizes("dilations", 2, 1);
-  for (unsigned i = 0; i < 2; ++i) {
-    a.strides[i] = static_cast<unsigned>(s[i]);
-    a.padLower[i] = static_cast<unsigned>(pl[i]);
-    a.padUpper[i] = static_cast<unsigned>(pu[i]);
-    a.dilations[i] = static_cast<unsigned>(d[i]);
-  }
-  const std::int64_t g = c.getInt("groups");
-  if (g < 1)
-    c.attrError("groups must be at least 1, not " + std::to_string(g));
-  a.groups = static_cast<unsigned>(g);
-  return a;
-}
-
-PoolAttrs poolAttrs(const InferContext &c) {
-  PoolAttrs a;
-  const Shape k = c.getSizes("kernel", 2, 1), s = c.getSizes("strides", 2, 1),
-              pl = c.getSizes("padLower", 2, 0),
-              pu = c.getSizes("padUpper", 2, 0);
-  for (unsigned i = 0; i < 2; ++i) {
-    a.kernel[i] = static_cast<unsigned>(k[i]);
-    a.strides[i] = static_cast<unsigned>(s[i]);
-    a.padLower[i] = static_cast<unsigned>(pl[i]);
-    a.padUpper[i] = static_cast<unsigned>(pu[i]);
-  }
-  return a;
-}
-
 // The output shape of conv2d of an input of shape x with weights of shape w.
-Shape convOutput(const InferContext &c, const ConvAttrs &a, const Shape &x,
+Shape convOutput(const InferContext &c, const Conv2dOptions &a, const Shape &x,
                  const Shape &w, const std::string &xName,
                  const std::string &wName) {
   if (x.size() != 4 || w.size() != 4)
@@ -72,7 +39,7 @@ Shape convOutput(const InferContext &c, const ConvAttrs &a, const Shape &x,
   return out;
 }
 
-Shape poolOutput(const InferContext &c, const PoolAttrs &a, const Shape &x,
+Shape poolOutput(const InferContext &c, const PoolOptions &a, const Shape &x,
                  const std::string &xName) {
   if (x.size() != 4)
     c.shapeError(xName + " must be [N, C, H, W]");
@@ -89,10 +56,12 @@ Shape poolOutput(const InferContext &c, const PoolAttrs &a, const Shape &x,
   return out;
 }
 
+} // namespace
+
 Types inferConv(const InferContext &c) {
   c.requireFloat(0);
   c.requireSameType(0, 1);
-  const ConvAttrs a = convAttrs(c);
+  const Conv2dOptions a = c.decode(decodeConv2dOptions);
   switch (c.kind) {
   case OpKind::CONV2D:
     return {{c.dtype(0), convOutput(c, a, c.shape(0), c.shape(1), c.describe(0),
@@ -106,7 +75,7 @@ Types inferConv(const InferContext &c) {
                    shapeToString(out));
     return {{c.dtype(0), x}};
   }
-  default: {
+  case OpKind::CONV2D_BACKPROP_FILTER: {
     const Shape k = c.getSizes("kernel", 2, 1);
     if (c.in[0].rank() != 4 || c.in[1].rank() != 4)
       c.shapeError(c.describe(0) + " and " + c.describe(1) +
@@ -119,12 +88,14 @@ Types inferConv(const InferContext &c) {
                    shapeToString(out));
     return {{c.dtype(0), w}};
   }
+  default:
+    TESSERA_INTERNAL_ASSERT(false, c.op() + " is not a convolution");
   }
 }
 
 Types inferPool(const InferContext &c) {
   c.requireFloat(0);
-  const PoolAttrs a = poolAttrs(c);
+  const PoolOptions a = c.decode(decodePoolOptions);
   if (c.kind == OpKind::MAX_POOL || c.kind == OpKind::AVG_POOL)
     return {{c.dtype(0), poolOutput(c, a, c.shape(0), c.describe(0))}};
   if (c.kind == OpKind::AVG_POOL_GRAD) {
@@ -134,6 +105,8 @@ Types inferPool(const InferContext &c) {
                    shapeToString(poolOutput(c, a, x, "")));
     return {{c.dtype(0), x}};
   }
+  TESSERA_INTERNAL_ASSERT(c.kind == OpKind::MAX_POOL_GRAD,
+                          c.op() + " is not a pooling");
   // maxPoolGrad(x, y, dy)
   const Shape y = poolOutput(c, a, c.shape(0), c.describe(0));
   for (std::size_t i = 1; i < 3; ++i) {
@@ -158,13 +131,7 @@ Types inferSoftmax(const InferContext &c) {
 
 Types inferDropout(const InferContext &c) {
   c.requireFloat(0);
-  const double rate = c.getFloat("rate");
-  if (!(rate >= 0 && rate < 1))
-    c.attrError("rate " + std::to_string(rate) + " must be in [0, 1)");
-  (void)c.getInt("seed");
-  const std::int64_t m = c.getInt("seedModifier");
-  if (m < 0 || m > 0xffffffffll)
-    c.attrError("seedModifier must be a 32-bit unsigned integer");
+  c.decode(decodeDropoutAttrs);
   if (c.in.size() == 2 &&
       (c.dtype(1) != UNSIGNED_INT || c.in[1].numElements() != 2))
     c.typeError(c.describe(1) + " must be a seed: uint with 2 elements");
@@ -202,6 +169,8 @@ Types inferNorm(const InferContext &c) {
   return {c.in[0], {c.dtype(0), stats}, {c.dtype(0), stats}};
 }
 
+namespace {
+
 // Logits [b, n] with labels [b]: the sparse cross-entropy, its gradient and
 // accuracy.
 void checkLogitsAndLabels(const InferContext &c) {
@@ -214,6 +183,8 @@ void checkLogitsAndLabels(const InferContext &c) {
                  "]");
 }
 
+} // namespace
+
 Types inferLabelled(const InferContext &c) {
   checkLogitsAndLabels(c);
   switch (c.kind) {
@@ -221,12 +192,14 @@ Types inferLabelled(const InferContext &c) {
     return {{c.dtype(0), {c.shape(0)[0]}}};
   case OpKind::ACCURACY:
     return {{FLOAT, {}}};
-  default:
+  case OpKind::SPARSE_SOFTMAX_CROSS_ENTROPY_GRAD:
     c.requireSameType(0, 2);
     if (c.shape(2) != Shape{c.shape(0)[0]})
       c.shapeError(c.describe(2) + " must hold one loss gradient per row: [" +
                    std::to_string(c.shape(0)[0]) + "]");
     return {c.in[0]};
+  default:
+    TESSERA_INTERNAL_ASSERT(false, c.op() + " takes no logits and labels");
   }
 }
 
@@ -272,49 +245,6 @@ Types inferElementwiseGrad(const InferContext &c) {
   if (unary)
     return {c.in[dy]};
   return {c.in[dy], c.in[dy]};
-}
-
-} // namespace
-
-std::vector<ValueType> inferNn(const InferContext &c) {
-  switch (c.kind) {
-  case OpKind::CONV2D:
-  case OpKind::CONV2D_BACKPROP_INPUT:
-  case OpKind::CONV2D_BACKPROP_FILTER:
-    return inferConv(c);
-  case OpKind::MAX_POOL:
-  case OpKind::AVG_POOL:
-  case OpKind::MAX_POOL_GRAD:
-  case OpKind::AVG_POOL_GRAD:
-    return inferPool(c);
-  case OpKind::SOFTMAX:
-  case OpKind::LOG_SOFTMAX:
-  case OpKind::SOFTMAX_GRAD:
-  case OpKind::LOG_SOFTMAX_GRAD:
-    return inferSoftmax(c);
-  case OpKind::DROPOUT:
-    return inferDropout(c);
-  case OpKind::BATCH_NORM:
-  case OpKind::LAYER_NORM:
-  case OpKind::BATCH_NORM_GRAD:
-  case OpKind::LAYER_NORM_GRAD:
-    return inferNorm(c);
-  case OpKind::SPARSE_SOFTMAX_CROSS_ENTROPY:
-  case OpKind::SPARSE_SOFTMAX_CROSS_ENTROPY_GRAD:
-  case OpKind::ACCURACY:
-    return inferLabelled(c);
-  case OpKind::CATEGORICAL_CROSS_ENTROPY:
-  case OpKind::MEAN_SQUARED_ERROR:
-    return inferRowLoss(c);
-  case OpKind::ARGMAX:
-    return inferArgmax(c);
-  case OpKind::UNARY_GRAD:
-  case OpKind::BINARY_GRAD:
-    return inferElementwiseGrad(c);
-  default:
-    TESSERA_INTERNAL_ASSERT(false, "op kind without shape inference: " +
-                                       std::string(opKindName(c.kind)));
-  }
 }
 
 } // namespace tessera::ir::detail

@@ -2,6 +2,8 @@
 // what an operation accepts, used when building, parsing and verifying.
 #include "InferContext.hpp"
 
+#include "tessera/ir/OpAttrs.hpp"
+
 #include <algorithm>
 #include <numeric>
 
@@ -207,17 +209,16 @@ Types inferReduce(const InferContext &c) {
     c.requireFloat(0);
   else if (!mapType(c.dtype(0)) || c.dtype(0) == BOOL)
     c.typeError(c.describe(0) + " must be float, half, int or uint");
-  std::vector<bool> reduced(r, false);
-  const std::vector<std::int64_t> axes = c.getInts("axes");
-  for (std::int64_t a : axes) {
+  const ReduceAttrs attrs = c.decode(decodeReduceAttrs);
+  std::vector<bool> listed(r, false);
+  for (std::int64_t a : attrs.axes) {
     const std::size_t ax = c.axis(a, r);
-    if (reduced[ax])
+    if (listed[ax])
       c.attrError("axis " + std::to_string(a) + " is listed twice");
-    reduced[ax] = true;
+    listed[ax] = true;
   }
-  if (axes.empty())
-    reduced.assign(r, true);
-  const bool keep = c.getInt("keepDims") != 0;
+  const std::vector<bool> reduced = attrs.reducedDims(r);
+  const bool keep = attrs.keepDims;
   Shape out;
   for (std::size_t i = 0; i < r; ++i)
     if (!reduced[i])
@@ -320,30 +321,26 @@ Types inferGatherGrad(const InferContext &c) {
 
 } // namespace
 
-// Declared in NnInference.cpp: the convolution, pooling, normalisation,
-// loss and gradient kinds.
-namespace detail {
-std::vector<ValueType> inferNn(const InferContext &c);
-}
-
+// One case per kind and no default: a kind added to OpKinds.def or
+// Elementwise.def without shape inference fails to compile (-Wswitch).
 std::vector<ValueType> inferResultTypes(OpKind kind,
                                         const std::vector<ValueType> &operands,
                                         const Attributes &attrs,
                                         const std::vector<std::string> &names) {
+  using namespace detail;
   const InferContext c{kind, operands, attrs, names};
-  switch (opClass(kind)) {
-  case OpClass::Unary:
-    return inferUnary(c, false);
-  case OpClass::Predicate:
-    return inferUnary(c, true);
-  case OpClass::Binary:
-    return inferBinary(c, false);
-  case OpClass::Compare:
-    return inferBinary(c, true);
-  case OpClass::Other:
-    break;
-  }
   switch (kind) {
+#define TESSERA_UNARY(E, n, N, k, g) case OpKind::E:
+#define TESSERA_PREDICATE(E, n, N, k) case OpKind::E:
+#include "tessera/ops/Elementwise.def"
+    return inferUnary(c, opClass(kind) == OpClass::Predicate);
+#define TESSERA_BINARY(E, n, N, k, ga, gb) case OpKind::E:
+#define TESSERA_COMPARE(E, n, N, k) case OpKind::E:
+#include "tessera/ops/Elementwise.def"
+    return inferBinary(c, opClass(kind) == OpClass::Compare);
+  case OpKind::UNARY_GRAD:
+  case OpKind::BINARY_GRAD:
+    return inferElementwiseGrad(c);
   case OpKind::MATMUL:
     return inferMatmul(c);
   case OpKind::RESHAPE:
@@ -352,10 +349,6 @@ std::vector<ValueType> inferResultTypes(OpKind kind,
     return inferTranspose(c);
   case OpKind::BROADCAST:
     return inferBroadcast(c);
-  case OpKind::REDUCE_SUM:
-  case OpKind::REDUCE_MEAN:
-  case OpKind::REDUCE_MAX:
-    return inferReduce(c);
   case OpKind::CONCAT:
     return inferConcat(c);
   case OpKind::SLICE:
@@ -364,16 +357,50 @@ std::vector<ValueType> inferResultTypes(OpKind kind,
     return inferPad(c);
   case OpKind::CAST:
     return inferCast(c);
-  case OpKind::CROSS_REPLICA_SUM:
-  case OpKind::CROSS_REPLICA_MEAN:
-    return inferCrossReplica(c, c.kind == OpKind::CROSS_REPLICA_MEAN);
+  case OpKind::REDUCE_SUM:
+  case OpKind::REDUCE_MEAN:
+  case OpKind::REDUCE_MAX:
+    return inferReduce(c);
   case OpKind::GATHER:
     return inferGather(c);
   case OpKind::GATHER_GRAD:
     return inferGatherGrad(c);
-  default:
-    return detail::inferNn(c);
+  case OpKind::CROSS_REPLICA_SUM:
+  case OpKind::CROSS_REPLICA_MEAN:
+    return inferCrossReplica(c, c.kind == OpKind::CROSS_REPLICA_MEAN);
+  case OpKind::CONV2D:
+  case OpKind::CONV2D_BACKPROP_INPUT:
+  case OpKind::CONV2D_BACKPROP_FILTER:
+    return inferConv(c);
+  case OpKind::MAX_POOL:
+  case OpKind::AVG_POOL:
+  case OpKind::MAX_POOL_GRAD:
+  case OpKind::AVG_POOL_GRAD:
+    return inferPool(c);
+  case OpKind::SOFTMAX:
+  case OpKind::LOG_SOFTMAX:
+  case OpKind::SOFTMAX_GRAD:
+  case OpKind::LOG_SOFTMAX_GRAD:
+    return inferSoftmax(c);
+  case OpKind::DROPOUT:
+    return inferDropout(c);
+  case OpKind::BATCH_NORM:
+  case OpKind::LAYER_NORM:
+  case OpKind::BATCH_NORM_GRAD:
+  case OpKind::LAYER_NORM_GRAD:
+    return inferNorm(c);
+  case OpKind::SPARSE_SOFTMAX_CROSS_ENTROPY:
+  case OpKind::SPARSE_SOFTMAX_CROSS_ENTROPY_GRAD:
+  case OpKind::ACCURACY:
+    return inferLabelled(c);
+  case OpKind::CATEGORICAL_CROSS_ENTROPY:
+  case OpKind::MEAN_SQUARED_ERROR:
+    return inferRowLoss(c);
+  case OpKind::ARGMAX:
+    return inferArgmax(c);
   }
+  TESSERA_INTERNAL_ASSERT(false, "op kind out of range: " +
+                                     std::to_string(unsigned(kind)));
 }
 
 } // namespace tessera::ir

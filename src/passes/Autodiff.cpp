@@ -41,13 +41,12 @@ Value sumToShape(Value g, const Shape target) {
 
 // The shape of x reduced over `axes` with the reduced dimensions kept.
 Shape keptShape(const Shape &x, const Attributes &attrs) {
-  const std::vector<std::int64_t> &axes = attrs.getInts("axes");
+  const std::vector<bool> reduced =
+      decodeReduceAttrs(attrs).reducedDims(x.size());
   Shape kept = x;
   for (std::size_t d = 0; d < kept.size(); ++d)
-    if (axes.empty())
+    if (reduced[d])
       kept[d] = 1;
-  for (std::int64_t a : axes)
-    kept[a < 0 ? a + static_cast<std::int64_t>(x.size()) : a] = 1;
   return kept;
 }
 
@@ -56,23 +55,6 @@ Value perRow(Value g) {
   Shape s = g.shape();
   s.push_back(1);
   return reshape(g, s);
-}
-
-Conv2dOptions convOptions(const Attributes &a) {
-  auto pair = [&](const char *n) {
-    const auto &v = a.getInts(n);
-    return Pair{static_cast<unsigned>(v[0]), static_cast<unsigned>(v[1])};
-  };
-  return {pair("strides"), pair("padLower"), pair("padUpper"),
-          pair("dilations"), static_cast<unsigned>(a.getInt("groups"))};
-}
-
-PoolOptions poolOptions(const Attributes &a) {
-  auto pair = [&](const char *n) {
-    const auto &v = a.getInts(n);
-    return Pair{static_cast<unsigned>(v[0]), static_cast<unsigned>(v[1])};
-  };
-  return {pair("kernel"), pair("strides"), pair("padLower"), pair("padUpper")};
 }
 
 class Differentiator {
@@ -247,9 +229,16 @@ Gradients Differentiator::run(Value loss, std::vector<Value> wrt) {
 OperandGrads Differentiator::rule(const Op &op, const std::vector<Value> &x,
                                   const std::vector<Value> &y,
                                   const std::vector<Value> &g) {
-  if (opClass(op.kind) != OpClass::Other)
-    return elementwiseRule(op, x, y[0], g[0]);
+  // One case per kind and no default: a kind added to OpKinds.def or
+  // Elementwise.def without a gradient rule (or an explicit "none") fails
+  // to compile (-Wswitch).
   switch (op.kind) {
+#define TESSERA_UNARY(E, n, N, k, g) case OpKind::E:
+#define TESSERA_PREDICATE(E, n, N, k) case OpKind::E:
+#define TESSERA_BINARY(E, n, N, k, ga, gb) case OpKind::E:
+#define TESSERA_COMPARE(E, n, N, k) case OpKind::E:
+#include "tessera/ops/Elementwise.def"
+    return elementwiseRule(op, x, y[0], g[0]);
   case OpKind::MATMUL:
   case OpKind::RESHAPE:
   case OpKind::TRANSPOSE:
@@ -278,9 +267,35 @@ OperandGrads Differentiator::rule(const Op &op, const std::vector<Value> &x,
                             : layerNormGrad(x[0], g[0], y[1], y[2], x[1]);
     return {n.dx, n.dgamma, n.dbeta};
   }
-  default:
+  case OpKind::CONV2D:
+  case OpKind::MAX_POOL:
+  case OpKind::AVG_POOL:
+  case OpKind::SOFTMAX:
+  case OpKind::LOG_SOFTMAX:
+  case OpKind::DROPOUT:
+  case OpKind::SPARSE_SOFTMAX_CROSS_ENTROPY:
+  case OpKind::CATEGORICAL_CROSS_ENTROPY:
+  case OpKind::MEAN_SQUARED_ERROR:
     return nnRule(op, x, y, g[0]);
+  // Integer results, and the gradient kinds autodiff itself emits.
+  case OpKind::ARGMAX:
+  case OpKind::ACCURACY:
+  case OpKind::UNARY_GRAD:
+  case OpKind::BINARY_GRAD:
+  case OpKind::SOFTMAX_GRAD:
+  case OpKind::LOG_SOFTMAX_GRAD:
+  case OpKind::CONV2D_BACKPROP_INPUT:
+  case OpKind::CONV2D_BACKPROP_FILTER:
+  case OpKind::MAX_POOL_GRAD:
+  case OpKind::AVG_POOL_GRAD:
+  case OpKind::SPARSE_SOFTMAX_CROSS_ENTROPY_GRAD:
+  case OpKind::BATCH_NORM_GRAD:
+  case OpKind::LAYER_NORM_GRAD:
+  case OpKind::GATHER_GRAD:
+    noGradient(op);
   }
+  TESSERA_INTERNAL_ASSERT(false, "op kind out of range: " +
+                                     std::to_string(unsigned(op.kind)));
 }
 
 OperandGrads Differentiator::elementwiseRule(const Op &op,
@@ -362,7 +377,7 @@ OperandGrads Differentiator::shapeRule(const Op &op,
     // Ties share the gradient equally.
     const Value y = reshape(v(op.results[0]), kept);
     const Value mask = cast(eq(x[0], y), x[0].dtype());
-    const Value count = reduceSum(mask, at.getInts("axes"), true);
+    const Value count = reduceSum(mask, decodeReduceAttrs(at).axes, true);
     return {mask * (share / count)};
   }
   case OpKind::CONCAT: {
@@ -403,7 +418,8 @@ OperandGrads Differentiator::shapeRule(const Op &op,
   case OpKind::GATHER:
     return {gatherGrad(g, x[1], x[0].shape()[0]), std::nullopt};
   default:
-    noGradient(op);
+    TESSERA_INTERNAL_ASSERT(false, std::string(opKindName(op.kind)) +
+                                       " has no shape rule");
   }
 }
 
@@ -411,7 +427,7 @@ OperandGrads Differentiator::nnRule(const Op &op, const std::vector<Value> &x,
                                     const std::vector<Value> &y, Value g) {
   switch (op.kind) {
   case OpKind::CONV2D: {
-    const Conv2dOptions o = convOptions(op.attrs);
+    const Conv2dOptions o = decodeConv2dOptions(op.attrs);
     const Shape w = x[1].shape(); // a copy: new ops may move the original
     OperandGrads r(2);
     if (need(0))
@@ -424,9 +440,9 @@ OperandGrads Differentiator::nnRule(const Op &op, const std::vector<Value> &x,
     return r;
   }
   case OpKind::MAX_POOL:
-    return {maxPoolGrad(x[0], y[0], g, poolOptions(op.attrs))};
+    return {maxPoolGrad(x[0], y[0], g, decodePoolOptions(op.attrs))};
   case OpKind::AVG_POOL:
-    return {avgPoolGrad(g, poolOptions(op.attrs), x[0].shape())};
+    return {avgPoolGrad(g, decodePoolOptions(op.attrs), x[0].shape())};
   case OpKind::SOFTMAX:
     return {softmaxGrad(y[0], g)};
   case OpKind::LOG_SOFTMAX:
@@ -461,7 +477,8 @@ OperandGrads Differentiator::nnRule(const Op &op, const std::vector<Value> &x,
     return r;
   }
   default:
-    noGradient(op);
+    TESSERA_INTERNAL_ASSERT(false, std::string(opKindName(op.kind)) +
+                                       " has no neural-network rule");
   }
 }
 

@@ -1,11 +1,14 @@
 #include "tessera/support/OptionParser.hpp"
 
 #include "tessera/support/Error.hpp"
+#include "tessera/support/Logging.hpp"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <mutex>
+#include <set>
 
 namespace tessera {
 
@@ -206,6 +209,44 @@ void OptionParser::add(std::string key, std::string &target) {
                  target = std::string(text);
                return true;
              });
+}
+
+void OptionParser::addIgnored(std::string key, std::string reason,
+                              std::vector<std::string> values) {
+  ignoredKeys_.push_back(key);
+  std::string expected =
+      values.empty() ? std::string("any value") : enumExpectation(values);
+  addHandler(key, expected + " (the option is accepted and ignored)",
+             [component = component_, key, reason = std::move(reason),
+              values = std::move(values)](std::string_view text, bool commit) {
+               if (!values.empty() && std::find(values.begin(), values.end(),
+                                                text) == values.end())
+                 return false;
+               if (commit)
+                 logIgnoredOnce(component, key, text, reason);
+               return true;
+             });
+}
+
+// A program that sets such an option sets it on every call of the op or
+// engine: one line per process says it does nothing, not one per call.
+void OptionParser::logIgnoredOnce(const std::string &component,
+                                  const std::string &key,
+                                  std::string_view value,
+                                  const std::string &reason) {
+  static std::mutex mutex;
+  static std::set<std::string> logged;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!logged.insert(component + "\n" + key).second)
+      return;
+  }
+  logging::info("{} option {}={} has no effect on the IPU Model: {}", component,
+                key, value, reason);
+}
+
+std::vector<std::string> OptionParser::ignoredKeys() const {
+  return ignoredKeys_;
 }
 
 void OptionParser::ignorePrefix(std::string prefix) {

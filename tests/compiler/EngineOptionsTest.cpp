@@ -17,6 +17,7 @@
 #include <functional>
 #include <sstream>
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -89,15 +90,19 @@ TEST(EngineOptions, InertOptionsAreAcceptedListedAndLoggedOnceAtInfo) {
     EXPECT_NE(std::find(keys.begin(), keys.end(), o.key), keys.end()) << o.key;
     EXPECT_GT(std::string(o.reason).size(), 10u) << o.key;
   }
-  // Logging reads the environment once per process: check in a child.
+  // The keys already logged are per process: check in a child, logging to
+  // a file through stderr (earlier tests may have set logging up already,
+  // off and on stderr, so the environment would not be read again).
   std::string logFile = (std::filesystem::temp_directory_path() /
                          ("tessera-inert-" + std::to_string(::getpid())))
                             .string();
   std::fflush(nullptr);
   pid_t pid = ::fork();
   if (pid == 0) {
-    ::setenv("TESSERA_LOG_LEVEL", "INFO", 1);
-    ::setenv("TESSERA_LOG_DEST", logFile.c_str(), 1);
+    const int fd = ::open(logFile.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 2);
+    ::close(fd);
+    logging::setLevel(logging::Level::INFO);
     ::unsetenv("TESSERA_ENGINE_OPTIONS");
     ::unsetenv("POPLAR_ENGINE_OPTIONS");
     OptionFlags flags{{"debug.retainDebugInformation", "true"},

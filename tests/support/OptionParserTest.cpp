@@ -1,8 +1,19 @@
 #include "tessera/support/OptionParser.hpp"
 #include "tessera/support/Error.hpp"
+#include "tessera/support/File.hpp"
+#include "tessera/support/Logging.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace tessera;
 using ::testing::HasSubstr;
@@ -171,4 +182,57 @@ TEST(OptionParser, RangedUnsignedOptionsSayTheirRange) {
     }
   }
   EXPECT_EQ(threads, 1024u);
+}
+
+TEST(OptionParser, IgnoredKeysAreAcceptedListedAndSuggested) {
+  Bound b;
+  b.p.addIgnored("enableFastReduce", "a test", {"true", "false"});
+  b.p.addIgnored("planConstraints", "a test");
+  b.p.parse({{"enableFastReduce", "true"},
+             {"planConstraints", "{\"method\": \"AMP\"}"},
+             {"count", "2"}});
+  EXPECT_EQ(b.o.count, 2u);
+  EXPECT_EQ(b.p.ignoredKeys(),
+            (std::vector<std::string>{"enableFastReduce", "planConstraints"}));
+  EXPECT_THAT(errorOf(b, {{"enableFastReduce", "yes"}}),
+              HasSubstr("expected one of \"true\" or \"false\" (the option "
+                        "is accepted and ignored)"));
+  EXPECT_THAT(errorOf(b, {{"enableFastReduse", "true"}}),
+              HasSubstr("did you mean \"enableFastReduce\"?"));
+}
+
+TEST(OptionParser, AnIgnoredKeyIsLoggedOncePerProcess) {
+  const std::string logFile =
+      (std::filesystem::temp_directory_path() /
+       ("tessera-ignored-option." + std::to_string(::getpid())))
+          .string();
+  std::filesystem::remove(logFile);
+  // The set of keys already logged is per process: run in a child.
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    // Earlier tests may have set logging up already (off, on stderr).
+    const int fd = ::open(logFile.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 2);
+    ::close(fd);
+    logging::setLevel(logging::Level::INFO);
+    for (int i = 0; i < 3; ++i) {
+      OptionParser p("matMul");
+      p.addIgnored("remapOutputTensor", "it tunes PopLibs' vertices",
+                   {"true", "false"});
+      p.parse({{"remapOutputTensor", "false"}});
+    }
+    std::fflush(nullptr);
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const std::string text = readFile(logFile);
+  const std::string line =
+      "matMul option remapOutputTensor=false has no effect on the IPU "
+      "Model: it tunes PopLibs' vertices";
+  EXPECT_THAT(text, HasSubstr(line));
+  EXPECT_EQ(text.find(line), text.rfind(line)) << text;
+  std::filesystem::remove(logFile);
 }

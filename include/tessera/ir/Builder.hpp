@@ -25,6 +25,7 @@
 #pragma once
 
 #include "tessera/ir/Module.hpp"
+#include "tessera/ir/OpAttrs.hpp"
 
 #include <array>
 #include <cstdint>
@@ -227,28 +228,13 @@ Value crossReplicaMean(Value x);
 Value gather(Value table, Value indices);
 
 // ---- Convolution and pooling -------------------------------------------
+// (options: Conv2dOptions and PoolOptions, OpAttrs.hpp)
 
-/// Two numbers: height, width.
-using Pair = std::array<unsigned, 2>;
-
-struct Conv2dOptions {
-  Pair strides{1, 1};
-  Pair padLower{0, 0};
-  Pair padUpper{0, 0};
-  Pair dilations{1, 1};
-  unsigned groups = 1;
-};
 /// x [N, Cin, H, W] convolved with w [Cout, Cin / groups, kH, kW]:
 /// [N, Cout, H', W'], H' = (H + padLower + padUpper - (kH - 1) * dilation
 /// - 1) / stride + 1 (rounded down), likewise W'.
 Value conv2d(Value x, Value w, const Conv2dOptions &options = {});
 
-struct PoolOptions {
-  Pair kernel{2, 2};
-  Pair strides{2, 2};
-  Pair padLower{0, 0};
-  Pair padUpper{0, 0};
-};
 /// Max and average pooling of x [N, C, H, W]: padding never wins a max
 /// and is not counted in an average.
 Value maxPool(Value x, const PoolOptions &options = {});

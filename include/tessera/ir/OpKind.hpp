@@ -7,18 +7,16 @@
 /// Attributes each kind reads (Attributes, Module.hpp), by name:
 /// - reshape: "shape" (ints); transpose: "perm" (ints, a permutation);
 ///   broadcast: "shape" (ints, NumPy broadcasting of the operand to it).
-/// - reduceSum / reduceMean / reduceMax: "axes" (ints, each once; none:
-///   every axis), "keepDims" (int 0 or 1).
+/// - reduceSum / reduceMean / reduceMax: a ReduceAttrs record (OpAttrs.hpp).
 /// - concat: "axis"; slice: "begin", "end" (ints, one per dimension); pad:
 ///   "lower", "upper" (ints, zeros added before and after each dimension).
 /// - cast: "dtype" (string, a type name as the text format spells it).
-/// - conv2d, conv2dBackpropInput, conv2dBackpropFilter: "strides",
-///   "padLower", "padUpper", "dilations" (ints, two each: height, width),
-///   "groups" (int); conv2dBackpropInput also "inputShape" (4 ints) and
-///   conv2dBackpropFilter "kernel" (2 ints).
-/// - maxPool, avgPool, maxPoolGrad, avgPoolGrad: "kernel", "strides",
-///   "padLower", "padUpper" (two ints each); avgPoolGrad also "inputShape".
-/// - dropout: "rate" (float in [0, 1)), "seed" (int), "seedModifier" (int).
+/// - conv2d, conv2dBackpropInput, conv2dBackpropFilter: a Conv2dOptions
+///   record (OpAttrs.hpp); conv2dBackpropInput also "inputShape" (4 ints)
+///   and conv2dBackpropFilter "kernel" (2 ints).
+/// - maxPool, avgPool, maxPoolGrad, avgPoolGrad: a PoolOptions record
+///   (OpAttrs.hpp); avgPoolGrad also "inputShape".
+/// - dropout: a DropoutAttrs record (OpAttrs.hpp).
 /// - batchNorm, layerNorm: "eps" (float > 0).
 /// - unaryGrad, binaryGrad: "op" (string: the elementwise op's name).
 /// - gatherGrad: "numRows" (int).

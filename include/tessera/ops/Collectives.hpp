@@ -70,7 +70,13 @@ std::string_view collectiveOperatorName(CollectiveOperator op);
 /// Float and half values are combined in their own type, one replica at a
 /// time around the ring, so a sum rounds once per replica. Throws TypeError
 /// for an operator the type does not take, ShapeError for a tensor with no
-/// elements, OptionError for any option (there are none yet).
+/// elements, OptionError for an unknown option (with a did-you-mean hint).
+/// Options, here and in every collective below: none of Tessera's own.
+/// Accepted and ignored (GCL's choice of algorithm, logged once per
+/// process): "useReplicatedImplementation" ("true" or "false"), "method"
+/// ("auto", "clockwise_ring", "anticlockwise_ring",
+/// "bidirectional_ring_pair", "meet_in_middle_ring",
+/// "quad_directional_ring": Tessera runs one ring whatever is chosen).
 Tensor allReduce(Graph &graph, const Tensor &data, CollectiveOperator op,
                  Sequence &prog, const DebugContext &dc = {},
                  const OptionFlags &options = {});

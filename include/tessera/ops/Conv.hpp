@@ -23,9 +23,13 @@
 ///   when the input channels are split over tiles.
 /// - "availableMemoryProportion": the share of a tile's memory (0..1,
 ///   default 0.6) the plan may use for one tile's operands and results.
-/// - "pass": what the convolution is for ("NONE", "INFERENCE_FWD",
-///   "TRAINING_FWD", "TRAINING_BWD", "TRAINING_WU"); accepted for
-///   compatibility, it does not change the plan.
+/// - Accepted and ignored (PopLibs' plan and vertex tuning; each is logged
+///   once per process): "pass" ("NONE", "INFERENCE_FWD", "TRAINING_FWD",
+///   "TRAINING_BWD", "TRAINING_WU": Tessera takes the pass from the function
+///   called), "use128BitConvUnitLoad", "enableMultiStageReduce",
+///   "enableFastReduce", "remapOutputTensor", "enableConvDithering",
+///   "gatherConvOutput" ("true" or "false"), "planConstraints" (any JSON).
+/// Unknown keys are OptionErrors with a did-you-mean hint.
 #pragma once
 
 #include "tessera/graph/Graph.hpp"

@@ -21,6 +21,13 @@
 /// rearrangement PopLibs makes for such layouts), which the estimates
 /// charge. A column is never split, so a column larger than a tile's memory
 /// does not fit.
+///
+/// Options of every function here: none of Tessera's own (one plan serves
+/// every use). Accepted and ignored (PopLibs' slice-planner hints, logged
+/// once per process): "availableMemoryProportion", "planConstraints",
+/// "operationForUpdate", "partialType" (any value), "indicesAreSorted",
+/// "usedForSlice", "usedForUpdate" ("true" or "false"). Unknown keys are
+/// OptionErrors with a did-you-mean hint.
 #pragma once
 
 #include "tessera/graph/Graph.hpp"

@@ -19,6 +19,14 @@ namespace ops {
 
 using program::Sequence;
 
+/// Options of every function here (they all run through map, mapInPlace or
+/// mapWithOutput): none of Tessera's own. Accepted and ignored (PopLibs'
+/// choice between generated and library codelets, logged once per process):
+/// "enableGenerateCodelet", "forceGenerateCodelet",
+/// "enableExpressionOptimizations", "enableVectorBroadcastOptimisations"
+/// ("true" or "false"). Any other key is an OptionError with a did-you-mean
+/// hint.
+
 /// A new tensor holding \p e applied elementwise to \p ts (broadcast to a
 /// common shape by NumPy's rules). The output is mapped like the first
 /// input of the output's shape, or linearly.

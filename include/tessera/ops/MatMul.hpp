@@ -34,6 +34,13 @@
 ///   product's temporary data (received operand blocks, partials) may use,
 ///   in (0, 1]; default 0.6. Plans that need more are not chosen unless
 ///   none fits, then the plan needing the least memory is used.
+/// - Accepted and ignored (PopLibs' plan and vertex tuning; each is logged
+///   once per process): "fullyConnectedPass" ("NONE", "INFERENCE_FWD",
+///   "TRAINING_FWD", "TRAINING_BWD", "TRAINING_WU"),
+///   "inputRHSIsPreArranged", "use128BitConvUnitLoad",
+///   "enableMultiStageReduce", "enableFastReduce", "remapOutputTensor",
+///   "gatherOutput" ("true" or "false"), "planConstraints" (any JSON).
+/// Unknown keys are OptionErrors with a did-you-mean hint.
 #pragma once
 
 #include "tessera/graph/Graph.hpp"

@@ -28,7 +28,8 @@
 /// and sum(gradsIn * whitened) and sum(gradsIn) per channel.
 ///
 /// All tensors are FLOAT or HALF; errors are ShapeError and TypeError
-/// naming the tensor and the shape expected.
+/// naming the tensor and the shape expected. The functions take no options:
+/// any key is an OptionError.
 #pragma once
 
 #include "tessera/graph/Graph.hpp"

@@ -84,6 +84,11 @@ struct PoolParams {
   }
 };
 
+/// Options of pool and poolInputGradient: none of Tessera's own. Accepted
+/// and ignored (PopLibs' tile-mapping tuning, logged once per process):
+/// "poolUseIntrospectiveMapping", "optimizeForSpeed" ("true" or "false").
+/// Any other key is an OptionError with a did-you-mean hint.
+///
 /// Pools \p in ([N, C, H, W]) into a new tensor [N, C, H', W'].
 Tensor pool(Graph &graph, const PoolParams &params, const Tensor &in,
             program::Sequence &prog, const DebugContext &dc = {},

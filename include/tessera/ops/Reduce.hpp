@@ -100,6 +100,9 @@ struct ReduceParams {
 /// the operation cannot take, OptionError for an unknown option. Option:
 /// "accumType.interTile" ("float" or "half"; float and half inputs only):
 /// the type of the partials exchanged between tiles, float by default.
+/// Accepted and ignored (logged once per process): "accumType.inVertex"
+/// ("float" or "half"; Tessera's vertices accumulate float). Unknown keys
+/// get a did-you-mean hint.
 Tensor reduce(Graph &graph, const Tensor &in, Type outType,
               const std::vector<std::size_t> &dims, ReduceParams params,
               Sequence &prog, const DebugContext &dc = {},

@@ -84,6 +84,17 @@ public:
                });
   }
 
+  /// Accepts \p key and uses its value for nothing: a Poplar or PopLibs
+  /// option that tunes what the IPU Model does not model; \p reason says
+  /// why it has no effect. \p values: the values Poplar or PopLibs accept
+  /// (empty: any). The first time a process parses one (per component and
+  /// key) it logs at info level "<component> option <key>=<value> has no
+  /// effect on the IPU Model: <reason>".
+  void addIgnored(std::string key, std::string reason,
+                  std::vector<std::string> values = {});
+  /// The keys added with addIgnored, in declaration order.
+  std::vector<std::string> ignoredKeys() const;
+
   /// Keys starting with \p prefix are skipped silently: they belong to
   /// another component reading the same OptionFlags.
   void ignorePrefix(std::string prefix);
@@ -114,10 +125,14 @@ private:
   static std::string enumExpectation(const std::vector<std::string> &names);
   const Entry *find(std::string_view key) const;
   [[noreturn]] void throwUnknown(std::string_view key) const;
+  static void logIgnoredOnce(const std::string &component,
+                             const std::string &key, std::string_view value,
+                             const std::string &reason);
 
   std::string component_;
   std::vector<Entry> entries_;
   std::vector<std::string> ignoredPrefixes_;
+  std::vector<std::string> ignoredKeys_;
 };
 
 } // namespace tessera

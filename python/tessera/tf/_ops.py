@@ -7,6 +7,7 @@ import zlib
 
 import numpy as np
 
+from .. import _tessera
 from ._graph import (IR_TYPES, Operation, Tensor, convert, dtype_of,
                      get_default_graph)
 
@@ -217,7 +218,7 @@ def _reduce(kind, x, axis, keepdims):
     shape = [1 if (i in axes or not axes) else d
              for i, d in enumerate(x.shape)] if keep else \
         [d for i, d in enumerate(x.shape) if axes and i not in axes]
-    return Tensor(kind, (x,), {"axes": axes, "keepDims": int(keep)},
+    return Tensor(kind, (x,), _tessera.reduce_attributes(axes, keep),
                   x.dtype, shape, name=kind)
 
 
@@ -372,8 +373,7 @@ def conv2d(input, filter=None, strides=(1, 1, 1, 1), padding="VALID",
     kh, kw, _, cout = w.shape
     oh, pt, pb = _pads(h, kh, s[0], padding)
     ow, pl, pr = _pads(wd, kw, s[1], padding)
-    attrs = {"strides": s, "padLower": [pt, pl], "padUpper": [pb, pr],
-             "dilations": [1, 1], "groups": 1}
+    attrs = _tessera.conv2d_attributes(s, [pt, pl], [pb, pr])
     y = Tensor("conv2d", (_nchw(x), transpose(w, [3, 2, 0, 1])), attrs,
                x.dtype, (n, cout, oh, ow), name="Conv2D")
     return _nhwc(y)
@@ -387,8 +387,7 @@ def _pool(kind, x, ksize, strides, padding):
     n, h, w, c = x.shape
     oh, pt, pb = _pads(h, k[0], s[0], padding)
     ow, pl, pr = _pads(w, k[1], s[1], padding)
-    attrs = {"kernel": k, "strides": s, "padLower": [pt, pl],
-             "padUpper": [pb, pr]}
+    attrs = _tessera.pool_attributes(k, s, [pt, pl], [pb, pr])
     return _nhwc(Tensor(kind, (_nchw(x),), attrs, x.dtype, (n, c, oh, ow),
                         name=kind))
 

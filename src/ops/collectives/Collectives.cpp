@@ -27,6 +27,12 @@ DebugContext nameOr(const DebugContext &dc, const char *name) {
 
 void checkData(const char *op, const Tensor &data, const OptionFlags &options) {
   OptionParser parser(op);
+  const char *why = "Tessera runs one ring algorithm";
+  parser.addIgnored("useReplicatedImplementation", why, {"true", "false"});
+  parser.addIgnored("method", why,
+                    {"auto", "clockwise_ring", "anticlockwise_ring",
+                     "bidirectional_ring_pair", "meet_in_middle_ring",
+                     "quad_directional_ring"});
   parser.parse(options);
   if (!data.valid() || data.numElements() == 0)
     throw ShapeError(std::string(op) + ": the tensor has no elements (shape " +

@@ -152,17 +152,21 @@ ConvShape inputGradientShape(const ConvParams &p, Type partialsType) {
 
 ConvOptions ConvOptions::parse(const OptionFlags &flags) {
   ConvOptions o;
-  std::string pass = "NONE";
   OptionParser p("convolution");
   p.addEnum("partialsType", o.partialsType,
             {{"float", Type::FLOAT}, {"half", Type::HALF}});
   p.add("availableMemoryProportion", o.availableMemoryProportion);
-  p.addEnum("pass", pass,
-            {{"NONE", std::string("NONE")},
-             {"INFERENCE_FWD", std::string("INFERENCE_FWD")},
-             {"TRAINING_FWD", std::string("TRAINING_FWD")},
-             {"TRAINING_BWD", std::string("TRAINING_BWD")},
-             {"TRAINING_WU", std::string("TRAINING_WU")}});
+  // The pass comes from the function called (convolution, its input or
+  // weight gradient); the rest tune PopLibs' plan and vertices.
+  p.addIgnored(
+      "pass", "the function called gives the pass",
+      {"NONE", "INFERENCE_FWD", "TRAINING_FWD", "TRAINING_BWD", "TRAINING_WU"});
+  for (const char *key :
+       {"use128BitConvUnitLoad", "enableMultiStageReduce", "enableFastReduce",
+        "remapOutputTensor", "enableConvDithering", "gatherConvOutput"})
+    p.addIgnored(key, "it tunes PopLibs' vertices, not Tessera's",
+                 {"true", "false"});
+  p.addIgnored("planConstraints", "Tessera's planner takes none");
   p.parse(flags);
   if (!(o.availableMemoryProportion > 0 && o.availableMemoryProportion <= 1))
     throw OptionError("convolution option availableMemoryProportion is " +

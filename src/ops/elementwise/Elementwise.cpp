@@ -7,6 +7,7 @@
 
 #include "tessera/device/Target.hpp"
 #include "tessera/support/Error.hpp"
+#include "tessera/support/OptionParser.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -365,6 +366,18 @@ void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
   prog.add(program::Execute(cs, dc));
 }
 
+void parseMapOptions(const char *op, const OptionFlags &options) {
+  OptionParser p(op);
+  for (const char *key :
+       {"enableGenerateCodelet", "forceGenerateCodelet",
+        "enableExpressionOptimizations", "enableVectorBroadcastOptimisations"})
+    p.addIgnored(key,
+                 "every map runs its whole expression as one vertex per "
+                 "worker region",
+                 {"true", "false"});
+  p.parse(options);
+}
+
 std::vector<Type> typesOf(const std::vector<Tensor> &ts) {
   std::vector<Type> types;
   for (const Tensor &t : ts)
@@ -375,7 +388,8 @@ std::vector<Type> typesOf(const std::vector<Tensor> &ts) {
 } // namespace
 
 Tensor map(Graph &graph, const Expr &e, const std::vector<Tensor> &ts,
-           Sequence &prog, const DebugContext &dc, const OptionFlags &) {
+           Sequence &prog, const DebugContext &dc, const OptionFlags &options) {
+  parseMapOptions("map", options);
   const auto shape = shapeOf("map", ts);
   const Type type = inferType(e, typesOf(ts));
   Tensor out;
@@ -396,7 +410,9 @@ Tensor map(Graph &graph, const Expr &e, const std::vector<Tensor> &ts,
 }
 
 void mapInPlace(Graph &graph, const Expr &e, const std::vector<Tensor> &ts,
-                Sequence &prog, const DebugContext &dc, const OptionFlags &) {
+                Sequence &prog, const DebugContext &dc,
+                const OptionFlags &options) {
+  parseMapOptions("mapInPlace", options);
   if (ts.empty())
     throw ShapeError("mapInPlace: give at least one tensor; the result is "
                      "written into the first");
@@ -412,7 +428,8 @@ void mapInPlace(Graph &graph, const Expr &e, const std::vector<Tensor> &ts,
 
 void mapWithOutput(Graph &graph, const Expr &e, const std::vector<Tensor> &ts,
                    const Tensor &out, Sequence &prog, const DebugContext &dc,
-                   const OptionFlags &) {
+                   const OptionFlags &options) {
+  parseMapOptions("mapWithOutput", options);
   auto all = ts;
   all.push_back(out);
   const auto shape = shapeOf("mapWithOutput", all);

@@ -234,6 +234,16 @@ Options parseOptions(const OptionFlags &flags, Type inputType) {
   parser.addEnum("partialsType", o.partialsType,
                  {{"float", FLOAT}, {"half", HALF}});
   parser.add("availableMemoryProportion", o.availableMemoryProportion);
+  // PopLibs' tuning of its convolution-based plan and vertices.
+  parser.addIgnored(
+      "fullyConnectedPass", "the plan depends on the shapes, not the pass",
+      {"NONE", "INFERENCE_FWD", "TRAINING_FWD", "TRAINING_BWD", "TRAINING_WU"});
+  for (const char *key : {"inputRHSIsPreArranged", "use128BitConvUnitLoad",
+                          "enableMultiStageReduce", "enableFastReduce",
+                          "remapOutputTensor", "gatherOutput"})
+    parser.addIgnored(key, "it tunes PopLibs' vertices, not Tessera's",
+                      {"true", "false"});
+  parser.addIgnored("planConstraints", "Tessera's planner takes none");
   parser.parse(flags);
   if (!(o.availableMemoryProportion > 0 && o.availableMemoryProportion <= 1))
     throw OptionError("matMul option availableMemoryProportion is " +

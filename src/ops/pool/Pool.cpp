@@ -6,11 +6,20 @@
 #include "conv/ConvInternal.hpp"
 
 #include "tessera/support/Error.hpp"
+#include "tessera/support/OptionParser.hpp"
 
 #include <string>
 
 namespace tessera::ops {
 namespace {
+
+void parsePoolOptions(const char *op, const OptionFlags &options) {
+  OptionParser p(op);
+  const char *why = "Tessera's pooling plan picks its own tile mapping";
+  p.addIgnored("poolUseIntrospectiveMapping", why, {"true", "false"});
+  p.addIgnored("optimizeForSpeed", why, {"true", "false"});
+  p.parse(options);
+}
 
 using conv::checkTensor;
 using conv::nameOr;
@@ -172,8 +181,9 @@ std::string PoolParams::toString() const {
 
 Tensor pool(Graph &graph, const PoolParams &params, const Tensor &in,
             program::Sequence &prog, const DebugContext &dc,
-            const OptionFlags &) {
+            const OptionFlags &options) {
   params.validate();
+  parsePoolOptions("pool", options);
   checkTensor("pool", "the input", in, params.getInputShape(), params.dType);
   const DebugContext name = nameOr(dc, "pool");
   const Target &target = graph.getTarget();
@@ -217,9 +227,10 @@ Tensor pool(Graph &graph, const PoolParams &params, const Tensor &in,
 Tensor poolInputGradient(Graph &graph, const PoolParams &params,
                          const Tensor &in, const Tensor &pooledOut,
                          const Tensor &pooledGradient, program::Sequence &prog,
-                         const DebugContext &dc, const OptionFlags &) {
+                         const DebugContext &dc, const OptionFlags &options) {
   params.validate();
   const char *op = "poolInputGradient";
+  parsePoolOptions(op, options);
   const bool isMax = params.poolingType == PoolingType::MAX;
   if (isMax || in.valid())
     checkTensor(op, "the input", in, params.getInputShape(), params.dType);

@@ -133,6 +133,10 @@ Type partialType(const char *name, Type in, const OptionFlags &flags) {
   std::string interTile = "float";
   OptionParser p(name);
   p.add("accumType.interTile", interTile);
+  p.addIgnored("accumType.inVertex",
+               "Tessera's reduce vertices accumulate in float (or the "
+               "integer type)",
+               {"float", "half"});
   p.parse(flags);
   if (interTile != "float" && interTile != "half")
     throw OptionError(std::string(name) +

@@ -57,6 +57,13 @@ void checkOffsetType(const char *op, const Tensor &offsets) {
 
 void parseOptions(const char *op, const OptionFlags &options) {
   OptionParser parser(op);
+  const char *why = "one plan (a column per tile) serves every slice and "
+                    "update";
+  for (const char *key : {"availableMemoryProportion", "planConstraints",
+                          "operationForUpdate", "partialType"})
+    parser.addIgnored(key, why);
+  for (const char *key : {"indicesAreSorted", "usedForSlice", "usedForUpdate"})
+    parser.addIgnored(key, why, {"true", "false"});
   parser.parse(options);
 }
 
