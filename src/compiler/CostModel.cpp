@@ -173,9 +173,6 @@ StepEstimate estimateTraffic(const State &s, const Traffic &t) {
     touched[tile / perIpu] = true;
     e.bytesExchanged += std::max(t.in[tile], t.out[tile]) + t.onTile[tile];
   }
-  const double clock = tg.getTileClockFrequency();
-  // The host link's figure counts both directions; a transfer uses one.
-  const double hostPerCycle = tg.getHostLinkBandwidth() / 2 / clock;
   bool crossIpu = false;
   for (unsigned i = 0; i < tg.getNumIPUs(); ++i) {
     const std::uint64_t link = std::max(t.ipuIn[i], t.ipuOut[i]);
@@ -184,14 +181,8 @@ StepEstimate estimateTraffic(const State &s, const Traffic &t) {
       crossIpu = true;
     }
   }
-  // Streaming memory sits behind the IPU-Machine's gateway, not the host's
-  // PCIe link: its bytes go at the remote memory's own bandwidth.
-  const std::uint64_t moved =
-      cost::transferCycles(t.hostBytes, hostPerCycle) +
-      cost::transferCycles(t.remoteBytes,
-                           tg.getRemoteMemoryBandwidth() / clock);
   const std::uint64_t host =
-      t.hostBytes || t.remoteBytes ? moved + c.hostTransferFixedCycles : 0;
+      cost::hostTransferCycles(tg, t.hostBytes, t.remoteBytes);
   for (unsigned i = 0; i < tg.getNumIPUs(); ++i) {
     if (!touched[i])
       continue;

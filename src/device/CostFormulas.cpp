@@ -45,6 +45,28 @@ std::uint64_t ipuLinkCycles(const Target &target, std::uint64_t bytes) {
          target.costs().ipuLinkFixedCycles;
 }
 
+std::uint64_t hostTransferCycles(const Target &target, std::uint64_t hostBytes,
+                                 std::uint64_t remoteBytes) {
+  if (!hostBytes && !remoteBytes)
+    return 0;
+  const double clock = target.getTileClockFrequency();
+  // The host link's figure counts both directions; a transfer uses one.
+  // Streaming memory sits behind the IPU-Machine's gateway, not the host's
+  // PCIe link: its bytes go at the remote memory's own bandwidth.
+  return transferCycles(hostBytes, target.getHostLinkBandwidth() / 2 / clock) +
+         transferCycles(remoteBytes,
+                        target.getRemoteMemoryBandwidth() / clock) +
+         target.costs().hostTransferFixedCycles;
+}
+
+std::uint64_t gwLinkCycles(const Target &target, std::uint64_t bytes) {
+  if (!bytes)
+    return 0;
+  return transferCycles(bytes, target.getGwLinkBandwidth() /
+                                   target.getTileClockFrequency()) +
+         target.costs().gwLinkFixedCycles;
+}
+
 std::uint64_t computeCycles(const Target &target,
                             std::uint64_t busiestWorkerCycles,
                             std::uint64_t vertices) {

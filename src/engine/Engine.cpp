@@ -173,10 +173,7 @@ void Engine::load(Device &device) {
     throw DeviceError("engine.load: device " + str(device.getId()) +
                       " is not attached; call device.attach() first");
   impl_->runtime.load();
-  impl_->runtime.setGatewayFigures(t.getGwLinkBandwidth() /
-                                       t.getTileClockFrequency(),
-                                   t.costs().gwLinkFixedCycles);
-  impl_->runtime.setHostFigures(t.costs(), t.getTileClockFrequency());
+  impl_->runtime.setTarget(t);
   if (impl_->options.profileGraph())
     impl_->autoReport();
 }

@@ -3,6 +3,8 @@
 // on the thread count. The inner loop allocates nothing and looks nothing up.
 #include "Runtime.hpp"
 
+#include "tessera/device/CostFormulas.hpp"
+
 #include "tessera/support/Convert.hpp"
 #include "tessera/support/Error.hpp"
 
@@ -478,8 +480,9 @@ void Runtime::run(unsigned prog) {
       HostActivity &now = rt.counts_.hostActivity;
       ++now.runs;
       now.streamSetups += streams;
+      TESSERA_INTERNAL_ASSERT(rt.target_);
       rt.counts_.hostCycles += hostCycles(
-          rt.hostCosts_, rt.hostClockHz_,
+          rt.target_->costs(), rt.target_->getTileClockFrequency(),
           {1, streams, now.callbackTransfers - before.callbackTransfers});
     }
   } chargeHost{*this, counts_.hostActivity,
@@ -708,10 +711,8 @@ void Runtime::crossInstance(const Step &st, std::size_t bytes) {
     out += from && !to ? bytes : 0;
     in += to && !from ? bytes : 0;
   }
-  if (out + in > 0)
-    counts_.gatewayCycles +=
-        gwFixedCycles_ +
-        std::uint64_t(std::ceil(double(std::max(out, in)) / gwBytesPerCycle_));
+  TESSERA_INTERNAL_ASSERT(target_);
+  counts_.gatewayCycles += cost::gwLinkCycles(*target_, std::max(out, in));
   for (std::uint64_t p = 0; p < st.count; ++p) {
     std::size_t &at = offsets[pairs[p].first / local];
     if (pairs[p].second / local == me)

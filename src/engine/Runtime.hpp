@@ -6,6 +6,7 @@
 
 #include "tessera/compiler/Executable.hpp"
 #include "tessera/compiler/Options.hpp"
+#include "tessera/device/Target.hpp"
 #include "tessera/engine/ExecutionCounts.hpp"
 #include "tessera/engine/ReplicaExchange.hpp"
 #include "tessera/engine/StreamCallback.hpp"
@@ -17,6 +18,7 @@
 #include <functional>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -73,17 +75,10 @@ public:
   unsigned localEnd() const {
     return localCount_ ? localFirst_ + localCount_ : replicas();
   }
-  /// The GW-Link figures crossInstance charges its traffic at.
-  void setGatewayFigures(double bytesPerCycle, unsigned fixedCycles) {
-    gwBytesPerCycle_ = bytesPerCycle;
-    gwFixedCycles_ = fixedCycles;
-  }
-  /// The host figures (CostFigures' host*Microseconds) each run's host
-  /// side is charged at, at \p clockHz.
-  void setHostFigures(const CostFigures &costs, double clockHz) {
-    hostCosts_ = costs;
-    hostClockHz_ = clockHz;
-  }
+  /// The device's target: its GW-Link figures price crossInstance's
+  /// traffic and its host figures (CostFigures' host*Microseconds) each
+  /// run's host side.
+  void setTarget(const Target &target) { target_ = target; }
   void setLocalReplicas(unsigned first, unsigned count,
                         std::shared_ptr<ReplicaExchange> exchange) {
     localFirst_ = first;
@@ -166,14 +161,11 @@ private:
   std::vector<std::uint32_t> callStack_;
   std::vector<std::byte> transfer_;
   ExecutionCounts counts_;
-  CostFigures hostCosts_;
-  double hostClockHz_ = 0;
+  std::optional<Target> target_; ///< set by Engine::load
   /// Executables of several IPUs: the rule that moves counts_.ipuClocks.
   std::unique_ptr<Timeline> timeline_;
   unsigned localFirst_ = 0, localCount_ = 0; ///< count 0: every replica
   std::shared_ptr<ReplicaExchange> hostExchange_;
-  double gwBytesPerCycle_ = 1;
-  unsigned gwFixedCycles_ = 0;
   std::ostream *print_;
   std::unique_ptr<FloatChecker> floatChecker_; ///< when a flag is set
 };

@@ -44,6 +44,20 @@ std::uint64_t exchangeCycles(const Target &target,
 /// up, plus CostFigures::ipuLinkFixedCycles; 0 for 0 bytes.
 std::uint64_t ipuLinkCycles(const Target &target, std::uint64_t bytes);
 
+/// Cycles of a host transfer step that moves \p hostBytes over the host
+/// link (one direction: half of TargetFigures::hostLinkBandwidth) and
+/// \p remoteBytes to or from streaming memory (at
+/// TargetFigures::remoteMemoryBandwidth), plus
+/// CostFigures::hostTransferFixedCycles; 0 when no bytes move.
+std::uint64_t hostTransferCycles(const Target &target, std::uint64_t hostBytes,
+                                 std::uint64_t remoteBytes);
+
+/// Cycles of a copy between replicas on different IPU-Machines whose
+/// busier direction carries \p bytes over the GW-Links:
+/// bytes / (TargetFigures::gwLinkBandwidth / tileClockFrequency), rounded
+/// up, plus CostFigures::gwLinkFixedCycles; 0 for 0 bytes.
+std::uint64_t gwLinkCycles(const Target &target, std::uint64_t bytes);
+
 /// Tile cycles of \p vertices vertices whose busiest worker runs
 /// \p busiestWorkerCycles: numWorkerContexts x those cycles (a worker issues
 /// once every numWorkerContexts tile cycles) plus
