@@ -36,13 +36,23 @@ std::uint64_t exchangeCycles(const Target &target,
              : 0;
 }
 
+namespace {
+
+// A link of \p bandwidth bytes per second with \p fixedCycles of latency;
+// the estimate counts tile cycles.
+std::uint64_t linkCycles(const Target &target, std::uint64_t bytes,
+                         double bandwidth, unsigned fixedCycles) {
+  return bytes ? transferCycles(bytes,
+                                bandwidth / target.getTileClockFrequency()) +
+                     fixedCycles
+               : 0;
+}
+
+} // namespace
+
 std::uint64_t ipuLinkCycles(const Target &target, std::uint64_t bytes) {
-  if (!bytes)
-    return 0;
-  // Link bandwidth is per second; the estimate counts tile cycles.
-  return transferCycles(bytes, target.getIpuLinkBandwidth() /
-                                   target.getTileClockFrequency()) +
-         target.costs().ipuLinkFixedCycles;
+  return linkCycles(target, bytes, target.getIpuLinkBandwidth(),
+                    target.costs().ipuLinkFixedCycles);
 }
 
 std::uint64_t hostTransferCycles(const Target &target, std::uint64_t hostBytes,
@@ -60,11 +70,8 @@ std::uint64_t hostTransferCycles(const Target &target, std::uint64_t hostBytes,
 }
 
 std::uint64_t gwLinkCycles(const Target &target, std::uint64_t bytes) {
-  if (!bytes)
-    return 0;
-  return transferCycles(bytes, target.getGwLinkBandwidth() /
-                                   target.getTileClockFrequency()) +
-         target.costs().gwLinkFixedCycles;
+  return linkCycles(target, bytes, target.getGwLinkBandwidth(),
+                    target.costs().gwLinkFixedCycles);
 }
 
 std::uint64_t computeCycles(const Target &target,
