@@ -578,8 +578,9 @@ void runTrain(TrainOptions o, const CommandStreams &streams) {
       "IPU Model), {} replica(s) in {} instance(s), batch {}, {} steps per "
       "epoch, {} steps per execution, Adam lr {}\n",
       steps * o.batchSize * *o.replicas,
-      o.syntheticData ? fmt::format("synthetic {}", fmt::join(xShape, "x"))
-                      : std::string("Fashion-MNIST"),
+      o.syntheticData
+          ? fmt::format("synthetic {}", fmt::join(images.imageShape, "x"))
+          : std::string("Fashion-MNIST"),
       *o.ipus, o.tiles, *o.replicas, me.numInstances, o.batchSize, steps,
       o.stepsPerExecution, *o.learningRate);
   if (o.pipelineStages > 0)

@@ -88,3 +88,14 @@ TEST(TrainCommand, HelpDescribesResNet50AndSyntheticData) {
   EXPECT_THAT(r.out, HasSubstr("--image-size"));
   EXPECT_THAT(r.out, HasSubstr("resnet50 is Keras' ResNet50"));
 }
+
+TEST(TrainCommand, SyntheticDataTrainsAStepWithoutATestSet) {
+  const ProcessResult r =
+      train({"--model", "mlp", "--synthetic-data", "--batch-size", "4",
+             "--steps-per-execution", "2", "--epochs", "1", "--no-cache"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("Training on 8 synthetic 784 examples"));
+  EXPECT_THAT(r.out, HasSubstr("2/2"));
+  EXPECT_THAT(r.out, HasSubstr("Tile memory:"));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("Test (")));
+}
