@@ -69,7 +69,7 @@ void expectOneLineError(const ProcessResult &r, const std::string &message) {
 
 } // namespace
 
-TEST(TrainCommand, ResNet50OptionsAreCheckedBeforeBuilding) {
+TEST(TrainCli, ResNet50OptionsAreCheckedBeforeBuilding) {
   expectOneLineError(train({"--model", "resnet50"}), "give --synthetic-data");
   expectOneLineError(
       train({"--model", "resnet50", "--synthetic-data", "--image-size", "16"}),
@@ -81,7 +81,7 @@ TEST(TrainCommand, ResNet50OptionsAreCheckedBeforeBuilding) {
                      "leave it out for resnet50");
 }
 
-TEST(TrainCommand, HelpDescribesResNet50AndSyntheticData) {
+TEST(TrainCli, HelpDescribesResNet50AndSyntheticData) {
   const ProcessResult r = train({"--help"});
   EXPECT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("--synthetic-data"));
@@ -89,7 +89,7 @@ TEST(TrainCommand, HelpDescribesResNet50AndSyntheticData) {
   EXPECT_THAT(r.out, HasSubstr("resnet50 is Keras' ResNet50"));
 }
 
-TEST(TrainCommand, SyntheticDataTrainsAStepWithoutATestSet) {
+TEST(TrainCli, SyntheticDataTrainsAStepWithoutATestSet) {
   const ProcessResult r =
       train({"--model", "mlp", "--synthetic-data", "--batch-size", "4",
              "--steps-per-execution", "2", "--epochs", "1", "--no-cache"});
