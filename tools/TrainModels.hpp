@@ -14,6 +14,13 @@ namespace tessera::tools {
 /// "mlp" (784-256-128-10) or "cnn" (two convolutions and two dense
 /// layers), seeded by \p seed; OptionError for another name.
 nn::Sequential buildTrainModel(const std::string &model, std::uint64_t seed);
+/// Keras' ResNet50 v1 (tf.keras.applications.ResNet50(weights=None,
+/// input_shape=(imageSize, imageSize, 3), classes=\p classes)) with
+/// Keras' layer names; 23,608,202 parameters for 10 classes at any image
+/// size. OptionError for an image size below 32 (the five stride-2 steps
+/// need it).
+nn::Model buildResNet50(unsigned imageSize, unsigned classes,
+                        std::uint64_t seed);
 /// The layers after the Input of buildTrainModel(\p model).
 std::size_t trainModelLayers(const std::string &model);
 
