@@ -118,6 +118,20 @@ void bindLayers(py::module_ &m) {
           [](nn::Layer &l, const std::string &name) { l.setDtypePolicy(name); },
           "The name of the layer's dtype policy (float32, mixed_float16, "
           "float16).")
+      .def_property_readonly(
+          "compute_dtype",
+          [](const nn::Layer &l) {
+            return l.dtypePolicy().computeDtype() == HALF ? "float16"
+                                                          : "float32";
+          },
+          "The type the layer computes in, as Keras' layer.compute_dtype.")
+      .def_property_readonly(
+          "dtype",
+          [](const nn::Layer &l) {
+            return l.dtypePolicy().variableDtype() == HALF ? "float16"
+                                                           : "float32";
+          },
+          "The type of the layer's variables, as Keras' layer.dtype.")
       .def(
           "set_partials_type",
           [](nn::Layer &l, const std::string &dtype) {

@@ -36,6 +36,16 @@ def test_policies_have_keras_dtypes():
     assert layers.Dense(3, dtype="float32").compute_dtype == "float32"
 
 
+def test_model_layers_report_their_dtypes():
+    mixed_precision.set_global_policy("mixed_float16")
+    x = keras.Input((8,))
+    h = layers.Dense(16, activation="relu")(x)
+    m = keras.Model(x, layers.Dense(2, dtype="float32")(h))
+    hidden, head = m.layers[-2], m.layers[-1]
+    assert (hidden.compute_dtype, hidden.dtype) == ("float16", "float32")
+    assert (head.compute_dtype, head.dtype) == ("float32", "float32")
+
+
 def test_unknown_policy_suggests_the_name():
     with pytest.raises(ValueError, match='did you mean "mixed_float16"'):
         mixed_precision.set_global_policy("mixed_float61")
