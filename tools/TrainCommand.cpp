@@ -10,6 +10,7 @@
 #include "tessera/device/Target.hpp"
 #include "tessera/dist/Instances.hpp"
 #include "tessera/nn/Model.hpp"
+#include "tessera/nn/Policy.hpp"
 #include "tessera/session/Progress.hpp"
 #include "tessera/support/Error.hpp"
 
@@ -49,6 +50,9 @@ struct TrainOptions {
   std::string saveWeights;
   std::string loadWeights;
   std::optional<double> learningRate; // unset: the model's default
+  std::string optimizer = "adam";
+  std::optional<double> momentum; // unset: 0.9 for sgd; sgd only
+  std::string dtypePolicy = "float32";
   std::uint64_t seed = 1;
   std::string profileDir;
   unsigned tiles = 1472;
@@ -151,7 +155,14 @@ void checkOptions(const TrainOptions &o) {
   requireRange("--epochs", *o.epochs, 1, kMaxEpochs,
                " (leave it out for the model's default: 10 for mlp, 3 for "
                "cnn)");
-  // Negated so that a NaN fails too.
+  if (o.momentum && o.optimizer != "sgd")
+    throw OptionError("--momentum is SGD's; give --optimizer sgd too (Adam "
+                      "keeps its own moments)");
+  // Negated so that NaNs fail too.
+  if (o.momentum && !(*o.momentum >= 0 && *o.momentum < 1))
+    throw OptionError(fmt::format("--momentum must be at least 0 and below 1, "
+                                  "got {} (0.9 is usual)",
+                                  *o.momentum));
   if (!(*o.learningRate > 0) || !std::isfinite(*o.learningRate))
     throw OptionError(fmt::format(
         "--learning-rate must be a positive finite number, got {} (leave it "
@@ -235,13 +246,21 @@ std::string seconds(double s) {
   return fmt::format("{:.3f} us", s * 1e6);
 }
 
-// Adam and sparse cross-entropy with accuracy, as the Keras tutorials.
+// Adam (or SGD with momentum) and sparse cross-entropy with accuracy, as
+// the Keras tutorials.
 nn::CompileOptions compileOptions(const TrainOptions &o,
                                   const CommandStreams &streams) {
   nn::CompileOptions c;
-  passes::Adam adam;
-  adam.learningRate = *o.learningRate;
-  c.optimizer = adam;
+  if (o.optimizer == "sgd") {
+    passes::SGD sgd;
+    sgd.learningRate = *o.learningRate;
+    sgd.momentum = o.momentum.value_or(0.9);
+    c.optimizer = sgd;
+  } else {
+    passes::Adam adam;
+    adam.learningRate = *o.learningRate;
+    c.optimizer = adam;
+  }
   c.loss = "sparse_categorical_crossentropy";
   c.metrics = {"accuracy"};
   c.stepsPerExecution = o.stepsPerExecution;
@@ -375,6 +394,9 @@ sharedOptions(const TrainOptions &o) {
           {"--offload-optimizer-state", o.offloadOptimizerState ? "on" : "off"},
           {"--tiles", std::to_string(o.tiles)},
           {"--learning-rate", fmt::format("{}", *o.learningRate)},
+          {"--optimizer", o.optimizer},
+          {"--momentum", fmt::format("{}", o.momentum.value_or(0))},
+          {"--dtype-policy", o.dtypePolicy},
           {"--seed", std::to_string(o.seed)},
           {"--train-examples", std::to_string(o.trainExamples)},
           {"--synthetic-data", o.syntheticData ? "on" : "off"},
@@ -486,6 +508,14 @@ data::Shape imageShape(const TrainOptions &o) {
 }
 
 std::unique_ptr<nn::Model> buildModel(const TrainOptions &o) {
+  // The policy of the layers made here; the process's global policy is put
+  // back, as a Keras script that sets it for one model would.
+  const nn::Policy previous = nn::globalPolicy();
+  nn::setGlobalPolicy(o.dtypePolicy);
+  struct Restore {
+    nn::Policy policy;
+    ~Restore() { nn::setGlobalPolicy(policy); }
+  } restore{previous};
   if (o.model == "resnet50")
     return std::make_unique<nn::Model>(buildResNet50(*o.imageSize, 10, o.seed));
   auto model =
@@ -576,13 +606,19 @@ void runTrain(TrainOptions o, const CommandStreams &streams) {
   out << fmt::format(
       "Training on {} {} examples: {} IPU(s) of {} tiles (ipu2 "
       "IPU Model), {} replica(s) in {} instance(s), batch {}, {} steps per "
-      "epoch, {} steps per execution, Adam lr {}\n",
+      "epoch, {} steps per execution, {} lr {}{}{}\n",
       steps * o.batchSize * *o.replicas,
       o.syntheticData
           ? fmt::format("synthetic {}", fmt::join(images.imageShape, "x"))
           : std::string("Fashion-MNIST"),
       *o.ipus, o.tiles, *o.replicas, me.numInstances, o.batchSize, steps,
-      o.stepsPerExecution, *o.learningRate);
+      o.stepsPerExecution, o.optimizer == "sgd" ? "SGD" : "Adam",
+      *o.learningRate,
+      o.optimizer == "sgd"
+          ? fmt::format(" momentum {}", o.momentum.value_or(0.9))
+          : std::string(),
+      o.dtypePolicy == "float32" ? std::string()
+                                 : ", dtype policy " + o.dtypePolicy);
   if (o.pipelineStages > 0)
     out << fmt::format("Pipelined over {} stages ({} schedule), {} "
                        "micro-batches per weight update{}\n",
@@ -626,7 +662,8 @@ void addTrainCommand(CLI::App &app, const CommandStreams &streams) {
       "Models: mlp (784-256-128-10, relu; 10 epochs, learning rate 0.0005 "
       "by default) and cnn "
       "(Conv2D 32 3x3, MaxPool 2, Conv2D 64 3x3, MaxPool 2, Dense 128, "
-      "Dense 10; 3 epochs, learning rate 0.001 by default), trained with Adam. "
+      "Dense 10; 3 epochs, learning rate 0.001 by default), trained with Adam "
+      "(or --optimizer sgd). "
       "The data comes "
       "from Debian's dataset-fashion-mnist (TESSERA_FASHION_MNIST_DIR "
       "overrides the folder). Executables are cached in --cache (default "
@@ -686,8 +723,18 @@ void addTrainCommand(CLI::App &app, const CommandStreams &streams) {
                   "Start from the checkpoint at PATH (as --save-weights "
                   "writes it)");
   sub->add_option("--learning-rate", o->learningRate,
-                  "Adam's learning rate, positive and finite (default: 0.0005 "
-                  "for mlp, 0.001 for cnn)");
+                  "The optimizer's learning rate, positive and finite "
+                  "(default: 0.0005 for mlp, 0.001 for cnn and resnet50)");
+  sub->add_option("--optimizer", o->optimizer,
+                  "adam (default) or sgd (with --momentum)")
+      ->check(CLI::IsMember({"adam", "sgd"}));
+  sub->add_option("--momentum", o->momentum,
+                  "SGD's momentum, 0 to below 1 (default 0.9)");
+  sub->add_option("--dtype-policy", o->dtypePolicy,
+                  "Keras mixed-precision policy of every layer: float32 "
+                  "(default), mixed_float16 (float16 compute, float32 "
+                  "weights, dynamic loss scaling) or float16")
+      ->check(CLI::IsMember({"float32", "mixed_float16", "float16"}));
   sub->add_option("--seed", o->seed, "Seed of initialisers and shuffling")
       ->capture_default_str();
   sub->add_option("--profile", o->profileDir,

@@ -99,3 +99,21 @@ TEST(TrainCli, SyntheticDataTrainsAStepWithoutATestSet) {
   EXPECT_THAT(r.out, HasSubstr("Tile memory:"));
   EXPECT_THAT(r.out, ::testing::Not(HasSubstr("Test (")));
 }
+
+TEST(TrainCli, OptimizerOptionsAreChecked) {
+  expectOneLineError(train({"--momentum", "0.5"}), "give --optimizer sgd too");
+  expectOneLineError(train({"--optimizer", "sgd", "--momentum", "1"}),
+                     "--momentum must be at least 0 and below 1, got 1");
+}
+
+TEST(TrainCli, SgdWithMomentumUnderMixedPrecisionTrains) {
+  const ProcessResult r =
+      train({"--model", "mlp", "--synthetic-data", "--batch-size", "4",
+             "--steps-per-execution", "2", "--epochs", "1", "--no-cache",
+             "--optimizer", "sgd", "--momentum", "0.8", "--dtype-policy",
+             "mixed_float16"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("SGD lr 0.0005 momentum 0.8, dtype policy "
+                               "mixed_float16"));
+  EXPECT_THAT(r.out, HasSubstr("2/2"));
+}
