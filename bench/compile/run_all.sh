@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Host cost of compiling training steps (bench_compile_models.cpp says what is
 # measured): RESULT lines for the compile time of ResNet-50 (32x32 and
-# 224x224, batch 2), the CNN (batch 64) and the MLP, and ResNet-50's peak
+# 224x224, batch 2, float32 and mixed float16), the workshop's CIFAR-10 CNN
+# and `tessera train`'s CNN (batch 64) and the MLP, and ResNet-50's peak
 # RSS, each compiled in its own child process.
 # Usage: run_all.sh [BENCH_DIR]  (default: build/bench)
 # Exits 1 if the benchmark fails or misses a target.
