@@ -215,6 +215,36 @@ TEST(RandomDeterminism, TheMappingOfTheReferenceDoesNotMatter) {
   EXPECT_EQ(run(false), run(true));
 }
 
+// A reference mapped one element at a time, round robin over 4 tiles, is
+// 256 regions: each tile's workers take them as lists (at most 6 vertices
+// a tile, as PopLibs' 2-D vertices), and the values are those of a
+// linearly mapped reference.
+TEST(RandomPlan, AFragmentedMappingGivesAtMostSixVerticesATile) {
+  const Seed seed{3, 4};
+  std::size_t vertices = 0;
+  auto run = [&](bool fragmented) {
+    return runRandom(4, {1024}, seed,
+                     [&](Graph &g, const Tensor &linear, const Tensor *s,
+                         program::Sequence &p) {
+                       Tensor ref = linear;
+                       if (fragmented) {
+                         ref = g.addVariable(FLOAT, {1024}, "fragmented");
+                         for (unsigned i = 0; i < 1024; i += 4)
+                           g.setTileMapping(ref.slice(i, i + 4), i / 4 % 4);
+                       }
+                       const std::size_t before = g.getNumVertices();
+                       Tensor out = normal(g, s, 0, ref, FLOAT, 0, 1, p);
+                       vertices = g.getNumVertices() - before;
+                       return std::vector<Tensor>{out};
+                     })
+        .outputs[0];
+  };
+  const std::vector<double> linear = run(false);
+  EXPECT_EQ(run(true), linear);
+  EXPECT_LE(vertices, 4u * 6u);
+  EXPECT_NE(linear[0], linear[1]);
+}
+
 TEST(RandomSeeds, DifferentSeedsAndModifiersGiveDifferentValues) {
   auto run = [&](Seed seed, std::uint32_t modifier) {
     return runRandom(4, {256}, seed,

@@ -1,7 +1,7 @@
 // Planning of the random ops: the output takes the reference's mapping and
-// every worker region gets one vertex on its tile, told the flat index of
-// its first element so the generator's counter is the element's index in
-// the whole tensor.
+// every worker's share of a tile gets one vertex on the tile, told the
+// flat index of each of its regions' first element so the generator's
+// counter is the element's index in the whole tensor.
 #include "tessera/ops/Random.hpp"
 
 #include "OpsInternal.hpp"
@@ -70,10 +70,10 @@ std::uint64_t checkSeed(const char *op, const Tensor *seed,
 // that needs one, so a host-seeded op needs no exchange at all.
 std::map<unsigned, Tensor> seedsByTile(Graph &graph, const Tensor *seed,
                                        std::uint64_t hostSeed,
-                                       const std::vector<TilePiece> &pieces,
+                                       const std::vector<WorkerPiece> &pieces,
                                        const DebugContext &dc) {
   std::map<unsigned, Tensor> byTile;
-  for (const TilePiece &p : pieces)
+  for (const WorkerPiece &p : pieces)
     byTile[p.tile] = Tensor();
   if (seed) {
     for (auto &[tile, t] : byTile)
@@ -107,37 +107,46 @@ void checkReference(const char *op, const Tensor &reference) {
 // Sets the distribution's own fields of one vertex.
 using FieldSetter = std::function<void(Graph &, VertexRef)>;
 
-// One vertex of class `cls` per worker region of `out`; `in` (optional,
-// the shape of out) is connected region by region as "in", `mask` as
-// "mask".
+// One vertex of class `cls` per worker share of `out`'s tiles, writing
+// the share's regions; `in` (optional, the shape of out) is connected
+// region by region as "in", `mask` as "mask".
 void addRandomVertices(Graph &graph, const std::string &cls, const Tensor *seed,
                        std::uint64_t hostSeed, std::uint32_t seedModifier,
                        const Tensor &out, const Tensor *in, const Tensor *mask,
                        const FieldSetter &setFields, Sequence &prog,
                        const DebugContext &dc) {
   const Tensor flat = out.flatten();
-  // Pieces are whole generator blocks where the mapping allows, so a block
-  // is computed by one worker.
-  const std::vector<TilePiece> pieces = splitByTile(graph, flat, 6, 4);
+  // Shares are whole generator blocks (4 elements) where the mapping
+  // allows, so a block is computed by one worker.
+  const std::vector<WorkerPiece> shares = splitByWorker(graph, flat, 6, 4);
   const std::map<unsigned, Tensor> seeds =
-      seedsByTile(graph, seed, hostSeed, pieces, dc);
+      seedsByTile(graph, seed, hostSeed, shares, dc);
   ComputeSet cs = graph.addComputeSet(dc);
   const Tensor inFlat = in ? in->flatten() : Tensor();
   const Tensor maskFlat = mask ? mask->flatten() : Tensor();
-  for (const TilePiece &p : pieces) {
+  for (const WorkerPiece &w : shares) {
     VertexRef v = graph.addVertex(cs, cls);
-    graph.connect(v["seed"], seeds.at(p.tile));
-    graph.connect(v["out"], flat.slice(p.begin, p.end));
+    graph.connect(v["seed"], seeds.at(w.tile));
+    std::vector<Tensor> outs, ins, masks;
+    std::vector<unsigned> offsets;
+    for (const auto &[b, e] : w.regions) {
+      outs.push_back(flat.slice(b, e));
+      if (in)
+        ins.push_back(inFlat.slice(b, e));
+      if (mask)
+        masks.push_back(maskFlat.slice(b, e));
+      offsets.push_back(static_cast<unsigned>(b));
+      offsets.push_back(static_cast<unsigned>(std::uint64_t(b) >> 32));
+    }
+    graph.connect(v["out"], outs);
     if (in)
-      graph.connect(v["in"], inFlat.slice(p.begin, p.end));
+      graph.connect(v["in"], ins);
     if (mask)
-      graph.connect(v["mask"], maskFlat.slice(p.begin, p.end));
+      graph.connect(v["mask"], masks);
     graph.setInitialValue(v["seedModifier"], seedModifier);
-    graph.setInitialValue(v["offsetLo"], static_cast<unsigned>(p.begin));
-    graph.setInitialValue(v["offsetHi"],
-                          static_cast<unsigned>(std::uint64_t(p.begin) >> 32));
+    graph.setInitialValue(v["offsets"], offsets);
     setFields(graph, v);
-    graph.setTileMapping(v, p.tile);
+    graph.setTileMapping(v, w.tile);
   }
   prog.add(program::Execute(cs, dc));
 }

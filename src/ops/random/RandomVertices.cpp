@@ -1,7 +1,8 @@
-// The random vertices and their estimators. Each vertex fills one worker
-// region of its output; its plain state says which element of the whole
-// tensor the region starts at, and that index, not the vertex, picks the
-// generator's counter.
+// The random vertices and their estimators. Each vertex is one worker's
+// share of a tile: a list of regions of its output (a 2-D vertex, so a
+// fragmented mapping still gives at most six vertices a tile); its plain
+// state says which element of the whole tensor each region starts at, and
+// that index, not the vertex, picks the generator's counter.
 #include "OpsInternal.hpp"
 #include "RandomKernels.hpp"
 
@@ -34,8 +35,10 @@ random::Key keyOf(const Input<Vector<unsigned>> &seed) {
   return {seed[0], seed[1]};
 }
 
-std::uint64_t offsetOf(unsigned lo, unsigned hi) {
-  return (std::uint64_t(hi) << 32) | lo;
+// The flat index of region r's first element: offsets holds it as two
+// words per region, low first.
+std::uint64_t offsetOf(const Vector<unsigned> &offsets, std::size_t r) {
+  return (std::uint64_t(offsets[2 * r + 1]) << 32) | offsets[2 * r];
 }
 
 // Stores positions skip ... skip + count - 1 of a batch of nb blocks into
@@ -89,16 +92,19 @@ void fillFromWords(random::Key key, unsigned modifier, std::uint64_t offset,
 template <typename T> class UniformVertex : public Vertex {
 public:
   Input<Vector<unsigned>> seed;
-  Output<Vector<T>> out;
-  unsigned seedModifier, offsetLo, offsetHi;
+  Vector<Output<Vector<T>>> out;
+  unsigned seedModifier;
+  Vector<unsigned> offsets;
   float minVal, maxVal;
 
   bool compute() {
     const float lo = minVal, range = maxVal - minVal;
-    fillFrom(keyOf(seed), seedModifier, offsetOf(offsetLo, offsetHi),
-             out.data(), out.size(),
-             [&](const random::Words &w, random::Values &v, unsigned nb,
-                 std::uint64_t) { random::uniformBatch(w, v, nb, lo, range); });
+    for (std::size_t r = 0; r < out.size(); ++r)
+      fillFrom(
+          keyOf(seed), seedModifier, offsetOf(offsets, r), out[r].data(),
+          out[r].size(),
+          [&](const random::Words &w, random::Values &v, unsigned nb,
+              std::uint64_t) { random::uniformBatch(w, v, nb, lo, range); });
     return true;
   }
 };
@@ -106,16 +112,18 @@ public:
 class UniformIntVertex : public Vertex {
 public:
   Input<Vector<unsigned>> seed;
-  Output<Vector<int>> out;
-  unsigned seedModifier, offsetLo, offsetHi;
+  Vector<Output<Vector<int>>> out;
+  unsigned seedModifier;
+  Vector<unsigned> offsets;
   int minVal, maxVal;
 
   bool compute() {
     const random::UniformIntDist dist{
         minVal, static_cast<std::uint64_t>(std::int64_t(maxVal) - minVal + 1)};
-    fillFromWords(keyOf(seed), seedModifier, offsetOf(offsetLo, offsetHi),
-                  out.data(), out.size(),
-                  [&](std::uint32_t x) { return dist.value(x); });
+    for (std::size_t r = 0; r < out.size(); ++r)
+      fillFromWords(keyOf(seed), seedModifier, offsetOf(offsets, r),
+                    out[r].data(), out[r].size(),
+                    [&](std::uint32_t x) { return dist.value(x); });
     return true;
   }
 };
@@ -123,16 +131,18 @@ public:
 template <typename T> class NormalVertex : public Vertex {
 public:
   Input<Vector<unsigned>> seed;
-  Output<Vector<T>> out;
-  unsigned seedModifier, offsetLo, offsetHi;
+  Vector<Output<Vector<T>>> out;
+  unsigned seedModifier;
+  Vector<unsigned> offsets;
   float mean, stdDev;
 
   bool compute() {
     const float m = mean, s = stdDev;
-    fillFrom(keyOf(seed), seedModifier, offsetOf(offsetLo, offsetHi),
-             out.data(), out.size(),
-             [&](const random::Words &w, random::Values &v, unsigned nb,
-                 std::uint64_t) { random::normalBatch(w, v, nb, m, s); });
+    for (std::size_t r = 0; r < out.size(); ++r)
+      fillFrom(keyOf(seed), seedModifier, offsetOf(offsets, r), out[r].data(),
+               out[r].size(),
+               [&](const random::Words &w, random::Values &v, unsigned nb,
+                   std::uint64_t) { random::normalBatch(w, v, nb, m, s); });
     return true;
   }
 };
@@ -140,20 +150,22 @@ public:
 template <typename T> class TruncatedNormalVertex : public Vertex {
 public:
   Input<Vector<unsigned>> seed;
-  Output<Vector<T>> out;
-  unsigned seedModifier, offsetLo, offsetHi;
+  Vector<Output<Vector<T>>> out;
+  unsigned seedModifier;
+  Vector<unsigned> offsets;
   float mean, stdDev, alpha;
 
   bool compute() {
     const random::Key key = keyOf(seed);
     const unsigned modifier = seedModifier;
-    fillFrom(key, modifier, offsetOf(offsetLo, offsetHi), out.data(),
-             out.size(),
-             [&](const random::Words &w, random::Values &v, unsigned nb,
-                 std::uint64_t first) {
-               random::truncatedNormalBatch(key, modifier, first, w, v, nb,
-                                            mean, stdDev, alpha);
-             });
+    for (std::size_t r = 0; r < out.size(); ++r)
+      fillFrom(key, modifier, offsetOf(offsets, r), out[r].data(),
+               out[r].size(),
+               [&](const random::Words &w, random::Values &v, unsigned nb,
+                   std::uint64_t first) {
+                 random::truncatedNormalBatch(key, modifier, first, w, v, nb,
+                                              mean, stdDev, alpha);
+               });
     return true;
   }
 };
@@ -161,22 +173,21 @@ public:
 template <typename T> class BernoulliVertex : public Vertex {
 public:
   Input<Vector<unsigned>> seed;
-  Output<Vector<T>> out;
-  unsigned seedModifier, offsetLo, offsetHi;
+  Vector<Output<Vector<T>>> out;
+  unsigned seedModifier;
+  Vector<unsigned> offsets;
   float prob;
 
   bool compute() {
     const std::uint64_t threshold = random::probabilityThreshold(prob);
-    fillFromWords(keyOf(seed), seedModifier, offsetOf(offsetLo, offsetHi),
-                  out.data(), out.size(), [&](std::uint32_t x) {
-                    return fromFloat<T>(keepOrZero(x < threshold, 1.0f));
-                  });
+    for (std::size_t r = 0; r < out.size(); ++r)
+      fillFromWords(keyOf(seed), seedModifier, offsetOf(offsets, r),
+                    out[r].data(), out[r].size(), [&](std::uint32_t x) {
+                      return fromFloat<T>(keepOrZero(x < threshold, 1.0f));
+                    });
     return true;
   }
 };
-
-// Dropout with or without writing the mask (the element type, 0 or 1).
-template <typename T, bool WithMask> class DropoutVertex;
 
 // One batch's worth of dropout; restrict lets the loop vectorise.
 template <typename T, bool WithMask>
@@ -191,60 +202,44 @@ void dropoutRange(const std::uint32_t *__restrict e, const T *__restrict in,
   }
 }
 
-template <typename T, bool WithMask>
-void runDropout(DropoutVertex<T, WithMask> &v, T *mask) {
-  const std::uint64_t threshold = random::probabilityThreshold(v.keepProb);
-  const T *in = v.in.data();
-  T *o = v.out.data();
-  const float scale = v.scale;
-  random::forEachBatch(keyOf(v.seed), v.seedModifier,
-                       offsetOf(v.offsetLo, v.offsetHi), v.out.size(),
-                       [&](const random::Words &w, unsigned nb, std::uint64_t,
-                           std::size_t i, unsigned skip, unsigned count) {
-                         const ElementWords words(w, nb);
-                         dropoutRange<T, WithMask>(
-                             words.e + skip, in + i, o + i,
-                             WithMask ? mask + i : nullptr, count, threshold,
-                             scale);
-                       });
-}
-
-template <typename T> class DropoutVertex<T, false> : public Vertex {
+// Dropout with or without writing the mask (the element type, 0 or 1):
+// region r reads in[r] and writes out[r] (and mask[r]).
+template <typename T, bool WithMask> class DropoutVertex : public Vertex {
 public:
   Input<Vector<unsigned>> seed;
-  Input<Vector<T>> in;
-  Output<Vector<T>> out;
-  unsigned seedModifier, offsetLo, offsetHi;
+  Vector<Input<Vector<T>>> in;
+  Vector<Output<Vector<T>>> out;
+  Vector<Output<Vector<T>>> mask; ///< empty without the mask
+  unsigned seedModifier;
+  Vector<unsigned> offsets;
   float keepProb, scale;
 
   bool compute() {
-    runDropout<T, false>(*this, nullptr);
-    return true;
-  }
-};
-
-template <typename T> class DropoutVertex<T, true> : public Vertex {
-public:
-  Input<Vector<unsigned>> seed;
-  Input<Vector<T>> in;
-  Output<Vector<T>> out;
-  Output<Vector<T>> mask;
-  unsigned seedModifier, offsetLo, offsetHi;
-  float keepProb, scale;
-
-  bool compute() {
-    runDropout<T, true>(*this, mask.data());
+    const std::uint64_t threshold = random::probabilityThreshold(keepProb);
+    for (std::size_t r = 0; r < out.size(); ++r) {
+      const T *i0 = in[r].data();
+      T *o = out[r].data();
+      T *m = WithMask ? mask[r].data() : nullptr;
+      random::forEachBatch(
+          keyOf(seed), seedModifier, offsetOf(offsets, r), out[r].size(),
+          [&](const random::Words &w, unsigned nb, std::uint64_t, std::size_t i,
+              unsigned skip, unsigned count) {
+            const ElementWords words(w, nb);
+            dropoutRange<T, WithMask>(words.e + skip, i0 + i, o + i,
+                                      WithMask ? m + i : nullptr, count,
+                                      threshold, scale);
+          });
+    }
     return true;
   }
 };
 
 // The fields every random vertex has, in order: the seed, then (after any
-// inputs and outputs) the modifier and the first element's index.
+// inputs and outputs) the modifier and each region's first element index.
 template <typename V>
 codelet::VertexDescriber<V> &counterFields(codelet::VertexDescriber<V> &d) {
   return d.field("seedModifier", &V::seedModifier)
-      .field("offsetLo", &V::offsetLo)
-      .field("offsetHi", &V::offsetHi);
+      .field("offsets", &V::offsets);
 }
 
 // Estimated worker cycles: a fixed cost (reading the seed into the
@@ -254,19 +249,25 @@ codelet::VertexDescriber<V> &counterFields(codelet::VertexDescriber<V> &d) {
 // instruction (f32v2grand), so a uniform or bernoulli draw costs about a
 // unary op, a normal draw about twice that (estimate), a truncated normal
 // four times (estimate: poprand redraws out-of-range values over several
-// passes), and dropout a binary op (it also loads the input). Every figure
-// is read from the target compiled for when the estimate is made.
+// passes), and dropout a binary op (it also loads the input). Each region
+// rounds up to whole vectors, and each after the first costs one vector's
+// worth more to set up its pointers and loop count (as a map's 2-D vertex).
+// Every figure is read from the target compiled for when the estimate is
+// made.
 CycleEstimator randomEstimator(unsigned outField, Type type,
                                unsigned CostFigures::*perVector,
                                unsigned times = 1, unsigned plus = 0) {
   return [=](const VertexInstanceShape &s, const Target &t) {
     const CostFigures &c = t.costs();
     const std::uint64_t width = t.getVectorWidth(type);
-    const std::uint64_t n =
-        s.fieldSizes[outField].empty() ? 0 : s.fieldSizes[outField][0];
-    return c.unaryOpWorkerCycles +
-           (std::uint64_t(times) * (c.*perVector) + plus) *
-               ((n + width - 1) / width);
+    const std::uint64_t vector = std::uint64_t(times) * (c.*perVector) + plus;
+    const auto &regions = s.fieldSizes[outField];
+    std::uint64_t cycles = c.unaryOpWorkerCycles;
+    for (const auto n : regions)
+      cycles += vector * ((std::uint64_t(n) + width - 1) / width);
+    if (!regions.empty())
+      cycles += (c.*perVector) * (regions.size() - 1);
+    return cycles;
   };
 }
 
