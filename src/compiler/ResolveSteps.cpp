@@ -440,14 +440,39 @@ private:
       const std::size_t size = typeSize(var.type);
       for (std::size_t i = 0; i < var.mapping.size(); ++i) {
         const TileInterval &iv = var.mapping[i];
-        InitRegion r;
-        r.addr = s_.intervalAddr[v][i];
-        r.dataOffset = s_.exe.initData.size();
-        r.size = (iv.end - iv.begin) * size;
-        const std::byte *src = var.initialValue.data() + iv.begin * size;
-        s_.exe.initData.insert(s_.exe.initData.end(), src, src + r.size);
-        s_.exe.initRegions.push_back(r);
+        addInitialBytes(s_.intervalAddr[v][i],
+                        var.initialValue.data() + iv.begin * size,
+                        (iv.end - iv.begin) * size);
       }
+    }
+  }
+
+  // The engine starts every replica's memory zeroed (Runtime::load), so
+  // only the non-zero stretches of an initial value are kept: optimizer
+  // state and biases start at zero, and were most of a ResNet-50
+  // executable's initial bytes. Zero gaps shorter than kMinZeroGap stay
+  // in their region, so a region is not cut at every zero weight.
+  void addInitialBytes(std::uint64_t addr, const std::byte *src,
+                       std::size_t size) {
+    constexpr std::size_t kMinZeroGap = 64;
+    for (std::size_t i = 0; i < size;) {
+      while (i < size && src[i] == std::byte{0})
+        ++i;
+      if (i == size)
+        return;
+      const std::size_t begin = i;
+      std::size_t end = i, zeros = 0;
+      for (; i < size && zeros < kMinZeroGap; ++i) {
+        zeros = src[i] == std::byte{0} ? zeros + 1 : 0;
+        if (zeros == 0)
+          end = i + 1;
+      }
+      InitRegion r;
+      r.addr = addr + begin;
+      r.dataOffset = s_.exe.initData.size();
+      r.size = end - begin;
+      s_.exe.initData.insert(s_.exe.initData.end(), src + begin, src + end);
+      s_.exe.initRegions.push_back(r);
     }
   }
 
