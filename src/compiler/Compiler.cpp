@@ -6,7 +6,13 @@
 #include "tessera/support/Error.hpp"
 #include "tessera/support/Logging.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <tuple>
 
 namespace tessera {
 namespace compiler {
@@ -125,8 +131,46 @@ void checkRemoteMemory(const Graph &graph) {
         "buffers or a target with streaming memory (ipu2, ipu21)");
 }
 
+// The resident set size now and the peak so far, from Linux's
+// /proc/self/status (VmRSS, VmHWM); elsewhere the peak from getrusage.
+std::pair<std::uint64_t, std::uint64_t> processMemory() {
+  std::uint64_t rss = 0, peak = 0;
+  if (std::FILE *f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    unsigned long long kib = 0;
+    while (std::fgets(line, sizeof line, f)) {
+      if (std::sscanf(line, "VmRSS: %llu kB", &kib) == 1)
+        rss = kib * 1024;
+      else if (std::sscanf(line, "VmHWM: %llu kB", &kib) == 1)
+        peak = kib * 1024;
+    }
+    std::fclose(f);
+  }
+  if (peak == 0) {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    peak = static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
+  }
+  return {rss, std::max(peak, rss)};
+}
+
 } // namespace
 } // namespace compiler
+
+CompilePhaseTimer::CompilePhaseTimer(std::string name)
+    : name_(std::move(name)), start_(std::chrono::steady_clock::now()) {}
+
+CompilePhase CompilePhaseTimer::finish() const {
+  CompilePhase p;
+  p.name = name_;
+  p.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
+          .count();
+  std::tie(p.rssBytes, p.peakRssBytes) = compiler::processMemory();
+  logging::info("compile phase {}: {:.3f} s, RSS {:.2f} GB, peak {:.2f} GB",
+                p.name, p.seconds, p.rssBytes / 1e9, p.peakRssBytes / 1e9);
+  return p;
+}
 
 Executable compileGraph(const Graph &graph,
                         const std::vector<program::Program> &programs,
@@ -134,13 +178,21 @@ Executable compileGraph(const Graph &graph,
                         const CompileProgress &progress) {
   using namespace compiler;
   const EngineOptions options = EngineOptions::parse(flags);
+  std::vector<CompilePhase> phases;
+  std::optional<CompilePhaseTimer> timer;
+  // Ends the phase running, if any, and starts \p phase.
   auto report = [&](const char *phase, double done) {
+    if (timer)
+      phases.push_back(timer->finish());
+    timer.emplace(phase);
     if (progress)
       progress(phase, done);
   };
   report("checking graph", 0.0);
   checkMapped(graph.data());
-  State s(graph, options);
+  // On the heap so that its release, a phase of its own, can be timed.
+  auto state = std::make_unique<State>(graph, options);
+  State &s = *state;
   const Target &t = s.target;
   s.exe.arch = t.getTargetArchString();
   s.exe.numIPUs = t.getNumIPUs();
@@ -170,8 +222,14 @@ Executable compileGraph(const Graph &graph,
                 "replica",
                 s.exe.steps.size(), s.exe.vertices.size(), s.exe.copyOps.size(),
                 s.exe.replicaBytes());
-  report("done", 1.0);
-  return std::move(s.exe);
+  Executable exe = std::move(s.exe);
+  report("releasing compiler state", 0.95);
+  state.reset();
+  phases.push_back(timer->finish());
+  exe.compilePhases = std::move(phases);
+  if (progress)
+    progress("done", 1.0);
+  return exe;
 }
 
 } // namespace tessera
