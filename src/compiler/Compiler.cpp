@@ -19,44 +19,30 @@ namespace compiler {
 
 State::State(const Graph &g, const EngineOptions &o)
     : graph(g), data(g.data()), target(g.getTarget()), options(o),
-      vars(g.data().variables), numGraphVars(g.data().variables.size()),
-      intervalAddr(g.data().variables.size()) {
-  std::size_t slots = 0;
-  for (const VertexData &vd : data.vertices) {
-    vertexSlot.push_back(slots);
-    vertexFieldStart.push_back(static_cast<std::uint32_t>(fieldOffset.size()));
-    std::size_t offset = 0;
-    for (const FieldBinding &b : vd.fields) {
-      fieldOffset.push_back(static_cast<std::uint32_t>(offset));
-      offset += b.tensors.size();
+      numGraphVars(g.data().variables.size()),
+      vertexSlots(g.data().vertices.size(), -1) {}
+
+std::uint32_t State::substitute(unsigned vertex, unsigned field, unsigned index,
+                                const Substitution &sub) {
+  // Slot blocks exist only for the vertices that have substitutions: most
+  // vertices read every operand in place.
+  if (vertexSlots[vertex] < 0) {
+    const std::vector<FieldBinding> &fields = data.vertices[vertex].fields;
+    vertexSlots[vertex] = static_cast<std::int64_t>(slots.size());
+    std::int32_t offset = 0;
+    for (const FieldBinding &b : fields) {
+      slots.push_back(offset);
+      offset += static_cast<std::int32_t>(b.tensors.size());
     }
-    slots += offset;
+    slots.resize(slots.size() + static_cast<std::size_t>(offset), -1);
   }
-  substitutionOf.assign(slots, -1);
-}
-
-const Tensor &State::fieldTensor(unsigned vertex, unsigned field,
-                                 unsigned index) const {
-  const std::int32_t k = substitutionOf[slot(vertex, field, index)];
-  if (k >= 0)
-    return substitutions[static_cast<std::size_t>(k)].temporary;
-  return data.vertices[vertex].fields[field].tensors[index];
-}
-
-const Tensor *State::inPlaceSource(unsigned vertex, unsigned field,
-                                   unsigned index) const {
-  const std::int32_t k = substitutionOf[slot(vertex, field, index)];
-  if (k < 0)
-    return nullptr;
-  const Tensor &t = substitutions[static_cast<std::size_t>(k)].inPlaceSource;
-  return t.valid() ? &t : nullptr;
-}
-
-void State::substitute(unsigned vertex, unsigned field, unsigned index,
-                       Tensor temporary, Tensor inPlaceSource) {
-  substitutionOf[slot(vertex, field, index)] =
-      static_cast<std::int32_t>(substitutions.size());
-  substitutions.push_back({std::move(temporary), std::move(inPlaceSource)});
+  const auto b = static_cast<std::size_t>(vertexSlots[vertex]);
+  const std::size_t numFields = data.vertices[vertex].fields.size();
+  const auto k = static_cast<std::uint32_t>(substitutions.size());
+  slots[b + numFields + static_cast<std::size_t>(slots[b + field]) + index] =
+      static_cast<std::int32_t>(k);
+  substitutions.push_back(sub);
+  return k;
 }
 
 std::uint32_t State::intern(const std::string &s) {

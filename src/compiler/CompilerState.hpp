@@ -19,6 +19,29 @@ inline std::uint64_t alignUp(std::uint64_t bytes) {
   return (bytes + kAlign - 1) & ~(kAlign - 1);
 }
 
+/// A vertex field element read or written through a compiler temporary:
+/// elements [offset, offset + count) of variable `var` on the vertex's tile.
+/// When the vertex reads its own tensor in place instead (inPlace; DESIGN.md
+/// section 5.4), the temporary still takes its tile memory and its exchange
+/// is still costed.
+struct Substitution {
+  std::uint64_t offset = 0, count = 0;
+  std::uint32_t var = 0;
+  bool inPlace = false;
+  Run run() const {
+    return {var, static_cast<std::int64_t>(offset), 1,
+            static_cast<std::int64_t>(count)};
+  }
+};
+
+/// A planned copy between a vertex field element's own tensor (in the
+/// graph) and its substitution (State::substitutions): a gather copies
+/// from the field's tensor, a scatter to it.
+struct OperandCopy {
+  const Tensor *field = nullptr;
+  std::uint32_t substitution = 0;
+};
+
 /// A step before addresses are known: its operands are tensors.
 struct Draft {
   Step step;
@@ -26,20 +49,14 @@ struct Draft {
   /// steps: the predicate last.
   std::vector<Tensor> tensors;
   std::vector<std::pair<Tensor, Tensor>> copies;
-  /// Exchange: copies costed as the IPU would move them, whose destination
-  /// the simulator never fills because the vertex reads the source in place.
-  std::vector<std::pair<Tensor, Tensor>> costOnlyCopies;
-  /// A compute set's gathers or scatters: its plan's lists (ComputeSetPlan,
-  /// planned before any of its steps is drafted and not changed after),
-  /// shared by every Execute of the set rather than copied into each.
-  const std::vector<std::pair<Tensor, Tensor>> *planCopies = nullptr;
-  const std::vector<std::pair<Tensor, Tensor>> *planCostOnlyCopies = nullptr;
-  const std::vector<std::pair<Tensor, Tensor>> &copyList() const {
-    return planCopies ? *planCopies : copies;
-  }
-  const std::vector<std::pair<Tensor, Tensor>> &costOnlyList() const {
-    return planCostOnlyCopies ? *planCostOnlyCopies : costOnlyCopies;
-  }
+  /// A compute set's gathers (and the gathers costed as the IPU would move
+  /// them, whose destination the simulator never fills because the vertex
+  /// reads the source in place) or its scatters: its plan's lists
+  /// (ComputeSetPlan, planned before any of its steps is drafted and not
+  /// changed after), shared by every Execute of the set.
+  const std::vector<OperandCopy> *gathers = nullptr;
+  const std::vector<OperandCopy> *costOnlyGathers = nullptr;
+  const std::vector<OperandCopy> *scatters = nullptr;
   int computeSet = -1;
   int program = -1;         ///< -1 inside a function body
   bool conditional = false; ///< may not run every time its program runs
@@ -53,11 +70,11 @@ struct LoopRange {
 /// Vertex fields whose tensors are replaced by compiler temporaries.
 struct ComputeSetPlan {
   bool planned = false;
-  std::vector<std::pair<Tensor, Tensor>> gathers; ///< before compute
+  std::vector<OperandCopy> gathers; ///< before compute
   /// Gathers the simulator skips: the vertex reads the source in place.
-  std::vector<std::pair<Tensor, Tensor>> costOnlyGathers;
-  std::vector<std::pair<Tensor, Tensor>> scatters; ///< after compute
-  std::uint32_t firstVertex = 0;                   ///< in Executable order
+  std::vector<OperandCopy> costOnlyGathers;
+  std::vector<OperandCopy> scatters; ///< after compute
+  std::uint32_t firstVertex = 0;     ///< in Executable order
   /// The host kernel run in this compute set's place, or -1.
   int hostKernel = -1;
 };
@@ -70,54 +87,65 @@ struct State {
   const GraphData &data;
   const Target &target;
   EngineOptions options;
-  /// The graph's variables followed by compiler temporaries.
-  std::vector<VariableData> vars;
+  /// The graph's variables (data.variables, not copied: they hold the
+  /// initial values) followed by compiler temporaries (ids from
+  /// numGraphVars on).
   std::size_t numGraphVars = 0;
+  std::vector<VariableData> temporaries;
+  const VariableData &var(std::uint32_t id) const {
+    return id < numGraphVars ? data.variables[id]
+                             : temporaries[id - numGraphVars];
+  }
+  std::size_t numVars() const { return numGraphVars + temporaries.size(); }
   std::vector<Draft> drafts;
   std::vector<LoopRange> loops;
   std::vector<ComputeSetPlan> csPlans;
-  /// A vertex field element replaced by a compiler temporary; when the
-  /// vertex reads a contiguous source in place instead (DESIGN.md section
-  /// 5.4), that source: the temporary still takes its tile memory and its
-  /// exchange is still costed.
-  struct Substitution {
-    Tensor temporary, inPlaceSource;
-  };
+  /// Per graph variable, 1 + the last compute set planned that writes it
+  /// (planOperandExchanges), or 0.
+  std::vector<std::uint32_t> writtenBy;
   std::vector<Substitution> substitutions;
-  /// Per field element of every vertex (slot()), the index of its
-  /// substitution, or -1.
-  std::vector<std::int32_t> substitutionOf;
-  /// For slot(): per vertex, the slot of its first field element and the
-  /// index of its first field in fieldOffset; per field of each vertex, the
-  /// offset of the field's first element from the vertex's.
-  std::vector<std::size_t> vertexSlot;
-  std::vector<std::uint32_t> vertexFieldStart, fieldOffset;
+  /// Per vertex, where its slot block starts in `slots`, or -1 when none of
+  /// its field elements is substituted. A block holds, per field of the
+  /// vertex, the offset of the field's first element slot from the block's
+  /// end of these offsets, then per field element the index of its
+  /// substitution or -1.
+  std::vector<std::int64_t> vertexSlots;
+  std::vector<std::int32_t> slots;
   /// Elements of each compiler temporary (from numGraphVars on) that no
   /// step writes: the alignment gaps between the field elements it holds.
   std::vector<std::size_t> temporaryGaps;
   std::size_t gapElements(std::uint32_t var) const {
     return var < numGraphVars ? 0 : temporaryGaps[var - numGraphVars];
   }
-  /// Byte address of each mapping interval of each variable.
-  std::vector<std::vector<std::uint64_t>> intervalAddr;
+  /// Byte address of each mapping interval of each variable: variable v's
+  /// intervals from intervalAddr[firstInterval[v]] on (layoutMemory).
+  std::vector<std::uint64_t> intervalAddr;
+  std::vector<std::size_t> firstInterval;
+  std::uint64_t &addrOf(std::uint32_t v, std::size_t interval) {
+    return intervalAddr[firstInterval[v] + interval];
+  }
+  std::uint64_t addrOf(std::uint32_t v, std::size_t interval) const {
+    return intervalAddr[firstInterval[v] + interval];
+  }
   Executable exe;
 
-  /// The tensor a vertex field element reads or writes, after temporaries.
-  const Tensor &fieldTensor(unsigned vertex, unsigned field,
-                            unsigned index) const;
-  /// The source a vertex field element reads in place instead of its
-  /// temporary, or null.
-  const Tensor *inPlaceSource(unsigned vertex, unsigned field,
-                              unsigned index) const;
-  /// Replaces field element (vertex, field, index) by \p temporary, read
-  /// from \p inPlaceSource where that is valid.
-  void substitute(unsigned vertex, unsigned field, unsigned index,
-                  Tensor temporary, Tensor inPlaceSource);
-  /// The index of field element (vertex, field, index) among all vertices'.
-  std::size_t slot(unsigned vertex, unsigned field, unsigned index) const {
-    return vertexSlot[vertex] + fieldOffset[vertexFieldStart[vertex] + field] +
-           index;
+  /// The substitution of field element (vertex, field, index), or null.
+  const Substitution *substitution(unsigned vertex, unsigned field,
+                                   unsigned index) const {
+    const std::int64_t block = vertexSlots[vertex];
+    if (block < 0)
+      return nullptr;
+    const auto b = static_cast<std::size_t>(block);
+    const std::size_t numFields = data.vertices[vertex].fields.size();
+    const std::int32_t k =
+        slots[b + numFields + static_cast<std::size_t>(slots[b + field]) +
+              index];
+    return k < 0 ? nullptr : &substitutions[static_cast<std::size_t>(k)];
   }
+  /// Replaces field element (vertex, field, index) by \p sub and returns
+  /// the substitution's index.
+  std::uint32_t substitute(unsigned vertex, unsigned field, unsigned index,
+                           const Substitution &sub);
   std::uint32_t intern(const std::string &s);
 };
 

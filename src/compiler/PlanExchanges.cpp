@@ -7,7 +7,6 @@
 #include "tessera/support/Error.hpp"
 
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 namespace tessera::compiler {
@@ -34,7 +33,7 @@ bool contiguousInOneInterval(const State &s, const Tensor &t, unsigned *tile) {
   if (runs.size() != 1 || (runs[0].stride != 1 && runs[0].count != 1))
     return false;
   const Run &r = runs[0];
-  const VariableData &v = s.vars[r.var];
+  const VariableData &v = s.var(r.var);
   auto [t0, idx] = locate(v, static_cast<std::size_t>(r.start));
   *tile = t0;
   return v.mapping[idx].end >= static_cast<std::size_t>(r.start + r.count);
@@ -53,7 +52,10 @@ public:
   void plan(unsigned cs) {
     ComputeSetPlan &plan = s_.csPlans[cs];
     plan.planned = true;
-    writtenVars_.clear();
+    // Compute sets are planned once each: cs + 1 marks the variables cs
+    // writes without clearing the marks of the sets before.
+    written_ = cs + 1;
+    s_.writtenBy.resize(s_.numGraphVars, 0);
     for (unsigned v : s_.data.computeSets[cs].vertices) {
       const VertexData &vd = s_.data.vertices[v];
       const auto &fields = vd.vertexClass->info.fields;
@@ -62,7 +64,7 @@ public:
             fields[f].direction == codelet::Direction::InOut)
           for (const Tensor &t : vd.fields[f].tensors)
             for (const Run &r : t.runs())
-              writtenVars_.insert(r.var);
+              s_.writtenBy[r.var] = written_;
       }
     }
     for (unsigned v : s_.data.computeSets[cs].vertices)
@@ -181,48 +183,47 @@ public:
     tmp.numElements = total;
     tmp.shape = {total};
     tmp.mapping.push_back({0, total, *vd.tile});
-    const auto id = static_cast<std::uint32_t>(s_.vars.size());
-    s_.vars.push_back(std::move(tmp));
-    s_.intervalAddr.emplace_back();
+    const auto id = static_cast<std::uint32_t>(s_.numVars());
+    s_.temporaries.push_back(std::move(tmp));
     s_.temporaryGaps.push_back(total - used);
     std::size_t offset = 0;
     for (unsigned i : remote_) {
-      const std::size_t n = ts[i].numElements();
-      Tensor temp(type, {n},
-                  {Run{id, static_cast<std::int64_t>(offset), 1,
-                       static_cast<std::int64_t>(n)}});
+      Substitution sub;
+      sub.var = id;
+      sub.offset = offset;
+      sub.count = ts[i].numElements();
       offset += span(i);
-      addElementCopies(plan, v, f, i, std::move(temp), fi.direction);
+      addElementCopies(plan, v, f, i, sub, fi.direction);
     }
   }
 
-  // Substitutes temp for field element (v, f, i) and plans its copies.
+  // Substitutes sub for field element (v, f, i) and plans its copies.
   void addElementCopies(ComputeSetPlan &plan, unsigned v, unsigned f,
-                        unsigned i, Tensor temp, codelet::Direction direction) {
+                        unsigned i, Substitution sub,
+                        codelet::Direction direction) {
     const Tensor &t = s_.data.vertices[v].fields[f].tensors[i];
     unsigned srcTile = 0;
     // The IPU would copy the operand over the exchange; the simulator lets
     // the vertex read a contiguous source where it lies, since no vertex of
     // this compute set writes the source and so the result cannot differ.
     // The temporary keeps its memory and the copy keeps its cost.
-    const Tensor flat = t.flatten();
     if (direction == codelet::Direction::Input &&
         contiguousInOneInterval(s_, t, &srcTile) &&
-        !writtenVars_.count(t.runs()[0].var)) {
-      s_.substitute(v, f, i, temp, flat);
-      plan.costOnlyGathers.emplace_back(flat, std::move(temp));
+        s_.writtenBy[t.runs()[0].var] != written_) {
+      sub.inPlace = true;
+      plan.costOnlyGathers.push_back({&t, s_.substitute(v, f, i, sub)});
       return;
     }
-    s_.substitute(v, f, i, temp, Tensor());
+    const std::uint32_t k = s_.substitute(v, f, i, sub);
     if (direction != codelet::Direction::Output)
-      plan.gathers.emplace_back(flat, temp);
+      plan.gathers.push_back({&t, k});
     if (direction != codelet::Direction::Input)
-      plan.scatters.emplace_back(std::move(temp), flat);
+      plan.scatters.push_back({&t, k});
   }
 
 private:
   State &s_;
-  std::unordered_set<std::uint32_t> writtenVars_; ///< by the planned set
+  std::uint32_t written_ = 0;    ///< State::writtenBy's mark of the planned set
   std::vector<unsigned> remote_; ///< field elements needing a temporary
 };
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <span>
 
 namespace tessera::compiler {
 namespace {
@@ -31,7 +32,7 @@ public:
 
   // Copies src to dst element by element; either may be the host (a run with
   // var kHost whose start is the element position in the host buffer).
-  void copy(const std::vector<Run> &src, const std::vector<Run> &dst,
+  void copy(std::span<const Run> src, std::span<const Run> dst,
             std::uint32_t elemBytes) {
     size_ = elemBytes;
     std::size_t i = 0, j = 0;
@@ -58,11 +59,11 @@ private:
   Span span(std::uint32_t var, std::int64_t e, std::int64_t stride) const {
     if (var == kHost)
       return {static_cast<std::uint64_t>(e) * size_, kUnbounded, 0, true};
-    const VariableData &v = s_.vars[var];
+    const VariableData &v = s_.var(var);
     auto [tile, idx] = locate(v, static_cast<std::size_t>(e));
     const TileInterval &iv = v.mapping[idx];
     Span sp;
-    sp.addr = s_.intervalAddr[var][idx] + (e - iv.begin) * size_;
+    sp.addr = s_.addrOf(var, idx) + (e - iv.begin) * size_;
     sp.tile = tile;
     if (stride > 0)
       sp.cap = (static_cast<std::int64_t>(iv.end) - 1 - e) / stride + 1;
@@ -198,10 +199,10 @@ std::vector<Run> hostRuns(std::size_t n) {
 
 std::uint64_t scalarAddr(const State &s, const Tensor &t) {
   const Run &r = t.runs().at(0);
-  const VariableData &v = s.vars[r.var];
+  const VariableData &v = s.var(r.var);
   auto [tile, idx] = locate(v, static_cast<std::size_t>(r.start));
   (void)tile;
-  return s.intervalAddr[r.var][idx] +
+  return s.addrOf(r.var, idx) +
          (r.start - v.mapping[idx].begin) * typeSize(v.type);
 }
 
@@ -278,14 +279,18 @@ private:
       return;
     case StepKind::Exchange:
       opsFor(i, [&] {
-        for (const auto &[src, dst] : d.copyList())
+        for (const auto &[src, dst] : d.copies)
           ops_.copy(src.runs(), dst.runs(),
                     static_cast<std::uint32_t>(typeSize(src.elementType())));
-        ops_.setCostOnly(true);
-        for (const auto &[src, dst] : d.costOnlyList())
-          ops_.copy(src.runs(), dst.runs(),
-                    static_cast<std::uint32_t>(typeSize(src.elementType())));
-        ops_.setCostOnly(false);
+        if (d.gathers)
+          gather(*d.gathers);
+        if (d.scatters)
+          scatter(*d.scatters);
+        if (d.costOnlyGathers) {
+          ops_.setCostOnly(true);
+          gather(*d.costOnlyGathers);
+          ops_.setCostOnly(false);
+        }
       });
       return;
     case StepKind::StreamIn:
@@ -333,6 +338,24 @@ private:
     }
   }
 
+  // Copies each field element's tensor to its temporary.
+  void gather(const std::vector<OperandCopy> &copies) {
+    for (const OperandCopy &c : copies) {
+      const Run dst = s_.substitutions[c.substitution].run();
+      ops_.copy(c.field->runs(), {&dst, 1},
+                static_cast<std::uint32_t>(typeSize(c.field->elementType())));
+    }
+  }
+
+  // Copies each field element's temporary back to its tensor.
+  void scatter(const std::vector<OperandCopy> &copies) {
+    for (const OperandCopy &c : copies) {
+      const Run src = s_.substitutions[c.substitution].run();
+      ops_.copy({&src, 1}, c.field->runs(),
+                static_cast<std::uint32_t>(typeSize(s_.var(src.var).type)));
+    }
+  }
+
   std::uint32_t classIndex(const RegisteredVertex *cls) {
     auto [it, added] = classes_.try_emplace(
         cls, static_cast<std::uint32_t>(s_.exe.vertexClasses.size()));
@@ -359,9 +382,16 @@ private:
     return {scalarAddr(s_, t), static_cast<std::uint32_t>(t.numElements())};
   }
 
-  const Tensor &readTensor(unsigned v, unsigned f, unsigned i) const {
-    const Tensor *src = s_.inPlaceSource(v, f, i);
-    return src ? *src : s_.fieldTensor(v, f, i);
+  // Field element (v, f, i) where the vertex reads or writes it: its
+  // temporary, unless it has none or reads its own tensor in place.
+  FieldValue fieldEdge(unsigned v, unsigned f, unsigned i) {
+    const Substitution *sub = s_.substitution(v, f, i);
+    if (!sub || sub->inPlace)
+      return edge(s_.data.vertices[v].fields[f].tensors[i]);
+    // A temporary is one interval on the vertex's tile.
+    const VariableData &var = s_.var(sub->var);
+    return {s_.addrOf(sub->var, 0) + sub->offset * typeSize(var.type),
+            static_cast<std::uint32_t>(sub->count)};
   }
 
   void resolveVertices() {
@@ -398,14 +428,14 @@ private:
       }
       if (fields[f].shape == codelet::Shape::Scalar ||
           fields[f].shape == codelet::Shape::Vector) {
-        s_.exe.fields.push_back(edge(readTensor(v, f, 0)));
+        s_.exe.fields.push_back(fieldEdge(v, f, 0));
         continue;
       }
       FieldValue list;
       list.addr = s_.exe.spans.size();
       list.size = static_cast<std::uint32_t>(b.tensors.size());
       for (unsigned i = 0; i < b.tensors.size(); ++i)
-        s_.exe.spans.push_back(edge(readTensor(v, f, i)));
+        s_.exe.spans.push_back(fieldEdge(v, f, i));
       s_.exe.fields.push_back(list);
     }
     s_.exe.vertices.push_back(inst);
@@ -433,15 +463,15 @@ private:
   }
 
   void lowerInitialValues() {
-    for (std::uint32_t v = 0; v < s_.vars.size(); ++v) {
-      const VariableData &var = s_.vars[v];
+    for (std::uint32_t v = 0; v < s_.numVars(); ++v) {
+      const VariableData &var = s_.var(v);
       if (var.initialValue.empty())
         continue;
       const std::size_t size = typeSize(var.type);
       for (std::size_t i = 0; i < var.mapping.size(); ++i) {
         const TileInterval &iv = var.mapping[i];
         InitRegion r;
-        r.addr = s_.intervalAddr[v][i];
+        r.addr = s_.addrOf(v, i);
         r.dataOffset = s_.exe.initData.size();
         r.size = (iv.end - iv.begin) * size;
         const std::byte *src = var.initialValue.data() + iv.begin * size;
