@@ -166,4 +166,29 @@ void estimateSteps(State &s);
 /// The tile of element \p e of variable \p v, and the interval index.
 std::pair<unsigned, std::size_t> locate(const VariableData &v, std::size_t e);
 
+/// locate() that first tries the interval it found last and the one after:
+/// operands visit a variable's elements mostly in order, and a binary
+/// search over a variable spread on every tile misses the cache.
+class Locator {
+public:
+  std::pair<unsigned, std::size_t>
+  operator()(std::uint32_t id, const VariableData &v, std::size_t e) {
+    if (id == var_) {
+      for (std::size_t i = idx_; i < idx_ + 2 && i < v.mapping.size(); ++i)
+        if (v.mapping[i].begin <= e && e < v.mapping[i].end) {
+          idx_ = i;
+          return {v.mapping[i].tile, i};
+        }
+    }
+    const auto found = locate(v, e);
+    var_ = id;
+    idx_ = found.second;
+    return found;
+  }
+
+private:
+  std::uint32_t var_ = 0xffffffffu;
+  std::size_t idx_ = 0;
+};
+
 } // namespace tessera::compiler

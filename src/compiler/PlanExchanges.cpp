@@ -28,21 +28,23 @@ std::string vertexName(const GraphData &d, unsigned v) {
 // a single mapping interval on the vertex's own tile.
 // One contiguous run inside one mapping interval: a vertex could address it
 // directly, wherever it lives.
-bool contiguousInOneInterval(const State &s, const Tensor &t, unsigned *tile) {
+bool contiguousInOneInterval(const State &s, const Tensor &t, unsigned *tile,
+                             Locator &locator) {
   const auto &runs = t.runs();
   if (runs.size() != 1 || (runs[0].stride != 1 && runs[0].count != 1))
     return false;
   const Run &r = runs[0];
   const VariableData &v = s.var(r.var);
-  auto [t0, idx] = locate(v, static_cast<std::size_t>(r.start));
+  auto [t0, idx] = locator(r.var, v, static_cast<std::size_t>(r.start));
   *tile = t0;
   return v.mapping[idx].end >= static_cast<std::size_t>(r.start + r.count);
 }
 
-bool usableInPlace(const State &s, const Tensor &t, unsigned tile) {
+bool usableInPlace(const State &s, const Tensor &t, unsigned tile,
+                   Locator &locator) {
   unsigned where = 0;
-  return t.numElements() == 0 ||
-         (contiguousInOneInterval(s, t, &where) && where == tile);
+  return (contiguousInOneInterval(s, t, &where, locator) && where == tile) ||
+         t.numElements() == 0;
 }
 
 class OperandPlanner {
@@ -90,7 +92,7 @@ public:
           continue;
         unsigned tile = 0;
         for (const Tensor &t : vd.fields[f].tensors)
-          if (!contiguousInOneInterval(s_, t, &tile))
+          if (!contiguousInOneInterval(s_, t, &tile, locator_))
             return;
       }
     }
@@ -152,7 +154,7 @@ public:
       const std::vector<Tensor> &ts = vd.fields[f].tensors;
       remote_.clear();
       for (unsigned i = 0; i < ts.size(); ++i)
-        if (!usableInPlace(s_, ts[i], *vd.tile))
+        if (!usableInPlace(s_, ts[i], *vd.tile, locator_))
           remote_.push_back(i);
       if (!remote_.empty())
         addTemporaries(plan, v, f, fields[f]);
@@ -208,7 +210,7 @@ public:
     // this compute set writes the source and so the result cannot differ.
     // The temporary keeps its memory and the copy keeps its cost.
     if (direction == codelet::Direction::Input &&
-        contiguousInOneInterval(s_, t, &srcTile) &&
+        contiguousInOneInterval(s_, t, &srcTile, locator_) &&
         s_.writtenBy[t.runs()[0].var] != written_) {
       sub.inPlace = true;
       plan.costOnlyGathers.push_back({&t, s_.substitute(v, f, i, sub)});
@@ -223,6 +225,7 @@ public:
 
 private:
   State &s_;
+  Locator locator_;
   std::uint32_t written_ = 0;    ///< State::writtenBy's mark of the planned set
   std::vector<unsigned> remote_; ///< field elements needing a temporary
 };

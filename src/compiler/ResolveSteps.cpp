@@ -56,11 +56,12 @@ public:
   }
 
 private:
-  Span span(std::uint32_t var, std::int64_t e, std::int64_t stride) const {
+  Span span(std::uint32_t var, std::int64_t e, std::int64_t stride,
+            Locator &locator) const {
     if (var == kHost)
       return {static_cast<std::uint64_t>(e) * size_, kUnbounded, 0, true};
     const VariableData &v = s_.var(var);
-    auto [tile, idx] = locate(v, static_cast<std::size_t>(e));
+    auto [tile, idx] = locator(var, v, static_cast<std::size_t>(e));
     const TileInterval &iv = v.mapping[idx];
     Span sp;
     sp.addr = s_.addrOf(var, idx) + (e - iv.begin) * size_;
@@ -78,7 +79,8 @@ private:
              std::uint32_t dv, std::int64_t de, std::int64_t ds,
              std::int64_t n) {
     while (n > 0) {
-      const Span a = span(sv, se, ss), b = span(dv, de, ds);
+      const Span a = span(sv, se, ss, srcLocator_),
+                 b = span(dv, de, ds, dstLocator_);
       const std::int64_t k = std::min({n, a.cap, b.cap});
       emit(a, b, ss, ds, k);
       se += k * ss;
@@ -183,6 +185,7 @@ public:
 private:
   State &s_;
   Traffic &traffic_;
+  Locator srcLocator_, dstLocator_;
   std::uint32_t size_ = 4;
   bool mergeable_ = false;
   bool crossReplica_ = false;
@@ -197,10 +200,10 @@ std::vector<Run> hostRuns(std::size_t n) {
   return {Run{kHost, 0, 1, static_cast<std::int64_t>(n)}};
 }
 
-std::uint64_t scalarAddr(const State &s, const Tensor &t) {
+std::uint64_t scalarAddr(const State &s, const Tensor &t, Locator &locator) {
   const Run &r = t.runs().at(0);
   const VariableData &v = s.var(r.var);
-  auto [tile, idx] = locate(v, static_cast<std::size_t>(r.start));
+  auto [tile, idx] = locator(r.var, v, static_cast<std::size_t>(r.start));
   (void)tile;
   return s.addrOf(r.var, idx) +
          (r.start - v.mapping[idx].begin) * typeSize(v.type);
@@ -253,7 +256,7 @@ private:
         st.kind == StepKind::Switch || st.kind == StepKind::AbortIf;
     if (predicated) {
       st.hasAddr = true;
-      st.addr = scalarAddr(s_, d.tensors[0]);
+      st.addr = scalarAddr(s_, d.tensors[0], locator_);
       st.type = d.tensors[0].elementType();
     }
     switch (st.kind) {
@@ -311,7 +314,7 @@ private:
       });
       ops_.setRemote(false);
       if (d.step.hasAddr) {
-        st.addr = scalarAddr(s_, d.tensors[1]);
+        st.addr = scalarAddr(s_, d.tensors[1], locator_);
         st.type = d.tensors[1].elementType();
       }
       return;
@@ -379,7 +382,8 @@ private:
   FieldValue edge(const Tensor &t) {
     if (t.numElements() == 0)
       return {};
-    return {scalarAddr(s_, t), static_cast<std::uint32_t>(t.numElements())};
+    return {scalarAddr(s_, t, locator_),
+            static_cast<std::uint32_t>(t.numElements())};
   }
 
   // Field element (v, f, i) where the vertex reads or writes it: its
@@ -484,6 +488,7 @@ private:
   State &s_;
   Traffic traffic_;
   OpBuilder ops_;
+  Locator locator_;
   std::map<const RegisteredVertex *, std::uint32_t> classes_;
   std::map<std::string, std::int32_t> codelets_;
 };
