@@ -24,24 +24,29 @@ State::State(const Graph &g, const EngineOptions &o)
 
 std::uint32_t State::substitute(unsigned vertex, unsigned field, unsigned index,
                                 const Substitution &sub) {
-  // Slot blocks exist only for the vertices that have substitutions: most
-  // vertices read every operand in place.
+  const std::vector<FieldBinding> &fields = data.vertices[vertex].fields;
   if (vertexSlots[vertex] < 0) {
-    const std::vector<FieldBinding> &fields = data.vertices[vertex].fields;
-    vertexSlots[vertex] = static_cast<std::int64_t>(slots.size());
-    std::int32_t offset = 0;
-    for (const FieldBinding &b : fields) {
-      slots.push_back(offset);
-      offset += static_cast<std::int32_t>(b.tensors.size());
-    }
-    slots.resize(slots.size() + static_cast<std::size_t>(offset), -1);
+    vertexSlots[vertex] = static_cast<std::int64_t>(fieldSlots.size());
+    fieldSlots.resize(fieldSlots.size() + fields.size());
   }
-  const auto b = static_cast<std::size_t>(vertexSlots[vertex]);
-  const std::size_t numFields = data.vertices[vertex].fields.size();
-  const auto k = static_cast<std::uint32_t>(substitutions.size());
-  slots[b + numFields + static_cast<std::size_t>(slots[b + field]) + index] =
-      static_cast<std::int32_t>(k);
-  substitutions.push_back(sub);
+  FieldSlot &fs =
+      fieldSlots[static_cast<std::size_t>(vertexSlots[vertex]) + field];
+  if (fs.first == kNoSlot) {
+    TESSERA_INTERNAL_ASSERT(elementSlots.size() + fields[field].tensors.size() <
+                                kNoSlot,
+                            "more than 2^32 substituted field elements");
+    fs.var = sub.var;
+    fs.first = static_cast<std::uint32_t>(elementSlots.size());
+    elementSlots.resize(elementSlots.size() + fields[field].tensors.size());
+  }
+  // A temporary lives on one tile, far below 2^31 elements.
+  TESSERA_INTERNAL_ASSERT(fs.var == sub.var && sub.count > 0 &&
+                              sub.count < kInPlace && sub.offset <= 0xffffffffu,
+                          "substitution out of range");
+  const std::uint32_t k = fs.first + index;
+  elementSlots[k].offset = static_cast<std::uint32_t>(sub.offset);
+  elementSlots[k].count =
+      static_cast<std::uint32_t>(sub.count) | (sub.inPlace ? kInPlace : 0);
   return k;
 }
 

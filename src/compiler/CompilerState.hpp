@@ -8,6 +8,7 @@
 #include "tessera/graph/Graph.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace tessera::compiler {
@@ -35,11 +36,11 @@ struct Substitution {
 };
 
 /// A planned copy between a vertex field element's own tensor (in the
-/// graph) and its substitution (State::substitutions): a gather copies
-/// from the field's tensor, a scatter to it.
+/// graph) and its substitution (State::elementSlots[element] of temporary
+/// `var`): a gather copies from the field's tensor, a scatter to it.
 struct OperandCopy {
   const Tensor *field = nullptr;
-  std::uint32_t substitution = 0;
+  std::uint32_t element = 0, var = 0;
 };
 
 /// A step before addresses are known: its operands are tensors.
@@ -103,14 +104,32 @@ struct State {
   /// Per graph variable, 1 + the last compute set planned that writes it
   /// (planOperandExchanges), or 0.
   std::vector<std::uint32_t> writtenBy;
-  std::vector<Substitution> substitutions;
-  /// Per vertex, where its slot block starts in `slots`, or -1 when none of
-  /// its field elements is substituted. A block holds, per field of the
-  /// vertex, the offset of the field's first element slot from the block's
-  /// end of these offsets, then per field element the index of its
-  /// substitution or -1.
+  /// Substitutions, kept only for the vertices and fields that have them
+  /// (most vertices read every operand in place): per vertex, the index of
+  /// its first field's FieldSlot, or -1; per field of such a vertex, its
+  /// temporary and its first element's ElementSlot, or kNoSlot; per element
+  /// of such a field, where it lies in the temporary (count 0: nowhere).
+  struct FieldSlot {
+    std::uint32_t var = kNoSlot, first = kNoSlot;
+  };
+  struct ElementSlot {
+    std::uint32_t offset = 0;
+    std::uint32_t count = 0; ///< the top bit: read in place
+  };
+  static constexpr std::uint32_t kNoSlot = 0xffffffffu;
+  static constexpr std::uint32_t kInPlace = 0x80000000u;
   std::vector<std::int64_t> vertexSlots;
-  std::vector<std::int32_t> slots;
+  std::vector<FieldSlot> fieldSlots;
+  std::vector<ElementSlot> elementSlots;
+  Substitution substitutionAt(std::uint32_t element, std::uint32_t var) const {
+    const ElementSlot &e = elementSlots[element];
+    Substitution sub;
+    sub.offset = e.offset;
+    sub.count = e.count & ~kInPlace;
+    sub.var = var;
+    sub.inPlace = (e.count & kInPlace) != 0;
+    return sub;
+  }
   /// Elements of each compiler temporary (from numGraphVars on) that no
   /// step writes: the alignment gaps between the field elements it holds.
   std::vector<std::size_t> temporaryGaps;
@@ -129,21 +148,19 @@ struct State {
   }
   Executable exe;
 
-  /// The substitution of field element (vertex, field, index), or null.
-  const Substitution *substitution(unsigned vertex, unsigned field,
-                                   unsigned index) const {
+  /// The substitution of field element (vertex, field, index), if any.
+  std::optional<Substitution> substitution(unsigned vertex, unsigned field,
+                                           unsigned index) const {
     const std::int64_t block = vertexSlots[vertex];
     if (block < 0)
-      return nullptr;
-    const auto b = static_cast<std::size_t>(block);
-    const std::size_t numFields = data.vertices[vertex].fields.size();
-    const std::int32_t k =
-        slots[b + numFields + static_cast<std::size_t>(slots[b + field]) +
-              index];
-    return k < 0 ? nullptr : &substitutions[static_cast<std::size_t>(k)];
+      return std::nullopt;
+    const FieldSlot &fs = fieldSlots[static_cast<std::size_t>(block) + field];
+    if (fs.first == kNoSlot || elementSlots[fs.first + index].count == 0)
+      return std::nullopt;
+    return substitutionAt(fs.first + index, fs.var);
   }
-  /// Replaces field element (vertex, field, index) by \p sub and returns
-  /// the substitution's index.
+  /// Replaces field element (vertex, field, index) by \p sub (every element
+  /// of a field by the same temporary) and returns its ElementSlot.
   std::uint32_t substitute(unsigned vertex, unsigned field, unsigned index,
                            const Substitution &sub);
   std::uint32_t intern(const std::string &s);

@@ -45,7 +45,7 @@ void forEachTouch(const State &s, const Draft &d, F &&fn) {
         const bool write = dir != codelet::Direction::Input;
         const std::vector<Tensor> &ts = vd.fields[f].tensors;
         for (unsigned i = 0; i < ts.size(); ++i) {
-          const Substitution *sub = s.substitution(v, f, i);
+          const std::optional<Substitution> sub = s.substitution(v, f, i);
           if (!sub) {
             tensor(ts[i], read, write);
             continue;
@@ -84,13 +84,13 @@ void forEachTouch(const State &s, const Draft &d, F &&fn) {
     for (const auto *gathers : {d.gathers, d.costOnlyGathers})
       if (gathers)
         for (const OperandCopy &c : *gathers) {
-          const Substitution &sub = s.substitutions[c.substitution];
+          const Substitution sub = s.substitutionAt(c.element, c.var);
           tensor(*c.field, true, false);
           fn(sub.var, false, true, static_cast<std::size_t>(sub.count));
         }
     if (d.scatters)
       for (const OperandCopy &c : *d.scatters) {
-        const Substitution &sub = s.substitutions[c.substitution];
+        const Substitution sub = s.substitutionAt(c.element, c.var);
         fn(sub.var, true, false, static_cast<std::size_t>(sub.count));
         tensor(*c.field, false, true);
       }

@@ -213,14 +213,15 @@ public:
         contiguousInOneInterval(s_, t, &srcTile, locator_) &&
         s_.writtenBy[t.runs()[0].var] != written_) {
       sub.inPlace = true;
-      plan.costOnlyGathers.push_back({&t, s_.substitute(v, f, i, sub)});
+      plan.costOnlyGathers.push_back(
+          {&t, s_.substitute(v, f, i, sub), sub.var});
       return;
     }
     const std::uint32_t k = s_.substitute(v, f, i, sub);
     if (direction != codelet::Direction::Output)
-      plan.gathers.push_back({&t, k});
+      plan.gathers.push_back({&t, k, sub.var});
     if (direction != codelet::Direction::Input)
-      plan.scatters.push_back({&t, k});
+      plan.scatters.push_back({&t, k, sub.var});
   }
 
 private:

@@ -159,8 +159,8 @@ private:
       // every repeat from the one sender to each receiver in turn.
       traffic_.in[b.tile] += size_;
       traffic_.onTile[b.tile] += bytes - size_;
-      traffic_.sends.push_back({a.tile, a.addr, a.addr + size_});
-      traffic_.receives.push_back({b.tile, a.tile, a.addr, a.addr + size_});
+      traffic_.addSend(a.tile, a.addr, a.addr + size_);
+      traffic_.addReceive(b.tile, a.tile, a.addr, a.addr + size_);
       return;
     }
     traffic_.in[b.tile] += bytes;
@@ -168,8 +168,8 @@ private:
     // what it sends, so a broadcast costs the sender once; two tiles on one
     // shared bus receiving the same bytes take them at once.
     if (contiguousSource_) {
-      traffic_.sends.push_back({a.tile, a.addr, a.addr + bytes});
-      traffic_.receives.push_back({b.tile, a.tile, a.addr, a.addr + bytes});
+      traffic_.addSend(a.tile, a.addr, a.addr + bytes);
+      traffic_.addReceive(b.tile, a.tile, a.addr, a.addr + bytes);
     } else {
       traffic_.out[a.tile] += bytes;
     }
@@ -344,7 +344,7 @@ private:
   // Copies each field element's tensor to its temporary.
   void gather(const std::vector<OperandCopy> &copies) {
     for (const OperandCopy &c : copies) {
-      const Run dst = s_.substitutions[c.substitution].run();
+      const Run dst = s_.substitutionAt(c.element, c.var).run();
       ops_.copy(c.field->runs(), {&dst, 1},
                 static_cast<std::uint32_t>(typeSize(c.field->elementType())));
     }
@@ -353,7 +353,7 @@ private:
   // Copies each field element's temporary back to its tensor.
   void scatter(const std::vector<OperandCopy> &copies) {
     for (const OperandCopy &c : copies) {
-      const Run src = s_.substitutions[c.substitution].run();
+      const Run src = s_.substitutionAt(c.element, c.var).run();
       ops_.copy({&src, 1}, c.field->runs(),
                 static_cast<std::uint32_t>(typeSize(s_.var(src.var).type)));
     }
@@ -389,7 +389,7 @@ private:
   // Field element (v, f, i) where the vertex reads or writes it: its
   // temporary, unless it has none or reads its own tensor in place.
   FieldValue fieldEdge(unsigned v, unsigned f, unsigned i) {
-    const Substitution *sub = s_.substitution(v, f, i);
+    const std::optional<Substitution> sub = s_.substitution(v, f, i);
     if (!sub || sub->inPlace)
       return edge(s_.data.vertices[v].fields[f].tensors[i]);
     // A temporary is one interval on the vertex's tile.
@@ -399,6 +399,7 @@ private:
   }
 
   void resolveVertices() {
+    reserveVertices();
     for (unsigned cs = 0; cs < s_.csPlans.size(); ++cs) {
       ComputeSetPlan &plan = s_.csPlans[cs];
       if (!plan.planned)
@@ -407,6 +408,31 @@ private:
       for (unsigned v : s_.data.computeSets[cs].vertices)
         lowerVertex(v);
     }
+  }
+
+  // Sizes the vertex tables exactly: grown by doubling, the list elements'
+  // table (millions of entries) would take up to twice its bytes, and
+  // three times while it moves.
+  void reserveVertices() {
+    std::size_t vertices = 0, fields = 0, spans = 0;
+    for (unsigned cs = 0; cs < s_.csPlans.size(); ++cs) {
+      if (!s_.csPlans[cs].planned)
+        continue;
+      for (unsigned v : s_.data.computeSets[cs].vertices) {
+        const VertexData &vd = s_.data.vertices[v];
+        const auto &info = vd.vertexClass->info.fields;
+        ++vertices;
+        fields += info.size();
+        for (unsigned f = 0; f < info.size(); ++f)
+          if (info[f].direction != codelet::Direction::State &&
+              info[f].shape != codelet::Shape::Scalar &&
+              info[f].shape != codelet::Shape::Vector)
+            spans += vd.fields[f].tensors.size();
+      }
+    }
+    s_.exe.vertices.reserve(vertices);
+    s_.exe.fields.reserve(fields);
+    s_.exe.spans.reserve(spans);
   }
 
   void lowerVertex(unsigned v) {

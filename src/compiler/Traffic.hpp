@@ -40,6 +40,32 @@ struct Traffic {
   };
   std::vector<Receive> receives;
 
+  /// Adds a send range, joined to the last one where they overlap or meet
+  /// (their union is what counts).
+  void addSend(unsigned tile, std::uint64_t begin, std::uint64_t end) {
+    if (!sends.empty()) {
+      Send &last = sends.back();
+      if (last.tile == tile && last.begin <= begin && begin <= last.end) {
+        last.end = std::max(last.end, end);
+        return;
+      }
+    }
+    sends.push_back({tile, begin, end});
+  }
+  /// Adds a receive range, joined to the last one as addSend does.
+  void addReceive(unsigned tile, unsigned from, std::uint64_t begin,
+                  std::uint64_t end) {
+    if (!receives.empty()) {
+      Receive &last = receives.back();
+      if (last.tile == tile && last.from == from && last.begin <= begin &&
+          begin <= last.end) {
+        last.end = std::max(last.end, end);
+        return;
+      }
+    }
+    receives.push_back({tile, from, begin, end});
+  }
+
   void touch(unsigned tile) {
     if (!isTouched[tile]) {
       isTouched[tile] = true;
@@ -96,16 +122,18 @@ struct Traffic {
         receives, receiveScratch_,
         [&](const Receive &a, const Receive &b) { return key(a) < key(b); });
     // Merge each tile's ranges per sender so each byte counts once.
-    std::vector<Receive> merged;
-    for (const Receive &r : receives) {
-      Receive *last = merged.empty() ? nullptr : &merged.back();
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < receives.size(); ++i) {
+      const Receive r = receives[i];
+      Receive *last = kept ? &receives[kept - 1] : nullptr;
       if (last && last->tile == r.tile && last->from == r.from &&
           r.begin <= last->end)
         last->end = std::max(last->end, r.end);
       else
-        merged.push_back(r);
+        receives[kept++] = r;
     }
-    receives.clear();
+    receives.resize(kept);
+    const std::vector<Receive> &merged = receives;
     for (std::size_t i = 0; i < merged.size();) {
       const unsigned tile = merged[i].tile;
       std::size_t j = i;
@@ -123,6 +151,7 @@ struct Traffic {
         i = j;
       }
     }
+    receives.clear();
   }
 
 private:
