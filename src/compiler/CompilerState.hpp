@@ -68,6 +68,13 @@ struct LoopRange {
   std::uint32_t begin = 0, end = 0;
 };
 
+/// Elements of a variable that a compute step reads or writes.
+struct Touch {
+  std::uint64_t elements = 0;
+  std::uint32_t var = 0;
+  bool read = false, write = false;
+};
+
 /// Vertex fields whose tensors are replaced by compiler temporaries.
 struct ComputeSetPlan {
   bool planned = false;
@@ -75,7 +82,11 @@ struct ComputeSetPlan {
   /// Gathers the simulator skips: the vertex reads the source in place.
   std::vector<OperandCopy> costOnlyGathers;
   std::vector<OperandCopy> scatters; ///< after compute
-  std::uint32_t firstVertex = 0;     ///< in Executable order
+  /// What the vertices read and write, temporaries included, in the order
+  /// of their fields and elements, for the liveness analysis (Layout.cpp);
+  /// consecutive touches of a variable in the same way are one.
+  std::vector<Touch> touches;
+  std::uint32_t firstVertex = 0; ///< in Executable order
   /// The host kernel run in this compute set's place, or -1.
   int hostKernel = -1;
 };

@@ -34,30 +34,8 @@ void forEachTouch(const State &s, const Draft &d, F &&fn) {
   };
   switch (d.step.kind) {
   case StepKind::Compute: {
-    for (unsigned v : s.data.computeSets[d.computeSet].vertices) {
-      const VertexData &vd = s.data.vertices[v];
-      const auto &fields = vd.vertexClass->info.fields;
-      for (unsigned f = 0; f < fields.size(); ++f) {
-        const auto dir = fields[f].direction;
-        if (dir == codelet::Direction::State)
-          continue;
-        const bool read = dir != codelet::Direction::Output;
-        const bool write = dir != codelet::Direction::Input;
-        const std::vector<Tensor> &ts = vd.fields[f].tensors;
-        for (unsigned i = 0; i < ts.size(); ++i) {
-          const std::optional<Substitution> sub = s.substitution(v, f, i);
-          if (!sub) {
-            tensor(ts[i], read, write);
-            continue;
-          }
-          fn(sub->var, read, write, static_cast<std::size_t>(sub->count));
-          // A source read in place must not share bytes with what this
-          // compute set writes.
-          if (sub->inPlace)
-            tensor(ts[i], true, false);
-        }
-      }
-    }
+    for (const Touch &t : s.csPlans[d.computeSet].touches)
+      fn(t.var, t.read, t.write, static_cast<std::size_t>(t.elements));
     // A host kernel run in the compute set's place reads its operands where
     // they lie, at this step: they must not share bytes with what the step
     // writes (the vertices above read gathered copies, whose sources are

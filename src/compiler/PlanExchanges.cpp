@@ -158,7 +158,49 @@ public:
           remote_.push_back(i);
       if (!remote_.empty())
         addTemporaries(plan, v, f, fields[f]);
+      addTouches(plan, v, f, fields[f].direction);
     }
+  }
+
+  // Records what field f of v reads and writes: its temporaries, and its
+  // own tensors where no temporary replaces them or the vertex reads them
+  // in place (they must not share bytes with what the compute set writes).
+  // Touches of different variables may come in any order (each variable's
+  // liveness depends only on its own touches), so the field's temporary,
+  // touched by nothing else, gets one touch for all its elements.
+  void addTouches(ComputeSetPlan &plan, unsigned v, unsigned f,
+                  codelet::Direction direction) {
+    const bool read = direction != codelet::Direction::Output;
+    const bool write = direction != codelet::Direction::Input;
+    const std::vector<Tensor> &ts = s_.data.vertices[v].fields[f].tensors;
+    auto touch = [&](std::uint32_t var, bool r, bool w, std::uint64_t n) {
+      // Consecutive touches joined give the same liveness: reads repeat,
+      // and writes only add up their elements.
+      if (!plan.touches.empty()) {
+        Touch &last = plan.touches.back();
+        if (last.var == var && last.read == r && last.write == w) {
+          last.elements += n;
+          return;
+        }
+      }
+      plan.touches.push_back({n, var, r, w});
+    };
+    Touch temporary;
+    for (unsigned i = 0; i < ts.size(); ++i) {
+      const std::optional<Substitution> sub = s_.substitution(v, f, i);
+      if (!sub) {
+        for (const Run &r : ts[i].runs())
+          touch(r.var, read, write, static_cast<std::uint64_t>(r.count));
+        continue;
+      }
+      temporary.var = sub->var;
+      temporary.elements += sub->count;
+      if (sub->inPlace)
+        for (const Run &r : ts[i].runs())
+          touch(r.var, true, false, static_cast<std::uint64_t>(r.count));
+    }
+    if (temporary.elements > 0)
+      touch(temporary.var, read, write, temporary.elements);
   }
 
   // One temporary on v's tile for the field's elements remote_ (a
