@@ -191,6 +191,15 @@ void resolveSteps(State &s);
 /// Fills the estimates of every step (CostModel.cpp).
 void estimateSteps(State &s);
 
+/// The elements of \p t, from its runs: the shape (which numElements()
+/// multiplies) is another allocation, a cache miss per field element.
+inline std::size_t elementsOf(const Tensor &t) {
+  std::size_t n = 0;
+  for (const Run &r : t.runs())
+    n += static_cast<std::size_t>(r.count);
+  return n;
+}
+
 /// The tile of element \p e of variable \p v, and the interval index.
 std::pair<unsigned, std::size_t> locate(const VariableData &v, std::size_t e);
 

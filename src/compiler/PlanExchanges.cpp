@@ -44,7 +44,7 @@ bool usableInPlace(const State &s, const Tensor &t, unsigned tile,
                    Locator &locator) {
   unsigned where = 0;
   return (contiguousInOneInterval(s, t, &where, locator) && where == tile) ||
-         t.numElements() == 0;
+         elementsOf(t) == 0;
 }
 
 class OperandPlanner {
@@ -213,13 +213,15 @@ public:
     const std::vector<Tensor> &ts = vd.fields[f].tensors;
     const Type type = ts[remote_.front()].elementType();
     // Elements an element's slice spans, its alignment gap included.
-    auto span = [&](unsigned i) {
-      return alignUp(ts[i].numElements() * typeSize(type)) / typeSize(type);
+    auto span = [&](std::size_t n) {
+      return alignUp(n * typeSize(type)) / typeSize(type);
     };
+    counts_.clear();
     std::size_t total = 0, used = 0;
     for (unsigned i : remote_) {
-      total += span(i);
-      used += ts[i].numElements();
+      counts_.push_back(elementsOf(ts[i]));
+      total += span(counts_.back());
+      used += counts_.back();
     }
     VariableData tmp;
     tmp.name = vd.vertexClass->info.name + "." + fi.name + "/operand";
@@ -231,13 +233,13 @@ public:
     s_.temporaries.push_back(std::move(tmp));
     s_.temporaryGaps.push_back(total - used);
     std::size_t offset = 0;
-    for (unsigned i : remote_) {
+    for (std::size_t k = 0; k < remote_.size(); ++k) {
       Substitution sub;
       sub.var = id;
       sub.offset = offset;
-      sub.count = ts[i].numElements();
-      offset += span(i);
-      addElementCopies(plan, v, f, i, sub, fi.direction);
+      sub.count = counts_[k];
+      offset += span(counts_[k]);
+      addElementCopies(plan, v, f, remote_[k], sub, fi.direction);
     }
   }
 
@@ -271,6 +273,7 @@ private:
   Locator locator_;
   std::uint32_t written_ = 0;    ///< State::writtenBy's mark of the planned set
   std::vector<unsigned> remote_; ///< field elements needing a temporary
+  std::vector<std::size_t> counts_; ///< the elements of each of remote_
 };
 
 } // namespace

@@ -380,10 +380,10 @@ private:
   }
 
   FieldValue edge(const Tensor &t) {
-    if (t.numElements() == 0)
+    const std::size_t n = elementsOf(t);
+    if (n == 0)
       return {};
-    return {scalarAddr(s_, t, locator_),
-            static_cast<std::uint32_t>(t.numElements())};
+    return {scalarAddr(s_, t, locator_), static_cast<std::uint32_t>(n)};
   }
 
   // Field element (v, f, i) where the vertex reads or writes it: its
