@@ -43,6 +43,13 @@ struct OperandCopy {
   std::uint32_t element = 0, var = 0;
 };
 
+/// Elements of a variable that a step reads or writes.
+struct Touch {
+  std::uint64_t elements = 0;
+  std::uint32_t var = 0;
+  bool read = false, write = false;
+};
+
 /// A step before addresses are known: its operands are tensors.
 struct Draft {
   Step step;
@@ -58,6 +65,8 @@ struct Draft {
   const std::vector<OperandCopy> *gathers = nullptr;
   const std::vector<OperandCopy> *costOnlyGathers = nullptr;
   const std::vector<OperandCopy> *scatters = nullptr;
+  /// With gathers or scatters: what they read and write (ComputeSetPlan).
+  const std::vector<Touch> *touches = nullptr;
   int computeSet = -1;
   int program = -1;         ///< -1 inside a function body
   bool conditional = false; ///< may not run every time its program runs
@@ -66,13 +75,6 @@ struct Draft {
 /// A loop's step range [begin, end] (end: the backward jump).
 struct LoopRange {
   std::uint32_t begin = 0, end = 0;
-};
-
-/// Elements of a variable that a compute step reads or writes.
-struct Touch {
-  std::uint64_t elements = 0;
-  std::uint32_t var = 0;
-  bool read = false, write = false;
 };
 
 /// Vertex fields whose tensors are replaced by compiler temporaries.
@@ -86,6 +88,11 @@ struct ComputeSetPlan {
   /// of their fields and elements, for the liveness analysis (Layout.cpp);
   /// consecutive touches of a variable in the same way are one.
   std::vector<Touch> touches;
+  /// The same for the gathers (costed ones included) and the scatters. A
+  /// gather step reads graph variables and writes temporaries, a scatter
+  /// the reverse, so no variable is both read and written in one and the
+  /// order of their touches does not matter.
+  std::vector<Touch> gatherTouches, scatterTouches;
   std::uint32_t firstVertex = 0; ///< in Executable order
   /// The host kernel run in this compute set's place, or -1.
   int hostKernel = -1;

@@ -184,6 +184,7 @@ private:
       Draft d = named(n);
       d.gathers = &plan.gathers;
       d.costOnlyGathers = &plan.costOnlyGathers;
+      d.touches = &plan.gatherTouches;
       emit(StepKind::Exchange, std::move(d));
     }
     Draft d = named(n);
@@ -192,6 +193,7 @@ private:
     if (!plan.scatters.empty()) {
       Draft d2 = named(n);
       d2.scatters = &plan.scatters;
+      d2.touches = &plan.scatterTouches;
       emit(StepKind::Exchange, std::move(d2));
     }
   }

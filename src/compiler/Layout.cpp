@@ -59,19 +59,9 @@ void forEachTouch(const State &s, const Draft &d, F &&fn) {
       tensor(src, true, false);
       tensor(dst, false, true);
     }
-    for (const auto *gathers : {d.gathers, d.costOnlyGathers})
-      if (gathers)
-        for (const OperandCopy &c : *gathers) {
-          const Substitution sub = s.substitutionAt(c.element, c.var);
-          tensor(*c.field, true, false);
-          fn(sub.var, false, true, static_cast<std::size_t>(sub.count));
-        }
-    if (d.scatters)
-      for (const OperandCopy &c : *d.scatters) {
-        const Substitution sub = s.substitutionAt(c.element, c.var);
-        fn(sub.var, true, false, static_cast<std::size_t>(sub.count));
-        tensor(*c.field, false, true);
-      }
+    if (d.touches)
+      for (const Touch &t : *d.touches)
+        fn(t.var, t.read, t.write, static_cast<std::size_t>(t.elements));
     return;
   case StepKind::CrossReplica:
     // Replicas outside the map keep their values: never a definition.

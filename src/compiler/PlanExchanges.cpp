@@ -47,6 +47,21 @@ bool usableInPlace(const State &s, const Tensor &t, unsigned tile,
          elementsOf(t) == 0;
 }
 
+// Appends a touch, joined to the last one when it touches the same
+// variable in the same way: joined touches give the same liveness, as
+// reads repeat and writes only add up their elements.
+void addTouch(std::vector<Touch> &touches, std::uint32_t var, bool read,
+              bool write, std::uint64_t elements) {
+  if (!touches.empty()) {
+    Touch &last = touches.back();
+    if (last.var == var && last.read == read && last.write == write) {
+      last.elements += elements;
+      return;
+    }
+  }
+  touches.push_back({elements, var, read, write});
+}
+
 class OperandPlanner {
 public:
   explicit OperandPlanner(State &s) : s_(s) {}
@@ -174,16 +189,7 @@ public:
     const bool write = direction != codelet::Direction::Input;
     const std::vector<Tensor> &ts = s_.data.vertices[v].fields[f].tensors;
     auto touch = [&](std::uint32_t var, bool r, bool w, std::uint64_t n) {
-      // Consecutive touches joined give the same liveness: reads repeat,
-      // and writes only add up their elements.
-      if (!plan.touches.empty()) {
-        Touch &last = plan.touches.back();
-        if (last.var == var && last.read == r && last.write == w) {
-          last.elements += n;
-          return;
-        }
-      }
-      plan.touches.push_back({n, var, r, w});
+      addTouch(plan.touches, var, r, w, n);
     };
     Touch temporary;
     for (unsigned i = 0; i < ts.size(); ++i) {
@@ -233,6 +239,7 @@ public:
     s_.temporaries.push_back(std::move(tmp));
     s_.temporaryGaps.push_back(total - used);
     std::size_t offset = 0;
+    gathered_ = scattered_ = 0;
     for (std::size_t k = 0; k < remote_.size(); ++k) {
       Substitution sub;
       sub.var = id;
@@ -241,6 +248,11 @@ public:
       offset += span(counts_[k]);
       addElementCopies(plan, v, f, remote_[k], sub, fi.direction);
     }
+    // The temporary's touches, one for all its elements.
+    if (gathered_ > 0)
+      addTouch(plan.gatherTouches, id, false, true, gathered_);
+    if (scattered_ > 0)
+      addTouch(plan.scatterTouches, id, true, false, scattered_);
   }
 
   // Substitutes sub for field element (v, f, i) and plans its copies.
@@ -259,18 +271,35 @@ public:
       sub.inPlace = true;
       plan.costOnlyGathers.push_back(
           {&t, s_.substitute(v, f, i, sub), sub.var});
+      gatherTouches(plan, t, sub.count);
       return;
     }
     const std::uint32_t k = s_.substitute(v, f, i, sub);
-    if (direction != codelet::Direction::Output)
+    if (direction != codelet::Direction::Output) {
       plan.gathers.push_back({&t, k, sub.var});
-    if (direction != codelet::Direction::Input)
+      gatherTouches(plan, t, sub.count);
+    }
+    if (direction != codelet::Direction::Input) {
       plan.scatters.push_back({&t, k, sub.var});
+      for (const Run &r : t.runs())
+        addTouch(plan.scatterTouches, r.var, false, true,
+                 static_cast<std::uint64_t>(r.count));
+      scattered_ += sub.count;
+    }
+  }
+
+  void gatherTouches(ComputeSetPlan &plan, const Tensor &t,
+                     std::uint64_t count) {
+    for (const Run &r : t.runs())
+      addTouch(plan.gatherTouches, r.var, true, false,
+               static_cast<std::uint64_t>(r.count));
+    gathered_ += count;
   }
 
 private:
   State &s_;
   Locator locator_;
+  std::uint64_t gathered_ = 0, scattered_ = 0; ///< of the field's temporary
   std::uint32_t written_ = 0;    ///< State::writtenBy's mark of the planned set
   std::vector<unsigned> remote_; ///< field elements needing a temporary
   std::vector<std::size_t> counts_; ///< the elements of each of remote_
