@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <future>
 #include <limits>
 #include <map>
 #include <span>
+#include <system_error>
 
 namespace tessera::compiler {
 namespace {
@@ -215,14 +217,33 @@ public:
       : s_(s), traffic_(s.target.getNumTiles(), s.target.getNumIPUs()),
         ops_(s, traffic_) {}
 
+  // The vertices' fields and the steps' copy ops fill different parts of
+  // the executable from the same read-only state, so they are resolved at
+  // once on two threads (the only shared input written, each compute
+  // set's first vertex, is set before); the result is the same as one
+  // after the other.
   void run() {
-    resolveVertices();
+    assignFirstVertices();
     s_.exe.steps.resize(s_.drafts.size());
     s_.exe.estimates.resize(s_.drafts.size());
-    for (std::size_t i = 0; i < s_.drafts.size(); ++i)
-      lowerStep(i);
-    lowerHostAccesses();
-    lowerInitialValues();
+    std::future<void> vertices;
+    try {
+      vertices = std::async(std::launch::async, [this] { resolveVertices(); });
+    } catch (const std::system_error &) {
+      resolveVertices(); // no second thread to be had
+    }
+    try {
+      for (std::size_t i = 0; i < s_.drafts.size(); ++i)
+        lowerStep(i);
+      lowerHostAccesses();
+      lowerInitialValues();
+    } catch (...) {
+      if (vertices.valid())
+        vertices.wait();
+      throw;
+    }
+    if (vertices.valid())
+      vertices.get();
   }
 
 private:
@@ -256,7 +277,7 @@ private:
         st.kind == StepKind::Switch || st.kind == StepKind::AbortIf;
     if (predicated) {
       st.hasAddr = true;
-      st.addr = scalarAddr(s_, d.tensors[0], locator_);
+      st.addr = scalarAddr(s_, d.tensors[0], stepLocator_);
       st.type = d.tensors[0].elementType();
     }
     switch (st.kind) {
@@ -314,7 +335,7 @@ private:
       });
       ops_.setRemote(false);
       if (d.step.hasAddr) {
-        st.addr = scalarAddr(s_, d.tensors[1], locator_);
+        st.addr = scalarAddr(s_, d.tensors[1], stepLocator_);
         st.type = d.tensors[1].elementType();
       }
       return;
@@ -398,13 +419,27 @@ private:
             static_cast<std::uint32_t>(sub->count)};
   }
 
-  void resolveVertices() {
-    reserveVertices();
+  // Each planned compute set's vertices follow the previous set's.
+  void assignFirstVertices() {
+    std::uint32_t next = 0;
     for (unsigned cs = 0; cs < s_.csPlans.size(); ++cs) {
       ComputeSetPlan &plan = s_.csPlans[cs];
       if (!plan.planned)
         continue;
-      plan.firstVertex = static_cast<std::uint32_t>(s_.exe.vertices.size());
+      plan.firstVertex = next;
+      next +=
+          static_cast<std::uint32_t>(s_.data.computeSets[cs].vertices.size());
+    }
+  }
+
+  void resolveVertices() {
+    reserveVertices();
+    for (unsigned cs = 0; cs < s_.csPlans.size(); ++cs) {
+      const ComputeSetPlan &plan = s_.csPlans[cs];
+      if (!plan.planned)
+        continue;
+      TESSERA_INTERNAL_ASSERT(plan.firstVertex == s_.exe.vertices.size(),
+                              "vertices resolved out of order");
       for (unsigned v : s_.data.computeSets[cs].vertices)
         lowerVertex(v);
     }
@@ -514,7 +549,7 @@ private:
   State &s_;
   Traffic traffic_;
   OpBuilder ops_;
-  Locator locator_;
+  Locator locator_, stepLocator_; ///< of the vertices' and steps' threads
   std::map<const RegisteredVertex *, std::uint32_t> classes_;
   std::map<std::string, std::int32_t> codelets_;
 };
