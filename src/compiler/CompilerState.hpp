@@ -35,12 +35,13 @@ struct Substitution {
   }
 };
 
-/// A planned copy between a vertex field element's own tensor (in the
-/// graph) and its substitution (State::elementSlots[element] of temporary
-/// `var`): a gather copies from the field's tensor, a scatter to it.
-struct OperandCopy {
-  const Tensor *field = nullptr;
-  std::uint32_t element = 0, var = 0;
+/// The planned copies of a vertex field's substituted elements, in element
+/// order: those read in place or those not (inPlace), between each
+/// element's own tensor and its slice of the field's temporary. A gather
+/// copies from the tensors, a scatter to them (State::forEachCopy).
+struct FieldCopies {
+  std::uint32_t vertex = 0, field = 0;
+  bool inPlace = false;
 };
 
 /// Elements of a variable that a step reads or writes.
@@ -62,9 +63,9 @@ struct Draft {
   /// reads the source in place) or its scatters: its plan's lists
   /// (ComputeSetPlan, planned before any of its steps is drafted and not
   /// changed after), shared by every Execute of the set.
-  const std::vector<OperandCopy> *gathers = nullptr;
-  const std::vector<OperandCopy> *costOnlyGathers = nullptr;
-  const std::vector<OperandCopy> *scatters = nullptr;
+  const std::vector<FieldCopies> *gathers = nullptr;
+  const std::vector<FieldCopies> *costOnlyGathers = nullptr;
+  const std::vector<FieldCopies> *scatters = nullptr;
   /// With gathers or scatters: what they read and write (ComputeSetPlan).
   const std::vector<Touch> *touches = nullptr;
   int computeSet = -1;
@@ -80,10 +81,10 @@ struct LoopRange {
 /// Vertex fields whose tensors are replaced by compiler temporaries.
 struct ComputeSetPlan {
   bool planned = false;
-  std::vector<OperandCopy> gathers; ///< before compute
+  std::vector<FieldCopies> gathers; ///< before compute
   /// Gathers the simulator skips: the vertex reads the source in place.
-  std::vector<OperandCopy> costOnlyGathers;
-  std::vector<OperandCopy> scatters; ///< after compute
+  std::vector<FieldCopies> costOnlyGathers;
+  std::vector<FieldCopies> scatters; ///< after compute
   /// What the vertices read and write, temporaries included, in the order
   /// of their fields and elements, for the liveness analysis (Layout.cpp);
   /// consecutive touches of a variable in the same way are one.
@@ -165,6 +166,22 @@ struct State {
     return intervalAddr[firstInterval[v] + interval];
   }
   Executable exe;
+
+  /// Calls fn(tensor, substitution) for each copy of \p copies in order.
+  template <class F>
+  void forEachCopy(const std::vector<FieldCopies> &copies, F &&fn) const {
+    for (const FieldCopies &c : copies) {
+      const FieldSlot &fs =
+          fieldSlots[static_cast<std::size_t>(vertexSlots[c.vertex]) + c.field];
+      const std::vector<Tensor> &ts =
+          data.vertices[c.vertex].fields[c.field].tensors;
+      for (std::uint32_t i = 0; i < ts.size(); ++i) {
+        const ElementSlot &e = elementSlots[fs.first + i];
+        if (e.count != 0 && ((e.count & kInPlace) != 0) == c.inPlace)
+          fn(ts[i], substitutionAt(fs.first + i, fs.var));
+      }
+    }
+  }
 
   /// The substitution of field element (vertex, field, index), if any.
   std::optional<Substitution> substitution(unsigned vertex, unsigned field,

@@ -269,23 +269,32 @@ public:
         contiguousInOneInterval(s_, t, &srcTile, locator_) &&
         s_.writtenBy[t.runs()[0].var] != written_) {
       sub.inPlace = true;
-      plan.costOnlyGathers.push_back(
-          {&t, s_.substitute(v, f, i, sub), sub.var});
+      s_.substitute(v, f, i, sub);
+      addFieldCopies(plan.costOnlyGathers, v, f, true);
       gatherTouches(plan, t, sub.count);
       return;
     }
-    const std::uint32_t k = s_.substitute(v, f, i, sub);
+    s_.substitute(v, f, i, sub);
     if (direction != codelet::Direction::Output) {
-      plan.gathers.push_back({&t, k, sub.var});
+      addFieldCopies(plan.gathers, v, f, false);
       gatherTouches(plan, t, sub.count);
     }
     if (direction != codelet::Direction::Input) {
-      plan.scatters.push_back({&t, k, sub.var});
+      addFieldCopies(plan.scatters, v, f, false);
       for (const Run &r : t.runs())
         addTouch(plan.scatterTouches, r.var, false, true,
                  static_cast<std::uint64_t>(r.count));
       scattered_ += sub.count;
     }
+  }
+
+  // Lists field f of v among `copies` when its last entry is not already
+  // that field: the field's elements are planned one after the other.
+  static void addFieldCopies(std::vector<FieldCopies> &copies, unsigned v,
+                             unsigned f, bool inPlace) {
+    if (copies.empty() || copies.back().vertex != v ||
+        copies.back().field != f || copies.back().inPlace != inPlace)
+      copies.push_back({v, f, inPlace});
   }
 
   void gatherTouches(ComputeSetPlan &plan, const Tensor &t,

@@ -363,21 +363,21 @@ private:
   }
 
   // Copies each field element's tensor to its temporary.
-  void gather(const std::vector<OperandCopy> &copies) {
-    for (const OperandCopy &c : copies) {
-      const Run dst = s_.substitutionAt(c.element, c.var).run();
-      ops_.copy(c.field->runs(), {&dst, 1},
-                static_cast<std::uint32_t>(typeSize(c.field->elementType())));
-    }
+  void gather(const std::vector<FieldCopies> &copies) {
+    s_.forEachCopy(copies, [&](const Tensor &t, const Substitution &sub) {
+      const Run dst = sub.run();
+      ops_.copy(t.runs(), {&dst, 1},
+                static_cast<std::uint32_t>(typeSize(t.elementType())));
+    });
   }
 
   // Copies each field element's temporary back to its tensor.
-  void scatter(const std::vector<OperandCopy> &copies) {
-    for (const OperandCopy &c : copies) {
-      const Run src = s_.substitutionAt(c.element, c.var).run();
-      ops_.copy({&src, 1}, c.field->runs(),
+  void scatter(const std::vector<FieldCopies> &copies) {
+    s_.forEachCopy(copies, [&](const Tensor &t, const Substitution &sub) {
+      const Run src = sub.run();
+      ops_.copy({&src, 1}, t.runs(),
                 static_cast<std::uint32_t>(typeSize(s_.var(src.var).type)));
-    }
+    });
   }
 
   std::uint32_t classIndex(const RegisteredVertex *cls) {
