@@ -6,51 +6,48 @@
 #include "tessera/support/Error.hpp"
 #include "tessera/support/Logging.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <tuple>
 
 namespace tessera {
 namespace compiler {
 
 State::State(const Graph &g, const EngineOptions &o)
     : graph(g), data(g.data()), target(g.getTarget()), options(o),
-      vars(g.data().variables), numGraphVars(g.data().variables.size()),
-      intervalAddr(g.data().variables.size()) {
-  std::size_t slots = 0;
-  for (const VertexData &vd : data.vertices) {
-    vertexSlot.push_back(slots);
-    vertexFieldStart.push_back(static_cast<std::uint32_t>(fieldOffset.size()));
-    std::size_t offset = 0;
-    for (const FieldBinding &b : vd.fields) {
-      fieldOffset.push_back(static_cast<std::uint32_t>(offset));
-      offset += b.tensors.size();
-    }
-    slots += offset;
+      numGraphVars(g.data().variables.size()),
+      vertexSlots(g.data().vertices.size(), -1) {}
+
+std::uint32_t State::substitute(unsigned vertex, unsigned field, unsigned index,
+                                const Substitution &sub) {
+  const std::vector<FieldBinding> &fields = data.vertices[vertex].fields;
+  if (vertexSlots[vertex] < 0) {
+    vertexSlots[vertex] = static_cast<std::int64_t>(fieldSlots.size());
+    fieldSlots.resize(fieldSlots.size() + fields.size());
   }
-  substitutionOf.assign(slots, -1);
-}
-
-const Tensor &State::fieldTensor(unsigned vertex, unsigned field,
-                                 unsigned index) const {
-  const std::int32_t k = substitutionOf[slot(vertex, field, index)];
-  if (k >= 0)
-    return substitutions[static_cast<std::size_t>(k)].temporary;
-  return data.vertices[vertex].fields[field].tensors[index];
-}
-
-const Tensor *State::inPlaceSource(unsigned vertex, unsigned field,
-                                   unsigned index) const {
-  const std::int32_t k = substitutionOf[slot(vertex, field, index)];
-  if (k < 0)
-    return nullptr;
-  const Tensor &t = substitutions[static_cast<std::size_t>(k)].inPlaceSource;
-  return t.valid() ? &t : nullptr;
-}
-
-void State::substitute(unsigned vertex, unsigned field, unsigned index,
-                       Tensor temporary, Tensor inPlaceSource) {
-  substitutionOf[slot(vertex, field, index)] =
-      static_cast<std::int32_t>(substitutions.size());
-  substitutions.push_back({std::move(temporary), std::move(inPlaceSource)});
+  FieldSlot &fs =
+      fieldSlots[static_cast<std::size_t>(vertexSlots[vertex]) + field];
+  if (fs.first == kNoSlot) {
+    TESSERA_INTERNAL_ASSERT(elementSlots.size() + fields[field].tensors.size() <
+                                kNoSlot,
+                            "more than 2^32 substituted field elements");
+    fs.var = sub.var;
+    fs.first = static_cast<std::uint32_t>(elementSlots.size());
+    elementSlots.resize(elementSlots.size() + fields[field].tensors.size());
+  }
+  // A temporary lives on one tile, far below 2^31 elements.
+  TESSERA_INTERNAL_ASSERT(fs.var == sub.var && sub.count > 0 &&
+                              sub.count < kInPlace && sub.offset <= 0xffffffffu,
+                          "substitution out of range");
+  const std::uint32_t k = fs.first + index;
+  elementSlots[k].offset = static_cast<std::uint32_t>(sub.offset);
+  elementSlots[k].count =
+      static_cast<std::uint32_t>(sub.count) | (sub.inPlace ? kInPlace : 0);
+  return k;
 }
 
 std::uint32_t State::intern(const std::string &s) {
@@ -125,8 +122,46 @@ void checkRemoteMemory(const Graph &graph) {
         "buffers or a target with streaming memory (ipu2, ipu21)");
 }
 
+// The resident set size now and the peak so far, from Linux's
+// /proc/self/status (VmRSS, VmHWM); elsewhere the peak from getrusage.
+std::pair<std::uint64_t, std::uint64_t> processMemory() {
+  std::uint64_t rss = 0, peak = 0;
+  if (std::FILE *f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    unsigned long long kib = 0;
+    while (std::fgets(line, sizeof line, f)) {
+      if (std::sscanf(line, "VmRSS: %llu kB", &kib) == 1)
+        rss = kib * 1024;
+      else if (std::sscanf(line, "VmHWM: %llu kB", &kib) == 1)
+        peak = kib * 1024;
+    }
+    std::fclose(f);
+  }
+  if (peak == 0) {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    peak = static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
+  }
+  return {rss, std::max(peak, rss)};
+}
+
 } // namespace
 } // namespace compiler
+
+CompilePhaseTimer::CompilePhaseTimer(std::string name)
+    : name_(std::move(name)), start_(std::chrono::steady_clock::now()) {}
+
+CompilePhase CompilePhaseTimer::finish() const {
+  CompilePhase p;
+  p.name = name_;
+  p.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
+          .count();
+  std::tie(p.rssBytes, p.peakRssBytes) = compiler::processMemory();
+  logging::info("compile phase {}: {:.3f} s, RSS {:.2f} GB, peak {:.2f} GB",
+                p.name, p.seconds, p.rssBytes / 1e9, p.peakRssBytes / 1e9);
+  return p;
+}
 
 Executable compileGraph(const Graph &graph,
                         const std::vector<program::Program> &programs,
@@ -134,13 +169,21 @@ Executable compileGraph(const Graph &graph,
                         const CompileProgress &progress) {
   using namespace compiler;
   const EngineOptions options = EngineOptions::parse(flags);
+  std::vector<CompilePhase> phases;
+  std::optional<CompilePhaseTimer> timer;
+  // Ends the phase running, if any, and starts \p phase.
   auto report = [&](const char *phase, double done) {
+    if (timer)
+      phases.push_back(timer->finish());
+    timer.emplace(phase);
     if (progress)
       progress(phase, done);
   };
   report("checking graph", 0.0);
   checkMapped(graph.data());
-  State s(graph, options);
+  // On the heap so that its release, a phase of its own, can be timed.
+  auto state = std::make_unique<State>(graph, options);
+  State &s = *state;
   const Target &t = s.target;
   s.exe.arch = t.getTargetArchString();
   s.exe.numIPUs = t.getNumIPUs();
@@ -170,8 +213,14 @@ Executable compileGraph(const Graph &graph,
                 "replica",
                 s.exe.steps.size(), s.exe.vertices.size(), s.exe.copyOps.size(),
                 s.exe.replicaBytes());
-  report("done", 1.0);
-  return std::move(s.exe);
+  Executable exe = std::move(s.exe);
+  report("releasing compiler state", 0.95);
+  state.reset();
+  phases.push_back(timer->finish());
+  exe.compilePhases = std::move(phases);
+  if (progress)
+    progress("done", 1.0);
+  return exe;
 }
 
 } // namespace tessera

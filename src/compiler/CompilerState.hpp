@@ -8,6 +8,7 @@
 #include "tessera/graph/Graph.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace tessera::compiler {
@@ -19,6 +20,37 @@ inline std::uint64_t alignUp(std::uint64_t bytes) {
   return (bytes + kAlign - 1) & ~(kAlign - 1);
 }
 
+/// A vertex field element read or written through a compiler temporary:
+/// elements [offset, offset + count) of variable `var` on the vertex's tile.
+/// When the vertex reads its own tensor in place instead (inPlace; DESIGN.md
+/// section 5.4), the temporary still takes its tile memory and its exchange
+/// is still costed.
+struct Substitution {
+  std::uint64_t offset = 0, count = 0;
+  std::uint32_t var = 0;
+  bool inPlace = false;
+  Run run() const {
+    return {var, static_cast<std::int64_t>(offset), 1,
+            static_cast<std::int64_t>(count)};
+  }
+};
+
+/// The planned copies of a vertex field's substituted elements, in element
+/// order: those read in place or those not (inPlace), between each
+/// element's own tensor and its slice of the field's temporary. A gather
+/// copies from the tensors, a scatter to them (State::forEachCopy).
+struct FieldCopies {
+  std::uint32_t vertex = 0, field = 0;
+  bool inPlace = false;
+};
+
+/// Elements of a variable that a step reads or writes.
+struct Touch {
+  std::uint64_t elements = 0;
+  std::uint32_t var = 0;
+  bool read = false, write = false;
+};
+
 /// A step before addresses are known: its operands are tensors.
 struct Draft {
   Step step;
@@ -26,20 +58,16 @@ struct Draft {
   /// steps: the predicate last.
   std::vector<Tensor> tensors;
   std::vector<std::pair<Tensor, Tensor>> copies;
-  /// Exchange: copies costed as the IPU would move them, whose destination
-  /// the simulator never fills because the vertex reads the source in place.
-  std::vector<std::pair<Tensor, Tensor>> costOnlyCopies;
-  /// A compute set's gathers or scatters: its plan's lists (ComputeSetPlan,
-  /// planned before any of its steps is drafted and not changed after),
-  /// shared by every Execute of the set rather than copied into each.
-  const std::vector<std::pair<Tensor, Tensor>> *planCopies = nullptr;
-  const std::vector<std::pair<Tensor, Tensor>> *planCostOnlyCopies = nullptr;
-  const std::vector<std::pair<Tensor, Tensor>> &copyList() const {
-    return planCopies ? *planCopies : copies;
-  }
-  const std::vector<std::pair<Tensor, Tensor>> &costOnlyList() const {
-    return planCostOnlyCopies ? *planCostOnlyCopies : costOnlyCopies;
-  }
+  /// A compute set's gathers (and the gathers costed as the IPU would move
+  /// them, whose destination the simulator never fills because the vertex
+  /// reads the source in place) or its scatters: its plan's lists
+  /// (ComputeSetPlan, planned before any of its steps is drafted and not
+  /// changed after), shared by every Execute of the set.
+  const std::vector<FieldCopies> *gathers = nullptr;
+  const std::vector<FieldCopies> *costOnlyGathers = nullptr;
+  const std::vector<FieldCopies> *scatters = nullptr;
+  /// With gathers or scatters: what they read and write (ComputeSetPlan).
+  const std::vector<Touch> *touches = nullptr;
   int computeSet = -1;
   int program = -1;         ///< -1 inside a function body
   bool conditional = false; ///< may not run every time its program runs
@@ -53,11 +81,20 @@ struct LoopRange {
 /// Vertex fields whose tensors are replaced by compiler temporaries.
 struct ComputeSetPlan {
   bool planned = false;
-  std::vector<std::pair<Tensor, Tensor>> gathers; ///< before compute
+  std::vector<FieldCopies> gathers; ///< before compute
   /// Gathers the simulator skips: the vertex reads the source in place.
-  std::vector<std::pair<Tensor, Tensor>> costOnlyGathers;
-  std::vector<std::pair<Tensor, Tensor>> scatters; ///< after compute
-  std::uint32_t firstVertex = 0;                   ///< in Executable order
+  std::vector<FieldCopies> costOnlyGathers;
+  std::vector<FieldCopies> scatters; ///< after compute
+  /// What the vertices read and write, temporaries included, in the order
+  /// of their fields and elements, for the liveness analysis (Layout.cpp);
+  /// consecutive touches of a variable in the same way are one.
+  std::vector<Touch> touches;
+  /// The same for the gathers (costed ones included) and the scatters. A
+  /// gather step reads graph variables and writes temporaries, a scatter
+  /// the reverse, so no variable is both read and written in one and the
+  /// order of their touches does not matter.
+  std::vector<Touch> gatherTouches, scatterTouches;
+  std::uint32_t firstVertex = 0; ///< in Executable order
   /// The host kernel run in this compute set's place, or -1.
   int hostKernel = -1;
 };
@@ -70,54 +107,97 @@ struct State {
   const GraphData &data;
   const Target &target;
   EngineOptions options;
-  /// The graph's variables followed by compiler temporaries.
-  std::vector<VariableData> vars;
+  /// The graph's variables (data.variables, not copied: they hold the
+  /// initial values) followed by compiler temporaries (ids from
+  /// numGraphVars on).
   std::size_t numGraphVars = 0;
+  std::vector<VariableData> temporaries;
+  const VariableData &var(std::uint32_t id) const {
+    return id < numGraphVars ? data.variables[id]
+                             : temporaries[id - numGraphVars];
+  }
+  std::size_t numVars() const { return numGraphVars + temporaries.size(); }
   std::vector<Draft> drafts;
   std::vector<LoopRange> loops;
   std::vector<ComputeSetPlan> csPlans;
-  /// A vertex field element replaced by a compiler temporary; when the
-  /// vertex reads a contiguous source in place instead (DESIGN.md section
-  /// 5.4), that source: the temporary still takes its tile memory and its
-  /// exchange is still costed.
-  struct Substitution {
-    Tensor temporary, inPlaceSource;
+  /// Per graph variable, 1 + the last compute set planned that writes it
+  /// (planOperandExchanges), or 0.
+  std::vector<std::uint32_t> writtenBy;
+  /// Substitutions, kept only for the vertices and fields that have them
+  /// (most vertices read every operand in place): per vertex, the index of
+  /// its first field's FieldSlot, or -1; per field of such a vertex, its
+  /// temporary and its first element's ElementSlot, or kNoSlot; per element
+  /// of such a field, where it lies in the temporary (count 0: nowhere).
+  struct FieldSlot {
+    std::uint32_t var = kNoSlot, first = kNoSlot;
   };
-  std::vector<Substitution> substitutions;
-  /// Per field element of every vertex (slot()), the index of its
-  /// substitution, or -1.
-  std::vector<std::int32_t> substitutionOf;
-  /// For slot(): per vertex, the slot of its first field element and the
-  /// index of its first field in fieldOffset; per field of each vertex, the
-  /// offset of the field's first element from the vertex's.
-  std::vector<std::size_t> vertexSlot;
-  std::vector<std::uint32_t> vertexFieldStart, fieldOffset;
+  struct ElementSlot {
+    std::uint32_t offset = 0;
+    std::uint32_t count = 0; ///< the top bit: read in place
+  };
+  static constexpr std::uint32_t kNoSlot = 0xffffffffu;
+  static constexpr std::uint32_t kInPlace = 0x80000000u;
+  std::vector<std::int64_t> vertexSlots;
+  std::vector<FieldSlot> fieldSlots;
+  std::vector<ElementSlot> elementSlots;
+  Substitution substitutionAt(std::uint32_t element, std::uint32_t var) const {
+    const ElementSlot &e = elementSlots[element];
+    Substitution sub;
+    sub.offset = e.offset;
+    sub.count = e.count & ~kInPlace;
+    sub.var = var;
+    sub.inPlace = (e.count & kInPlace) != 0;
+    return sub;
+  }
   /// Elements of each compiler temporary (from numGraphVars on) that no
   /// step writes: the alignment gaps between the field elements it holds.
   std::vector<std::size_t> temporaryGaps;
   std::size_t gapElements(std::uint32_t var) const {
     return var < numGraphVars ? 0 : temporaryGaps[var - numGraphVars];
   }
-  /// Byte address of each mapping interval of each variable.
-  std::vector<std::vector<std::uint64_t>> intervalAddr;
+  /// Byte address of each mapping interval of each variable: variable v's
+  /// intervals from intervalAddr[firstInterval[v]] on (layoutMemory).
+  std::vector<std::uint64_t> intervalAddr;
+  std::vector<std::size_t> firstInterval;
+  std::uint64_t &addrOf(std::uint32_t v, std::size_t interval) {
+    return intervalAddr[firstInterval[v] + interval];
+  }
+  std::uint64_t addrOf(std::uint32_t v, std::size_t interval) const {
+    return intervalAddr[firstInterval[v] + interval];
+  }
   Executable exe;
 
-  /// The tensor a vertex field element reads or writes, after temporaries.
-  const Tensor &fieldTensor(unsigned vertex, unsigned field,
-                            unsigned index) const;
-  /// The source a vertex field element reads in place instead of its
-  /// temporary, or null.
-  const Tensor *inPlaceSource(unsigned vertex, unsigned field,
-                              unsigned index) const;
-  /// Replaces field element (vertex, field, index) by \p temporary, read
-  /// from \p inPlaceSource where that is valid.
-  void substitute(unsigned vertex, unsigned field, unsigned index,
-                  Tensor temporary, Tensor inPlaceSource);
-  /// The index of field element (vertex, field, index) among all vertices'.
-  std::size_t slot(unsigned vertex, unsigned field, unsigned index) const {
-    return vertexSlot[vertex] + fieldOffset[vertexFieldStart[vertex] + field] +
-           index;
+  /// Calls fn(tensor, substitution) for each copy of \p copies in order.
+  template <class F>
+  void forEachCopy(const std::vector<FieldCopies> &copies, F &&fn) const {
+    for (const FieldCopies &c : copies) {
+      const FieldSlot &fs =
+          fieldSlots[static_cast<std::size_t>(vertexSlots[c.vertex]) + c.field];
+      const std::vector<Tensor> &ts =
+          data.vertices[c.vertex].fields[c.field].tensors;
+      for (std::uint32_t i = 0; i < ts.size(); ++i) {
+        const ElementSlot &e = elementSlots[fs.first + i];
+        if (e.count != 0 && ((e.count & kInPlace) != 0) == c.inPlace)
+          fn(ts[i], substitutionAt(fs.first + i, fs.var));
+      }
+    }
   }
+
+  /// The substitution of field element (vertex, field, index), if any.
+  std::optional<Substitution> substitution(unsigned vertex, unsigned field,
+                                           unsigned index) const {
+    const std::int64_t block = vertexSlots[vertex];
+    if (block < 0)
+      return std::nullopt;
+    const FieldSlot &fs = fieldSlots[static_cast<std::size_t>(block) + field];
+    if (fs.first == kNoSlot || elementSlots[fs.first + index].count == 0)
+      return std::nullopt;
+    return substitutionAt(fs.first + index, fs.var);
+  }
+  /// Replaces field element (vertex, field, index) by \p sub (every element
+  /// of a field by the same temporary) and returns its ElementSlot.
+  std::uint32_t substitute(unsigned vertex, unsigned field, unsigned index,
+                           const Substitution &sub);
   std::uint32_t intern(const std::string &s);
 };
 
@@ -135,7 +215,41 @@ void resolveSteps(State &s);
 /// Fills the estimates of every step (CostModel.cpp).
 void estimateSteps(State &s);
 
+/// The elements of \p t, from its runs: the shape (which numElements()
+/// multiplies) is another allocation, a cache miss per field element.
+inline std::size_t elementsOf(const Tensor &t) {
+  std::size_t n = 0;
+  for (const Run &r : t.runs())
+    n += static_cast<std::size_t>(r.count);
+  return n;
+}
+
 /// The tile of element \p e of variable \p v, and the interval index.
 std::pair<unsigned, std::size_t> locate(const VariableData &v, std::size_t e);
+
+/// locate() that first tries the interval it found last and the one after:
+/// operands visit a variable's elements mostly in order, and a binary
+/// search over a variable spread on every tile misses the cache.
+class Locator {
+public:
+  std::pair<unsigned, std::size_t>
+  operator()(std::uint32_t id, const VariableData &v, std::size_t e) {
+    if (id == var_) {
+      for (std::size_t i = idx_; i < idx_ + 2 && i < v.mapping.size(); ++i)
+        if (v.mapping[i].begin <= e && e < v.mapping[i].end) {
+          idx_ = i;
+          return {v.mapping[i].tile, i};
+        }
+    }
+    const auto found = locate(v, e);
+    var_ = id;
+    idx_ = found.second;
+    return found;
+  }
+
+private:
+  std::uint32_t var_ = 0xffffffffu;
+  std::size_t idx_ = 0;
+};
 
 } // namespace tessera::compiler

@@ -72,6 +72,7 @@ private:
   void estimateVertices() {
     const VertexRegistry &reg = *s_.data.registry;
     std::set<std::string> warned;
+    VertexInstanceShape shape;
     std::size_t k = 0;
     for (unsigned cs = 0; cs < s_.csPlans.size(); ++cs) {
       if (!s_.csPlans[cs].planned)
@@ -83,18 +84,23 @@ private:
           inst.cycles = *vd.perfEstimate;
           continue;
         }
-        VertexInstanceShape shape;
+        // The sizes resolveSteps gave the vertex's fields: a state's
+        // count, or each connected tensor's elements. One shape object
+        // serves every vertex, so its lists are not reallocated.
         shape.vertexClass = &vd.vertexClass->info;
         const auto &fields = vd.vertexClass->info.fields;
+        shape.fieldSizes.resize(fields.size());
         for (unsigned f = 0; f < fields.size(); ++f) {
-          std::vector<std::uint32_t> sizes;
-          const FieldBinding &b = vd.fields[f];
-          if (fields[f].direction == codelet::Direction::State)
-            sizes.push_back(static_cast<std::uint32_t>(b.stateCount));
+          std::vector<std::uint32_t> &sizes = shape.fieldSizes[f];
+          sizes.clear();
+          const FieldValue &fv = s_.exe.fields[inst.firstField + f];
+          if (fields[f].direction == codelet::Direction::State ||
+              fields[f].shape == codelet::Shape::Scalar ||
+              fields[f].shape == codelet::Shape::Vector)
+            sizes.push_back(fv.size);
           else
-            for (const Tensor &t : b.tensors)
-              sizes.push_back(static_cast<std::uint32_t>(t.numElements()));
-          shape.fieldSizes.push_back(std::move(sizes));
+            for (std::uint32_t i = 0; i < fv.size; ++i)
+              sizes.push_back(s_.exe.spans[fv.addr + i].size);
         }
         bool usedDefault = false;
         inst.cycles =

@@ -42,10 +42,11 @@ static_assert(sizeof(Step) == 40 && sizeof(CopyOp) == 40 &&
                   sizeof(HostAccessInfo) == 64 &&
                   sizeof(RemoteBufferInfo) == 56 && sizeof(PrintInfo) == 72 &&
                   sizeof(InitRegion) == 24 && sizeof(TileMemory) == 48 &&
-                  sizeof(VariableInfo) == 88 && sizeof(StepEstimate) == 40,
+                  sizeof(VariableInfo) == 88 && sizeof(StepEstimate) == 40 &&
+                  sizeof(CompilePhase) == 56,
               "a serialised struct changed: update field() in "
               "ExecutableIO.cpp and bump kExecutableFormatVersion");
-static_assert(sizeof(Executable) == 712,
+static_assert(sizeof(Executable) == 736,
               "Executable changed: update field() in ExecutableIO.cpp and "
               "bump kExecutableFormatVersion");
 #endif
@@ -101,6 +102,8 @@ template <class IO, class T> void field(IO &io, T &x) {
   } else if constexpr (std::is_same_v<U, VariableInfo>) {
     each(io, x.name, x.type, x.shape, x.bytes, x.tiles, x.alwaysLive,
          x.liveBegin, x.liveEnd);
+  } else if constexpr (std::is_same_v<U, CompilePhase>) {
+    each(io, x.name, x.seconds, x.rssBytes, x.peakRssBytes);
   } else if constexpr (std::is_same_v<U, StepEstimate>) {
     each(io, x.ipuCycles, x.firstTileCycle, x.numTileCycles, x.bytesExchanged);
   } else if constexpr (std::is_same_v<U, Executable>) {
@@ -112,7 +115,7 @@ template <class IO, class T> void field(IO &io, T &x) {
          x.fields, x.spans, x.stateBytes, x.strings, x.prints, x.stepScopes);
     each(io, x.streams, x.hostAccesses, x.remoteBuffers);
     each(io, x.estimates, x.tileCycleTiles, x.tileCycles, x.tileMemory,
-         x.variables, x.computeSetNames);
+         x.variables, x.computeSetNames, x.compilePhases);
   } else if constexpr (std::is_enum_v<U> || std::is_arithmetic_v<U>) {
     io.scalar(x);
   } else {

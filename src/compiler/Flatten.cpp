@@ -182,8 +182,9 @@ private:
       planOperandExchanges(s_, n.id);
     if (!plan.gathers.empty() || !plan.costOnlyGathers.empty()) {
       Draft d = named(n);
-      d.planCopies = &plan.gathers;
-      d.planCostOnlyCopies = &plan.costOnlyGathers;
+      d.gathers = &plan.gathers;
+      d.costOnlyGathers = &plan.costOnlyGathers;
+      d.touches = &plan.gatherTouches;
       emit(StepKind::Exchange, std::move(d));
     }
     Draft d = named(n);
@@ -191,7 +192,8 @@ private:
     emit(StepKind::Compute, std::move(d));
     if (!plan.scatters.empty()) {
       Draft d2 = named(n);
-      d2.planCopies = &plan.scatters;
+      d2.scatters = &plan.scatters;
+      d2.touches = &plan.scatterTouches;
       emit(StepKind::Exchange, std::move(d2));
     }
   }

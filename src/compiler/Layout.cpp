@@ -34,23 +34,8 @@ void forEachTouch(const State &s, const Draft &d, F &&fn) {
   };
   switch (d.step.kind) {
   case StepKind::Compute: {
-    for (unsigned v : s.data.computeSets[d.computeSet].vertices) {
-      const VertexData &vd = s.data.vertices[v];
-      const auto &fields = vd.vertexClass->info.fields;
-      for (unsigned f = 0; f < fields.size(); ++f) {
-        const auto dir = fields[f].direction;
-        if (dir == codelet::Direction::State)
-          continue;
-        for (unsigned i = 0; i < vd.fields[f].tensors.size(); ++i) {
-          tensor(s.fieldTensor(v, f, i), dir != codelet::Direction::Output,
-                 dir != codelet::Direction::Input);
-          // A source read in place must not share bytes with what this
-          // compute set writes.
-          if (const Tensor *src = s.inPlaceSource(v, f, i))
-            tensor(*src, true, false);
-        }
-      }
-    }
+    for (const Touch &t : s.csPlans[d.computeSet].touches)
+      fn(t.var, t.read, t.write, static_cast<std::size_t>(t.elements));
     // A host kernel run in the compute set's place reads its operands where
     // they lie, at this step: they must not share bytes with what the step
     // writes (the vertices above read gathered copies, whose sources are
@@ -70,11 +55,13 @@ void forEachTouch(const State &s, const Draft &d, F &&fn) {
     return;
   }
   case StepKind::Exchange:
-    for (const auto *copies : {&d.copyList(), &d.costOnlyList()})
-      for (const auto &[src, dst] : *copies) {
-        tensor(src, true, false);
-        tensor(dst, false, true);
-      }
+    for (const auto &[src, dst] : d.copies) {
+      tensor(src, true, false);
+      tensor(dst, false, true);
+    }
+    if (d.touches)
+      for (const Touch &t : *d.touches)
+        fn(t.var, t.read, t.write, static_cast<std::size_t>(t.elements));
     return;
   case StepKind::CrossReplica:
     // Replicas outside the map keep their values: never a definition.
@@ -95,7 +82,7 @@ void forEachTouch(const State &s, const Draft &d, F &&fn) {
   case StepKind::Jump:
     if (d.step.c == 1) // WriteUndef: the contents start afresh
       for (const Run &r : d.tensors[0].runs())
-        fn(r.var, false, true, s.vars[r.var].numElements);
+        fn(r.var, false, true, s.var(r.var).numElements);
     return;
   default:
     for (const Tensor &t : d.tensors)
@@ -105,7 +92,7 @@ void forEachTouch(const State &s, const Draft &d, F &&fn) {
 }
 
 std::vector<Live> computeLiveness(const State &s) {
-  std::vector<Live> live(s.vars.size());
+  std::vector<Live> live(s.numVars());
   for (std::size_t i = 0; i < s.drafts.size(); ++i) {
     const Draft &d = s.drafts[i];
     forEachTouch(
@@ -118,7 +105,7 @@ std::vector<Live> computeLiveness(const State &s) {
             l.always = true;
           if (write && l.def < 0 && !d.conditional) {
             l.written += elems;
-            if (l.written + s.gapElements(var) >= s.vars[var].numElements)
+            if (l.written + s.gapElements(var) >= s.var(var).numElements)
               l.def = static_cast<std::int64_t>(i);
           }
           if (l.first < 0)
@@ -129,9 +116,10 @@ std::vector<Live> computeLiveness(const State &s) {
   for (const auto &h : s.data.hostAccesses)
     for (const Run &r : h.tensor.runs())
       live[r.var].always = true;
-  for (std::size_t v = 0; v < s.vars.size(); ++v) {
+  for (std::uint32_t v = 0; v < s.numVars(); ++v) {
     Live &l = live[v];
-    if (l.def < 0 || s.vars[v].isConstant || !s.vars[v].initialValue.empty())
+    const VariableData &var = s.var(v);
+    if (l.def < 0 || var.isConstant || !var.initialValue.empty())
       l.always = true;
   }
   // A value first written before a loop and used inside it must survive
@@ -251,7 +239,7 @@ std::uint64_t vertexStateBytes(const State &s, unsigned v) {
                                     const std::vector<Block> &blocks) {
   std::vector<std::pair<std::uint64_t, std::string>> big;
   for (const Block &b : blocks)
-    big.emplace_back(b.bytes, s.vars[b.var].name);
+    big.emplace_back(b.bytes, s.var(b.var).name);
   std::sort(big.rbegin(), big.rend());
   std::string list;
   for (std::size_t i = 0; i < big.size() && i < 5; ++i)
@@ -281,9 +269,13 @@ void layoutMemory(State &s) {
   const unsigned numTiles = s.target.getNumTiles();
   const auto lastStep = static_cast<std::int64_t>(s.drafts.size());
   std::vector<std::vector<Block>> tiles(numTiles);
-  s.exe.variables.resize(s.vars.size());
-  for (std::uint32_t v = 0; v < s.vars.size(); ++v) {
-    const VariableData &var = s.vars[v];
+  s.exe.variables.resize(s.numVars());
+  s.firstInterval.assign(s.numVars() + 1, 0);
+  for (std::uint32_t v = 0; v < s.numVars(); ++v)
+    s.firstInterval[v + 1] = s.firstInterval[v] + s.var(v).mapping.size();
+  s.intervalAddr.assign(s.firstInterval.back(), 0);
+  for (std::uint32_t v = 0; v < s.numVars(); ++v) {
+    const VariableData &var = s.var(v);
     const Live &l = live[v];
     VariableInfo &info = s.exe.variables[v];
     info.name = var.name;
@@ -313,7 +305,6 @@ void layoutMemory(State &s) {
     std::sort(used.begin(), used.end());
     info.tiles = static_cast<std::uint32_t>(
         std::unique(used.begin(), used.end()) - used.begin());
-    s.intervalAddr[v].assign(var.mapping.size(), 0);
   }
 
   s.exe.tileMemory.assign(numTiles, TileMemory{});
@@ -337,8 +328,8 @@ void layoutMemory(State &s) {
     m.code = distinct * s.target.costs().codeBytesPerVertexClass;
     const std::uint64_t arena = placeTile(tiles[t]);
     for (const Block &b : tiles[t]) {
-      s.intervalAddr[b.var][b.interval] = b.offset; // tile-relative for now
-      if (b.always && s.vars[b.var].isConstant)
+      s.addrOf(b.var, b.interval) = b.offset; // tile-relative for now
+      if (b.always && s.var(b.var).isConstant)
         m.constants += b.bytes;
       else if (b.always)
         m.alwaysLive += b.bytes;
@@ -362,9 +353,9 @@ void layoutMemory(State &s) {
                   "is set",
                   numOver, worst, worstOver);
   }
-  for (std::uint32_t v = 0; v < s.vars.size(); ++v)
-    for (std::size_t i = 0; i < s.vars[v].mapping.size(); ++i)
-      s.intervalAddr[v][i] += s.exe.tileBase[s.vars[v].mapping[i].tile];
+  for (std::uint32_t v = 0; v < s.numVars(); ++v)
+    for (std::size_t i = 0; i < s.var(v).mapping.size(); ++i)
+      s.addrOf(v, i) += s.exe.tileBase[s.var(v).mapping[i].tile];
 }
 
 } // namespace tessera::compiler

@@ -7,7 +7,6 @@
 #include "tessera/support/Error.hpp"
 
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 namespace tessera::compiler {
@@ -29,21 +28,38 @@ std::string vertexName(const GraphData &d, unsigned v) {
 // a single mapping interval on the vertex's own tile.
 // One contiguous run inside one mapping interval: a vertex could address it
 // directly, wherever it lives.
-bool contiguousInOneInterval(const State &s, const Tensor &t, unsigned *tile) {
+bool contiguousInOneInterval(const State &s, const Tensor &t, unsigned *tile,
+                             Locator &locator) {
   const auto &runs = t.runs();
   if (runs.size() != 1 || (runs[0].stride != 1 && runs[0].count != 1))
     return false;
   const Run &r = runs[0];
-  const VariableData &v = s.vars[r.var];
-  auto [t0, idx] = locate(v, static_cast<std::size_t>(r.start));
+  const VariableData &v = s.var(r.var);
+  auto [t0, idx] = locator(r.var, v, static_cast<std::size_t>(r.start));
   *tile = t0;
   return v.mapping[idx].end >= static_cast<std::size_t>(r.start + r.count);
 }
 
-bool usableInPlace(const State &s, const Tensor &t, unsigned tile) {
+bool usableInPlace(const State &s, const Tensor &t, unsigned tile,
+                   Locator &locator) {
   unsigned where = 0;
-  return t.numElements() == 0 ||
-         (contiguousInOneInterval(s, t, &where) && where == tile);
+  return (contiguousInOneInterval(s, t, &where, locator) && where == tile) ||
+         elementsOf(t) == 0;
+}
+
+// Appends a touch, joined to the last one when it touches the same
+// variable in the same way: joined touches give the same liveness, as
+// reads repeat and writes only add up their elements.
+void addTouch(std::vector<Touch> &touches, std::uint32_t var, bool read,
+              bool write, std::uint64_t elements) {
+  if (!touches.empty()) {
+    Touch &last = touches.back();
+    if (last.var == var && last.read == read && last.write == write) {
+      last.elements += elements;
+      return;
+    }
+  }
+  touches.push_back({elements, var, read, write});
 }
 
 class OperandPlanner {
@@ -53,7 +69,10 @@ public:
   void plan(unsigned cs) {
     ComputeSetPlan &plan = s_.csPlans[cs];
     plan.planned = true;
-    writtenVars_.clear();
+    // Compute sets are planned once each: cs + 1 marks the variables cs
+    // writes without clearing the marks of the sets before.
+    written_ = cs + 1;
+    s_.writtenBy.resize(s_.numGraphVars, 0);
     for (unsigned v : s_.data.computeSets[cs].vertices) {
       const VertexData &vd = s_.data.vertices[v];
       const auto &fields = vd.vertexClass->info.fields;
@@ -62,7 +81,7 @@ public:
             fields[f].direction == codelet::Direction::InOut)
           for (const Tensor &t : vd.fields[f].tensors)
             for (const Run &r : t.runs())
-              writtenVars_.insert(r.var);
+              s_.writtenBy[r.var] = written_;
       }
     }
     for (unsigned v : s_.data.computeSets[cs].vertices)
@@ -88,7 +107,7 @@ public:
           continue;
         unsigned tile = 0;
         for (const Tensor &t : vd.fields[f].tensors)
-          if (!contiguousInOneInterval(s_, t, &tile))
+          if (!contiguousInOneInterval(s_, t, &tile, locator_))
             return;
       }
     }
@@ -150,11 +169,44 @@ public:
       const std::vector<Tensor> &ts = vd.fields[f].tensors;
       remote_.clear();
       for (unsigned i = 0; i < ts.size(); ++i)
-        if (!usableInPlace(s_, ts[i], *vd.tile))
+        if (!usableInPlace(s_, ts[i], *vd.tile, locator_))
           remote_.push_back(i);
       if (!remote_.empty())
         addTemporaries(plan, v, f, fields[f]);
+      addTouches(plan, v, f, fields[f].direction);
     }
+  }
+
+  // Records what field f of v reads and writes: its temporaries, and its
+  // own tensors where no temporary replaces them or the vertex reads them
+  // in place (they must not share bytes with what the compute set writes).
+  // Touches of different variables may come in any order (each variable's
+  // liveness depends only on its own touches), so the field's temporary,
+  // touched by nothing else, gets one touch for all its elements.
+  void addTouches(ComputeSetPlan &plan, unsigned v, unsigned f,
+                  codelet::Direction direction) {
+    const bool read = direction != codelet::Direction::Output;
+    const bool write = direction != codelet::Direction::Input;
+    const std::vector<Tensor> &ts = s_.data.vertices[v].fields[f].tensors;
+    auto touch = [&](std::uint32_t var, bool r, bool w, std::uint64_t n) {
+      addTouch(plan.touches, var, r, w, n);
+    };
+    Touch temporary;
+    for (unsigned i = 0; i < ts.size(); ++i) {
+      const std::optional<Substitution> sub = s_.substitution(v, f, i);
+      if (!sub) {
+        for (const Run &r : ts[i].runs())
+          touch(r.var, read, write, static_cast<std::uint64_t>(r.count));
+        continue;
+      }
+      temporary.var = sub->var;
+      temporary.elements += sub->count;
+      if (sub->inPlace)
+        for (const Run &r : ts[i].runs())
+          touch(r.var, true, false, static_cast<std::uint64_t>(r.count));
+    }
+    if (temporary.elements > 0)
+      touch(temporary.var, read, write, temporary.elements);
   }
 
   // One temporary on v's tile for the field's elements remote_ (a
@@ -167,13 +219,15 @@ public:
     const std::vector<Tensor> &ts = vd.fields[f].tensors;
     const Type type = ts[remote_.front()].elementType();
     // Elements an element's slice spans, its alignment gap included.
-    auto span = [&](unsigned i) {
-      return alignUp(ts[i].numElements() * typeSize(type)) / typeSize(type);
+    auto span = [&](std::size_t n) {
+      return alignUp(n * typeSize(type)) / typeSize(type);
     };
+    counts_.clear();
     std::size_t total = 0, used = 0;
     for (unsigned i : remote_) {
-      total += span(i);
-      used += ts[i].numElements();
+      counts_.push_back(elementsOf(ts[i]));
+      total += span(counts_.back());
+      used += counts_.back();
     }
     VariableData tmp;
     tmp.name = vd.vertexClass->info.name + "." + fi.name + "/operand";
@@ -181,49 +235,83 @@ public:
     tmp.numElements = total;
     tmp.shape = {total};
     tmp.mapping.push_back({0, total, *vd.tile});
-    const auto id = static_cast<std::uint32_t>(s_.vars.size());
-    s_.vars.push_back(std::move(tmp));
-    s_.intervalAddr.emplace_back();
+    const auto id = static_cast<std::uint32_t>(s_.numVars());
+    s_.temporaries.push_back(std::move(tmp));
     s_.temporaryGaps.push_back(total - used);
     std::size_t offset = 0;
-    for (unsigned i : remote_) {
-      const std::size_t n = ts[i].numElements();
-      Tensor temp(type, {n},
-                  {Run{id, static_cast<std::int64_t>(offset), 1,
-                       static_cast<std::int64_t>(n)}});
-      offset += span(i);
-      addElementCopies(plan, v, f, i, std::move(temp), fi.direction);
+    gathered_ = scattered_ = 0;
+    for (std::size_t k = 0; k < remote_.size(); ++k) {
+      Substitution sub;
+      sub.var = id;
+      sub.offset = offset;
+      sub.count = counts_[k];
+      offset += span(counts_[k]);
+      addElementCopies(plan, v, f, remote_[k], sub, fi.direction);
     }
+    // The temporary's touches, one for all its elements.
+    if (gathered_ > 0)
+      addTouch(plan.gatherTouches, id, false, true, gathered_);
+    if (scattered_ > 0)
+      addTouch(plan.scatterTouches, id, true, false, scattered_);
   }
 
-  // Substitutes temp for field element (v, f, i) and plans its copies.
+  // Substitutes sub for field element (v, f, i) and plans its copies.
   void addElementCopies(ComputeSetPlan &plan, unsigned v, unsigned f,
-                        unsigned i, Tensor temp, codelet::Direction direction) {
+                        unsigned i, Substitution sub,
+                        codelet::Direction direction) {
     const Tensor &t = s_.data.vertices[v].fields[f].tensors[i];
     unsigned srcTile = 0;
     // The IPU would copy the operand over the exchange; the simulator lets
     // the vertex read a contiguous source where it lies, since no vertex of
     // this compute set writes the source and so the result cannot differ.
     // The temporary keeps its memory and the copy keeps its cost.
-    const Tensor flat = t.flatten();
     if (direction == codelet::Direction::Input &&
-        contiguousInOneInterval(s_, t, &srcTile) &&
-        !writtenVars_.count(t.runs()[0].var)) {
-      s_.substitute(v, f, i, temp, flat);
-      plan.costOnlyGathers.emplace_back(flat, std::move(temp));
+        contiguousInOneInterval(s_, t, &srcTile, locator_) &&
+        s_.writtenBy[t.runs()[0].var] != written_) {
+      sub.inPlace = true;
+      s_.substitute(v, f, i, sub);
+      addFieldCopies(plan.costOnlyGathers, v, f, true);
+      gatherTouches(plan, t, sub.count);
       return;
     }
-    s_.substitute(v, f, i, temp, Tensor());
-    if (direction != codelet::Direction::Output)
-      plan.gathers.emplace_back(flat, temp);
-    if (direction != codelet::Direction::Input)
-      plan.scatters.emplace_back(std::move(temp), flat);
+    s_.substitute(v, f, i, sub);
+    if (direction != codelet::Direction::Output) {
+      addFieldCopies(plan.gathers, v, f, false);
+      gatherTouches(plan, t, sub.count);
+    }
+    if (direction != codelet::Direction::Input) {
+      addFieldCopies(plan.scatters, v, f, false);
+      for (const Run &r : t.runs())
+        addTouch(plan.scatterTouches, r.var, false, true,
+                 static_cast<std::uint64_t>(r.count));
+      scattered_ += sub.count;
+    }
+  }
+
+  // Lists field f of v among `copies` when its last entry is not already
+  // that field: the field's elements are planned one after the other.
+  static void addFieldCopies(std::vector<FieldCopies> &copies, unsigned v,
+                             unsigned f, bool inPlace) {
+    if (copies.empty() || copies.back().vertex != v ||
+        copies.back().field != f || copies.back().inPlace != inPlace)
+      copies.push_back({v, f, inPlace});
+  }
+
+  void gatherTouches(ComputeSetPlan &plan, const Tensor &t,
+                     std::uint64_t count) {
+    for (const Run &r : t.runs())
+      addTouch(plan.gatherTouches, r.var, true, false,
+               static_cast<std::uint64_t>(r.count));
+    gathered_ += count;
   }
 
 private:
   State &s_;
-  std::unordered_set<std::uint32_t> writtenVars_; ///< by the planned set
+  Locator locator_;
+  std::uint64_t gathered_ = 0, scattered_ = 0; ///< of the field's temporary
+  std::uint32_t written_ = 0;    ///< State::writtenBy's mark of the planned set
   std::vector<unsigned> remote_; ///< field elements needing a temporary
+  std::vector<std::size_t> counts_; ///< the elements of each of remote_
 };
 
 } // namespace

@@ -7,8 +7,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <future>
 #include <limits>
 #include <map>
+#include <span>
+#include <system_error>
 
 namespace tessera::compiler {
 namespace {
@@ -31,7 +34,7 @@ public:
 
   // Copies src to dst element by element; either may be the host (a run with
   // var kHost whose start is the element position in the host buffer).
-  void copy(const std::vector<Run> &src, const std::vector<Run> &dst,
+  void copy(std::span<const Run> src, std::span<const Run> dst,
             std::uint32_t elemBytes) {
     size_ = elemBytes;
     std::size_t i = 0, j = 0;
@@ -55,14 +58,15 @@ public:
   }
 
 private:
-  Span span(std::uint32_t var, std::int64_t e, std::int64_t stride) const {
+  Span span(std::uint32_t var, std::int64_t e, std::int64_t stride,
+            Locator &locator) const {
     if (var == kHost)
       return {static_cast<std::uint64_t>(e) * size_, kUnbounded, 0, true};
-    const VariableData &v = s_.vars[var];
-    auto [tile, idx] = locate(v, static_cast<std::size_t>(e));
+    const VariableData &v = s_.var(var);
+    auto [tile, idx] = locator(var, v, static_cast<std::size_t>(e));
     const TileInterval &iv = v.mapping[idx];
     Span sp;
-    sp.addr = s_.intervalAddr[var][idx] + (e - iv.begin) * size_;
+    sp.addr = s_.addrOf(var, idx) + (e - iv.begin) * size_;
     sp.tile = tile;
     if (stride > 0)
       sp.cap = (static_cast<std::int64_t>(iv.end) - 1 - e) / stride + 1;
@@ -77,7 +81,8 @@ private:
              std::uint32_t dv, std::int64_t de, std::int64_t ds,
              std::int64_t n) {
     while (n > 0) {
-      const Span a = span(sv, se, ss), b = span(dv, de, ds);
+      const Span a = span(sv, se, ss, srcLocator_),
+                 b = span(dv, de, ds, dstLocator_);
       const std::int64_t k = std::min({n, a.cap, b.cap});
       emit(a, b, ss, ds, k);
       se += k * ss;
@@ -156,8 +161,8 @@ private:
       // every repeat from the one sender to each receiver in turn.
       traffic_.in[b.tile] += size_;
       traffic_.onTile[b.tile] += bytes - size_;
-      traffic_.sends.push_back({a.tile, a.addr, a.addr + size_});
-      traffic_.receives.push_back({b.tile, a.tile, a.addr, a.addr + size_});
+      traffic_.addSend(a.tile, a.addr, a.addr + size_);
+      traffic_.addReceive(b.tile, a.tile, a.addr, a.addr + size_);
       return;
     }
     traffic_.in[b.tile] += bytes;
@@ -165,8 +170,8 @@ private:
     // what it sends, so a broadcast costs the sender once; two tiles on one
     // shared bus receiving the same bytes take them at once.
     if (contiguousSource_) {
-      traffic_.sends.push_back({a.tile, a.addr, a.addr + bytes});
-      traffic_.receives.push_back({b.tile, a.tile, a.addr, a.addr + bytes});
+      traffic_.addSend(a.tile, a.addr, a.addr + bytes);
+      traffic_.addReceive(b.tile, a.tile, a.addr, a.addr + bytes);
     } else {
       traffic_.out[a.tile] += bytes;
     }
@@ -182,6 +187,7 @@ public:
 private:
   State &s_;
   Traffic &traffic_;
+  Locator srcLocator_, dstLocator_;
   std::uint32_t size_ = 4;
   bool mergeable_ = false;
   bool crossReplica_ = false;
@@ -196,12 +202,12 @@ std::vector<Run> hostRuns(std::size_t n) {
   return {Run{kHost, 0, 1, static_cast<std::int64_t>(n)}};
 }
 
-std::uint64_t scalarAddr(const State &s, const Tensor &t) {
+std::uint64_t scalarAddr(const State &s, const Tensor &t, Locator &locator) {
   const Run &r = t.runs().at(0);
-  const VariableData &v = s.vars[r.var];
-  auto [tile, idx] = locate(v, static_cast<std::size_t>(r.start));
+  const VariableData &v = s.var(r.var);
+  auto [tile, idx] = locator(r.var, v, static_cast<std::size_t>(r.start));
   (void)tile;
-  return s.intervalAddr[r.var][idx] +
+  return s.addrOf(r.var, idx) +
          (r.start - v.mapping[idx].begin) * typeSize(v.type);
 }
 
@@ -211,14 +217,33 @@ public:
       : s_(s), traffic_(s.target.getNumTiles(), s.target.getNumIPUs()),
         ops_(s, traffic_) {}
 
+  // The vertices' fields and the steps' copy ops fill different parts of
+  // the executable from the same read-only state, so they are resolved at
+  // once on two threads (the only shared input written, each compute
+  // set's first vertex, is set before); the result is the same as one
+  // after the other.
   void run() {
-    resolveVertices();
+    assignFirstVertices();
     s_.exe.steps.resize(s_.drafts.size());
     s_.exe.estimates.resize(s_.drafts.size());
-    for (std::size_t i = 0; i < s_.drafts.size(); ++i)
-      lowerStep(i);
-    lowerHostAccesses();
-    lowerInitialValues();
+    std::future<void> vertices;
+    try {
+      vertices = std::async(std::launch::async, [this] { resolveVertices(); });
+    } catch (const std::system_error &) {
+      resolveVertices(); // no second thread to be had
+    }
+    try {
+      for (std::size_t i = 0; i < s_.drafts.size(); ++i)
+        lowerStep(i);
+      lowerHostAccesses();
+      lowerInitialValues();
+    } catch (...) {
+      if (vertices.valid())
+        vertices.wait();
+      throw;
+    }
+    if (vertices.valid())
+      vertices.get();
   }
 
 private:
@@ -252,7 +277,7 @@ private:
         st.kind == StepKind::Switch || st.kind == StepKind::AbortIf;
     if (predicated) {
       st.hasAddr = true;
-      st.addr = scalarAddr(s_, d.tensors[0]);
+      st.addr = scalarAddr(s_, d.tensors[0], stepLocator_);
       st.type = d.tensors[0].elementType();
     }
     switch (st.kind) {
@@ -278,14 +303,18 @@ private:
       return;
     case StepKind::Exchange:
       opsFor(i, [&] {
-        for (const auto &[src, dst] : d.copyList())
+        for (const auto &[src, dst] : d.copies)
           ops_.copy(src.runs(), dst.runs(),
                     static_cast<std::uint32_t>(typeSize(src.elementType())));
-        ops_.setCostOnly(true);
-        for (const auto &[src, dst] : d.costOnlyList())
-          ops_.copy(src.runs(), dst.runs(),
-                    static_cast<std::uint32_t>(typeSize(src.elementType())));
-        ops_.setCostOnly(false);
+        if (d.gathers)
+          gather(*d.gathers);
+        if (d.scatters)
+          scatter(*d.scatters);
+        if (d.costOnlyGathers) {
+          ops_.setCostOnly(true);
+          gather(*d.costOnlyGathers);
+          ops_.setCostOnly(false);
+        }
       });
       return;
     case StepKind::StreamIn:
@@ -306,7 +335,7 @@ private:
       });
       ops_.setRemote(false);
       if (d.step.hasAddr) {
-        st.addr = scalarAddr(s_, d.tensors[1]);
+        st.addr = scalarAddr(s_, d.tensors[1], stepLocator_);
         st.type = d.tensors[1].elementType();
       }
       return;
@@ -333,6 +362,24 @@ private:
     }
   }
 
+  // Copies each field element's tensor to its temporary.
+  void gather(const std::vector<FieldCopies> &copies) {
+    s_.forEachCopy(copies, [&](const Tensor &t, const Substitution &sub) {
+      const Run dst = sub.run();
+      ops_.copy(t.runs(), {&dst, 1},
+                static_cast<std::uint32_t>(typeSize(t.elementType())));
+    });
+  }
+
+  // Copies each field element's temporary back to its tensor.
+  void scatter(const std::vector<FieldCopies> &copies) {
+    s_.forEachCopy(copies, [&](const Tensor &t, const Substitution &sub) {
+      const Run src = sub.run();
+      ops_.copy({&src, 1}, t.runs(),
+                static_cast<std::uint32_t>(typeSize(s_.var(src.var).type)));
+    });
+  }
+
   std::uint32_t classIndex(const RegisteredVertex *cls) {
     auto [it, added] = classes_.try_emplace(
         cls, static_cast<std::uint32_t>(s_.exe.vertexClasses.size()));
@@ -354,25 +401,73 @@ private:
   }
 
   FieldValue edge(const Tensor &t) {
-    if (t.numElements() == 0)
+    const std::size_t n = elementsOf(t);
+    if (n == 0)
       return {};
-    return {scalarAddr(s_, t), static_cast<std::uint32_t>(t.numElements())};
+    return {scalarAddr(s_, t, locator_), static_cast<std::uint32_t>(n)};
   }
 
-  const Tensor &readTensor(unsigned v, unsigned f, unsigned i) const {
-    const Tensor *src = s_.inPlaceSource(v, f, i);
-    return src ? *src : s_.fieldTensor(v, f, i);
+  // Field element (v, f, i) where the vertex reads or writes it: its
+  // temporary, unless it has none or reads its own tensor in place.
+  FieldValue fieldEdge(unsigned v, unsigned f, unsigned i) {
+    const std::optional<Substitution> sub = s_.substitution(v, f, i);
+    if (!sub || sub->inPlace)
+      return edge(s_.data.vertices[v].fields[f].tensors[i]);
+    // A temporary is one interval on the vertex's tile.
+    const VariableData &var = s_.var(sub->var);
+    return {s_.addrOf(sub->var, 0) + sub->offset * typeSize(var.type),
+            static_cast<std::uint32_t>(sub->count)};
   }
 
-  void resolveVertices() {
+  // Each planned compute set's vertices follow the previous set's.
+  void assignFirstVertices() {
+    std::uint32_t next = 0;
     for (unsigned cs = 0; cs < s_.csPlans.size(); ++cs) {
       ComputeSetPlan &plan = s_.csPlans[cs];
       if (!plan.planned)
         continue;
-      plan.firstVertex = static_cast<std::uint32_t>(s_.exe.vertices.size());
+      plan.firstVertex = next;
+      next +=
+          static_cast<std::uint32_t>(s_.data.computeSets[cs].vertices.size());
+    }
+  }
+
+  void resolveVertices() {
+    reserveVertices();
+    for (unsigned cs = 0; cs < s_.csPlans.size(); ++cs) {
+      const ComputeSetPlan &plan = s_.csPlans[cs];
+      if (!plan.planned)
+        continue;
+      TESSERA_INTERNAL_ASSERT(plan.firstVertex == s_.exe.vertices.size(),
+                              "vertices resolved out of order");
       for (unsigned v : s_.data.computeSets[cs].vertices)
         lowerVertex(v);
     }
+  }
+
+  // Sizes the vertex tables exactly: grown by doubling, the list elements'
+  // table (millions of entries) would take up to twice its bytes, and
+  // three times while it moves.
+  void reserveVertices() {
+    std::size_t vertices = 0, fields = 0, spans = 0;
+    for (unsigned cs = 0; cs < s_.csPlans.size(); ++cs) {
+      if (!s_.csPlans[cs].planned)
+        continue;
+      for (unsigned v : s_.data.computeSets[cs].vertices) {
+        const VertexData &vd = s_.data.vertices[v];
+        const auto &info = vd.vertexClass->info.fields;
+        ++vertices;
+        fields += info.size();
+        for (unsigned f = 0; f < info.size(); ++f)
+          if (info[f].direction != codelet::Direction::State &&
+              info[f].shape != codelet::Shape::Scalar &&
+              info[f].shape != codelet::Shape::Vector)
+            spans += vd.fields[f].tensors.size();
+      }
+    }
+    s_.exe.vertices.reserve(vertices);
+    s_.exe.fields.reserve(fields);
+    s_.exe.spans.reserve(spans);
   }
 
   void lowerVertex(unsigned v) {
@@ -398,14 +493,14 @@ private:
       }
       if (fields[f].shape == codelet::Shape::Scalar ||
           fields[f].shape == codelet::Shape::Vector) {
-        s_.exe.fields.push_back(edge(readTensor(v, f, 0)));
+        s_.exe.fields.push_back(fieldEdge(v, f, 0));
         continue;
       }
       FieldValue list;
       list.addr = s_.exe.spans.size();
       list.size = static_cast<std::uint32_t>(b.tensors.size());
       for (unsigned i = 0; i < b.tensors.size(); ++i)
-        s_.exe.spans.push_back(edge(readTensor(v, f, i)));
+        s_.exe.spans.push_back(fieldEdge(v, f, i));
       s_.exe.fields.push_back(list);
     }
     s_.exe.vertices.push_back(inst);
@@ -433,14 +528,14 @@ private:
   }
 
   void lowerInitialValues() {
-    for (std::uint32_t v = 0; v < s_.vars.size(); ++v) {
-      const VariableData &var = s_.vars[v];
+    for (std::uint32_t v = 0; v < s_.numVars(); ++v) {
+      const VariableData &var = s_.var(v);
       if (var.initialValue.empty())
         continue;
       const std::size_t size = typeSize(var.type);
       for (std::size_t i = 0; i < var.mapping.size(); ++i) {
         const TileInterval &iv = var.mapping[i];
-        addInitialBytes(s_.intervalAddr[v][i],
+        addInitialBytes(s_.addrOf(v, i),
                         var.initialValue.data() + iv.begin * size,
                         (iv.end - iv.begin) * size);
       }
@@ -479,6 +574,7 @@ private:
   State &s_;
   Traffic traffic_;
   OpBuilder ops_;
+  Locator locator_, stepLocator_; ///< of the vertices' and steps' threads
   std::map<const RegisteredVertex *, std::uint32_t> classes_;
   std::map<std::string, std::int32_t> codelets_;
 };

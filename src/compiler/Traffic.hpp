@@ -13,7 +13,8 @@ namespace tessera::compiler {
 struct Traffic {
   explicit Traffic(unsigned numTiles, unsigned numIPUs)
       : in(numTiles), out(numTiles), onTile(numTiles), sharedIn(numTiles),
-        ipuIn(numIPUs), ipuOut(numIPUs), isTouched(numTiles) {}
+        ipuIn(numIPUs), ipuOut(numIPUs), isTouched(numTiles),
+        bucket_(numTiles) {}
   std::vector<std::uint64_t> in, out, onTile; // per tile
   /// Per tile: bytes of `in` that its exchange-bus partner also receives
   /// (counted by pairReceives()); the shared bus carries them at twice the
@@ -39,6 +40,32 @@ struct Traffic {
   };
   std::vector<Receive> receives;
 
+  /// Adds a send range, joined to the last one where they overlap or meet
+  /// (their union is what counts).
+  void addSend(unsigned tile, std::uint64_t begin, std::uint64_t end) {
+    if (!sends.empty()) {
+      Send &last = sends.back();
+      if (last.tile == tile && last.begin <= begin && begin <= last.end) {
+        last.end = std::max(last.end, end);
+        return;
+      }
+    }
+    sends.push_back({tile, begin, end});
+  }
+  /// Adds a receive range, joined to the last one as addSend does.
+  void addReceive(unsigned tile, unsigned from, std::uint64_t begin,
+                  std::uint64_t end) {
+    if (!receives.empty()) {
+      Receive &last = receives.back();
+      if (last.tile == tile && last.from == from && last.begin <= begin &&
+          begin <= last.end) {
+        last.end = std::max(last.end, end);
+        return;
+      }
+    }
+    receives.push_back({tile, from, begin, end});
+  }
+
   void touch(unsigned tile) {
     if (!isTouched[tile]) {
       isTouched[tile] = true;
@@ -63,9 +90,8 @@ struct Traffic {
 
   /// Adds the union of each tile's send ranges to its outgoing bytes.
   void sendsToOut() {
-    std::sort(sends.begin(), sends.end(), [](const Send &a, const Send &b) {
-      return a.tile != b.tile ? a.tile < b.tile : a.begin < b.begin;
-    });
+    sortByTile(sends, sendScratch_,
+               [](const Send &a, const Send &b) { return a.begin < b.begin; });
     for (std::size_t i = 0; i < sends.size();) {
       const unsigned tile = sends[i].tile;
       std::uint64_t begin = sends[i].begin, end = sends[i].end;
@@ -90,22 +116,24 @@ struct Traffic {
       return;
     }
     auto key = [](const Receive &r) {
-      return std::tie(r.tile, r.from, r.begin, r.end);
+      return std::tie(r.from, r.begin, r.end);
     };
-    std::sort(
-        receives.begin(), receives.end(),
+    sortByTile(
+        receives, receiveScratch_,
         [&](const Receive &a, const Receive &b) { return key(a) < key(b); });
     // Merge each tile's ranges per sender so each byte counts once.
-    std::vector<Receive> merged;
-    for (const Receive &r : receives) {
-      Receive *last = merged.empty() ? nullptr : &merged.back();
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < receives.size(); ++i) {
+      const Receive r = receives[i];
+      Receive *last = kept ? &receives[kept - 1] : nullptr;
       if (last && last->tile == r.tile && last->from == r.from &&
           r.begin <= last->end)
         last->end = std::max(last->end, r.end);
       else
-        merged.push_back(r);
+        receives[kept++] = r;
     }
-    receives.clear();
+    receives.resize(kept);
+    const std::vector<Receive> &merged = receives;
     for (std::size_t i = 0; i < merged.size();) {
       const unsigned tile = merged[i].tile;
       std::size_t j = i;
@@ -123,9 +151,49 @@ struct Traffic {
         i = j;
       }
     }
+    receives.clear();
   }
 
 private:
+  // Orders items by tile, then by `less` within a tile: a counting pass
+  // over the few tiles a step's copies touch, then a sort of each tile's
+  // items only where they are out of order (copies usually emit a tile's
+  // ranges in address order), instead of one comparison sort of them all.
+  template <class T, class Less>
+  void sortByTile(std::vector<T> &items, std::vector<T> &scratch, Less less) {
+    tiles_.clear();
+    for (const T &x : items)
+      if (bucket_[x.tile]++ == 0)
+        tiles_.push_back(x.tile);
+    std::sort(tiles_.begin(), tiles_.end());
+    std::size_t start = 0;
+    for (unsigned t : tiles_) {
+      const std::size_t n = bucket_[t];
+      bucket_[t] = start;
+      start += n;
+    }
+    scratch.resize(items.size());
+    for (const T &x : items)
+      scratch[bucket_[x.tile]++] = x;
+    items.swap(scratch);
+    start = 0;
+    for (unsigned t : tiles_) {
+      const std::size_t end = bucket_[t];
+      bucket_[t] = 0;
+      const auto first = items.begin() + static_cast<std::ptrdiff_t>(start);
+      const auto last = items.begin() + static_cast<std::ptrdiff_t>(end);
+      if (!std::is_sorted(first, last, less))
+        std::sort(first, last, less);
+      start = end;
+    }
+  }
+
+  /// Per tile: a count, then an offset, while sortByTile runs; else 0.
+  std::vector<std::size_t> bucket_;
+  std::vector<unsigned> tiles_;
+  std::vector<Send> sendScratch_;
+  std::vector<Receive> receiveScratch_;
+
   // Bytes common to sorted, disjoint ranges [a0, a1) and [b0, b1) of `r`.
   static std::uint64_t overlap(const std::vector<Receive> &r, std::size_t a0,
                                std::size_t a1, std::size_t b0, std::size_t b1) {

@@ -612,6 +612,33 @@ void printTarget(std::ostream &os, const Executable &exe) {
                     "Number of steps:", groupedNumber(exe.steps.size()));
 }
 
+// The compiler's phases: wall time and the compiling process's memory.
+void printCompilation(std::ostream &os, const Executable &exe) {
+  if (exe.compilePhases.empty())
+    return;
+  double total = 0;
+  std::uint64_t peak = 0;
+  os << "Compilation:\n";
+  for (const CompilePhase &p : exe.compilePhases) {
+    os << fmt::format("  {:<30}{:.3f} s, host RSS {} after\n", p.name + ":",
+                      p.seconds, bytesText(p.rssBytes));
+    total += p.seconds;
+    peak = std::max(peak, p.peakRssBytes);
+  }
+  os << fmt::format("  {:<30}{:.3f} s, host peak RSS {}\n\n", "Total:", total,
+                    bytesText(peak));
+}
+
+json compilationJson(const Executable &exe) {
+  json phases = json::array();
+  for (const CompilePhase &p : exe.compilePhases)
+    phases.push_back({{"name", p.name},
+                      {"seconds", p.seconds},
+                      {"rssBytes", p.rssBytes},
+                      {"peakRssBytes", p.peakRssBytes}});
+  return {{"phases", std::move(phases)}};
+}
+
 void printMemory(std::ostream &os, const Executable &exe) {
   const TileExtremes e = tileExtremes(exe);
   const std::uint64_t capacity = exe.bytesPerTile * exe.numTiles();
@@ -805,7 +832,8 @@ nlohmann::json makeProfile(const Executable &exe,
   json profile = {{"format", "tessera-profile"},
                   {"version", 1},
                   {"target", targetJson(exe)},
-                  {"graph", std::move(graph)}};
+                  {"graph", std::move(graph)},
+                  {"compilation", compilationJson(exe)}};
   if (counts)
     profile["execution"] = executionJson(exe, *counts);
   return profile;
@@ -844,6 +872,7 @@ void printProfileSummary(std::ostream &os, const Executable &exe,
   // Poplar's order: target, graph, memory (per IPU last), variables,
   // execution (every step last).
   printTarget(os, exe);
+  printCompilation(os, exe);
   printMemory(os, exe);
   if (o.showPerIpuMemoryUsage)
     printPerIpuMemory(os, exe);

@@ -257,10 +257,12 @@ Executable Session::build(std::ostream *progress) {
   IPUModel model = modelFor(config_);
   Graph graph(model.getTarget(), replication_factor(config_.replicationFactor));
   ir::LoweredModule lowered;
+  const CompilePhaseTimer lowering("lowering (ir -> graph)");
   const bool pipelined = detail::isPipelined(module_);
   const Sequence body =
       pipelined ? detail::pipelinedStep(module_, config_, spec_, graph, lowered)
                 : stepProgram(module_, config_, spec_, graph, lowered);
+  lowering.finish();
   // A pipelined body runs a whole step of micro-batches.
   const unsigned runsPerBody = pipelined ? module_.updatePeriod() : 1;
   // Offloaded state lives in its remote buffer, which the host reads.

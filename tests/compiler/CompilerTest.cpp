@@ -4,7 +4,9 @@
 #include "../engine/TestGraphs.hpp"
 
 #include "tessera/compiler/Compiler.hpp"
+#include "tessera/engine/Profile.hpp"
 #include "tessera/support/Error.hpp"
+#include "tessera/support/Logging.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -729,4 +731,46 @@ TEST(CompilerHostKernel, OperandsTheKernelReadsStayLiveThroughItsStep) {
   e.readTensor("r", &rv, &rv + 1);
   EXPECT_EQ(s, 3.0f);
   EXPECT_EQ(rv, 1000.0f);
+}
+
+TEST(CompilerReport, ProfileListsEveryPhaseWithItsTimeAndMemory) {
+  Device device = modelDevice();
+  Graph g(device.getTarget());
+  addTestCodelets(g);
+  Tensor x = g.addVariable(FLOAT, {5}, "x");
+  Tensor s = g.addVariable(FLOAT, {}, "s");
+  g.setTileMapping(x, 1);
+  g.setTileMapping(s, 2);
+  ComputeSet cs = g.addComputeSet();
+  g.setTileMapping(g.addVertex(cs, "SumVertex", {{"in", x}, {"out", s}}), 3);
+  const auto level =
+      static_cast<logging::Level>(logging::detail::currentLevel());
+  logging::setLevel(logging::Level::INFO);
+  ::testing::internal::CaptureStderr();
+  const Executable exe = compileGraph(g, {Execute(cs)});
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  logging::setLevel(level);
+
+  const std::vector<std::string> names = {
+      "checking graph",  "flattening programs", "laying out memory",
+      "resolving steps", "estimating cycles",   "releasing compiler state"};
+  ASSERT_EQ(exe.compilePhases.size(), names.size());
+  const nlohmann::json phases =
+      makeProfile(exe, nullptr)["compilation"]["phases"];
+  ASSERT_EQ(phases.size(), names.size());
+  std::ostringstream summary;
+  printProfileSummary(summary, exe, ExecutionCounts{});
+  EXPECT_THAT(summary.str(), HasSubstr("Compilation:"));
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    SCOPED_TRACE(names[i]);
+    const CompilePhase &p = exe.compilePhases[i];
+    EXPECT_EQ(p.name, names[i]);
+    EXPECT_GE(p.seconds, 0.0);
+    EXPECT_GT(p.peakRssBytes, 0u);
+    EXPECT_GE(p.peakRssBytes, p.rssBytes);
+    EXPECT_EQ(phases[i]["name"], names[i]);
+    EXPECT_GE(phases[i]["seconds"].get<double>(), 0.0);
+    EXPECT_THAT(log, HasSubstr("compile phase " + names[i] + ": "));
+    EXPECT_THAT(summary.str(), HasSubstr(names[i] + ":"));
+  }
 }

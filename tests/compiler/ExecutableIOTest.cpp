@@ -121,6 +121,8 @@ void addEstimates(Executable &e) {
   e.variables = {{"weights", Type::FLOAT, {16, 4}, 256, 4, true, 0, 0},
                  {"tmp", Type::CHAR, {7}, 7, 1, false, 3, 9}};
   e.computeSetNames = {"fwd/add", "fwd/mul"};
+  e.compilePhases = {{"checking graph", 0.25, 1000, 2000},
+                     {"laying out memory", 1.5, 3000, 4000}};
 }
 
 Executable richExecutable() {
@@ -186,6 +188,9 @@ auto tied(const VariableInfo &v) {
   return std::tie(v.name, v.type, v.shape, v.bytes, v.tiles, v.alwaysLive,
                   v.liveBegin, v.liveEnd);
 }
+auto tied(const CompilePhase &p) {
+  return std::tie(p.name, p.seconds, p.rssBytes, p.peakRssBytes);
+}
 auto tied(const StepEstimate &s) {
   return std::tie(s.ipuCycles, s.firstTileCycle, s.numTileCycles,
                   s.bytesExchanged);
@@ -240,6 +245,7 @@ void expectSameExecutable(const Executable &a, const Executable &b) {
   EXPECT_SAME_VECTOR(tileMemory);
   EXPECT_SAME_VECTOR(variables);
   EXPECT_SAME_VECTOR(computeSetNames);
+  EXPECT_SAME_VECTOR(compilePhases);
 }
 
 #undef EXPECT_SAME_VECTOR

@@ -152,6 +152,15 @@ struct VariableInfo {
   std::uint32_t liveBegin = 0, liveEnd = 0; ///< step range when not always
 };
 
+/// One phase of the compilation that made an executable: how long it took
+/// and the host memory of the compiling process when it ended.
+struct CompilePhase {
+  std::string name;
+  double seconds = 0;             ///< wall time
+  std::uint64_t rssBytes = 0;     ///< resident set size at its end
+  std::uint64_t peakRssBytes = 0; ///< the process's peak until its end
+};
+
 /// The estimated cost of one step, per IPU, and for compute steps per tile.
 struct StepEstimate {
   std::vector<std::uint64_t> ipuCycles;
@@ -207,6 +216,9 @@ struct Executable {
   std::vector<TileMemory> tileMemory;
   std::vector<VariableInfo> variables;
   std::vector<std::string> computeSetNames;
+  /// The compiler's phases in order (compileGraph); empty in executables
+  /// made without the compiler.
+  std::vector<CompilePhase> compilePhases;
 
   /// The registry the vertex classes came from when compiled in this
   /// process; not serialised (a loaded executable recompiles its codelets).

@@ -37,7 +37,7 @@ namespace tessera {
 
 /// The payload encoding and header layout this Tessera writes and reads.
 /// Bump it whenever either changes, Executable's fields included.
-inline constexpr std::uint32_t kExecutableFormatVersion = 3;
+inline constexpr std::uint32_t kExecutableFormatVersion = 4;
 
 /// Bytes of the file header that precedes the compressed payload.
 inline constexpr std::size_t kExecutableHeaderBytes = 48;

@@ -40,6 +40,11 @@
 ///                           outermost one's name, Executable::stepScopes,
 ///                           as a pipeline's "stage 1 backward,
 ///                           micro-batch 3, IPU 1") } ] },
+///   "compilation": { "phases": [ { "name", "seconds" (wall),
+///                                  "rssBytes" (host RSS at its end),
+///                                  "peakRssBytes" (host peak until its
+///                                  end) } ] }  (Executable::compilePhases;
+///                  empty when the executable was not compiled here),
 ///   "execution": {            (only when execution counts were given)
 ///     "runs", "stepsExecuted",
 ///     "elapsedCycles": cycles from the start of the first run to the end
