@@ -5,6 +5,7 @@
 #include "tessera/support/Error.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace tessera::ops {
 std::string shapeString(const std::vector<std::size_t> &shape) {
@@ -135,6 +136,110 @@ std::vector<Tensor> memoryPieceTensors(const Graph &graph, const Tensor &t) {
     out.emplace_back(t.elementType(),
                      std::vector<std::size_t>{std::size_t(p.run.count)},
                      std::vector<Run>{p.run});
+  return out;
+}
+
+namespace {
+
+// Where a row of a vertex operand lies, for mergeRows.
+struct RowPlace {
+  enum Kind { Interval, Remote, Other } kind = Other;
+  std::int64_t ivEnd = 0; ///< Interval: the end of its tile interval
+};
+
+RowPlace placeRow(const std::vector<VariableData> &vars, const Tensor &row,
+                  std::optional<unsigned> tile, bool oneTile) {
+  const auto &runs = row.runs();
+  const bool simple = runs.size() == 1 &&
+                      (runs[0].stride == 1 || runs[0].count == 1) &&
+                      runs[0].count > 0;
+  if (oneTile)
+    return {simple ? RowPlace::Interval : RowPlace::Other, 0};
+  // Remote: every element mapped, none on the vertex's tile.
+  bool remote = tile.has_value();
+  for (const Run &r : runs) {
+    if (!remote)
+      break;
+    const std::int64_t last = r.start + (r.count - 1) * r.stride;
+    const std::int64_t lo = std::min(r.start, last),
+                       hi = std::max(r.start, last);
+    const auto &m = vars[r.var].mapping;
+    auto it = std::upper_bound(m.begin(), m.end(), lo,
+                               [](std::int64_t x, const TileInterval &iv) {
+                                 return x < static_cast<std::int64_t>(iv.end);
+                               });
+    std::int64_t covered = lo; // elements below covered are mapped
+    for (; it != m.end() && static_cast<std::int64_t>(it->begin) <= hi; ++it) {
+      if (static_cast<std::int64_t>(it->begin) > covered || it->tile == *tile)
+        remote = false;
+      covered = static_cast<std::int64_t>(it->end);
+    }
+    remote = remote && covered > hi;
+  }
+  // A row on other tiles joins a remote group even when the vertex could
+  // read it where it lies: the IPU exchanges it either way, and a group is
+  // one list element and one temporary where rows from many tiles were
+  // many.
+  if (remote || !simple)
+    return {remote ? RowPlace::Remote : RowPlace::Other, 0};
+  const Run &r = runs[0];
+  const auto &m = vars[r.var].mapping;
+  auto it = std::upper_bound(m.begin(), m.end(), r.start,
+                             [](std::int64_t x, const TileInterval &iv) {
+                               return x < static_cast<std::int64_t>(iv.end);
+                             });
+  if (it != m.end() && static_cast<std::int64_t>(it->begin) <= r.start &&
+      static_cast<std::int64_t>(it->end) >= r.start + r.count)
+    return {RowPlace::Interval, static_cast<std::int64_t>(it->end)};
+  return {remote ? RowPlace::Remote : RowPlace::Other, 0};
+}
+
+} // namespace
+
+std::vector<Tensor> mergeRows(const Graph &graph,
+                              const std::vector<Tensor> &rows,
+                              std::optional<unsigned> tile, bool oneTile) {
+  const auto &vars = graph.data().variables;
+  std::vector<Tensor> out;
+  Run cur;
+  std::int64_t ivEnd = 0;
+  std::vector<Tensor> remote; // rows of an open remote group
+  bool open = false;          // cur is an open interval entry
+  const auto flush = [&] {
+    if (open)
+      out.emplace_back(rows.front().elementType(),
+                       std::vector<std::size_t>{std::size_t(cur.count)},
+                       std::vector<Run>{cur});
+    open = false;
+    if (remote.size() == 1)
+      out.push_back(remote.front());
+    else if (!remote.empty())
+      out.push_back(concat(remote));
+    remote.clear();
+  };
+  for (const Tensor &row : rows) {
+    const RowPlace place = placeRow(vars, row, tile, oneTile);
+    if (place.kind == RowPlace::Interval) {
+      const Run &r = row.runs()[0];
+      if (open && cur.var == r.var && cur.start + cur.count == r.start &&
+          (oneTile || r.start + r.count <= ivEnd)) {
+        cur.count += r.count;
+        continue;
+      }
+      flush();
+      cur = Run{r.var, r.start, 1, r.count};
+      ivEnd = place.ivEnd;
+      open = true;
+    } else if (place.kind == RowPlace::Remote) {
+      if (open)
+        flush();
+      remote.push_back(row.flatten());
+    } else {
+      flush();
+      out.push_back(row);
+    }
+  }
+  flush();
   return out;
 }
 

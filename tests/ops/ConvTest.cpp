@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 using namespace tessera;
@@ -449,6 +450,32 @@ TEST(ConvLayout, CreatedTensorsAreMappedAndGiveTheSameResult) {
   expectClose(r.outputs[0], reference::convolution(p, x, w),
               reference::convolution(p, absolute(x), absolute(w)), FLOAT,
               "created tensors");
+}
+
+// A vertex's input rows that continue each other on its tile, or lie on
+// other tiles, arrive as a few entries (a worker's regions), not one list
+// element per row.
+TEST(ConvLayout, VerticesTakeRowsAsFewEntries) {
+  ConvParams p = makeParams(FLOAT, 2, {2, 2}, {3, 3}, 64, 64);
+  p.paddingLower = p.paddingUpper = {1, 1};
+  Graph g(Target::createIPUTarget(1, "ipu2", {{"tilesPerIPU", "16"}}));
+  addCodelets(g);
+  program::Sequence prog;
+  Tensor a = createInput(g, p, "a");
+  convolution(g, a, createWeights(g, p, "b"), p, false, prog);
+  std::size_t rows = 0, entries = 0;
+  for (const VertexData &v : g.data().vertices) {
+    if (v.vertexClass->info.name != "tessera::ops::ConvPartial<float,float>")
+      continue;
+    const auto &geometry = v.fields[3].state;
+    std::vector<int> geo(geometry.size() / sizeof(int));
+    std::memcpy(geo.data(), geometry.data(), geometry.size());
+    rows += std::size_t(geo[conv::gBatch]) * geo[conv::gInChans] *
+            geo[conv::gInRows];
+    entries += v.fields[0].tensors.size();
+  }
+  ASSERT_GT(rows, 0u);
+  EXPECT_LE(entries * 8, rows) << entries << " entries for " << rows << " rows";
 }
 
 TEST(ConvLayout, AddBiasAddsPerChannel) {

@@ -133,9 +133,12 @@ public:
   /// Forward: \p acts [N, G*Cin, H, W], \p weights [G, Cout, Cin, kH, kW]
   /// (any view; when \p flipped, [G, Cin, Cout, kH, kW] to transpose and
   /// flip), \p out [N, G*Cout, H', W']. Returns the mapping the plan wants
-  /// for \p out, when out is a fresh variable.
+  /// for \p out, which \p outFresh says the caller sets (out is a fresh
+  /// variable).
   TileMapping forward(const Tensor &acts, const Tensor &weights, bool flipped,
-                      const Tensor &out, program::Sequence &prog) {
+                      const Tensor &out, bool outFresh,
+                      program::Sequence &prog) {
+    outFresh_ = outFresh;
     const Tensor w = forwardWeights(weights, flipped);
     for (unsigned gp = 0; gp < plan_.groups; ++gp)
       for (unsigned nb = 0; nb < plan_.batch; ++nb)
@@ -242,9 +245,14 @@ private:
         for (std::size_t r = 0; r < rowsPerBlock; ++r)
           dst.push_back(parts.back().slice(r * s_.outW, (r + 1) * s_.outW));
       }
-      connect(v, "in", in);
-      connect(v, "weights", ws);
-      connect(v, "out", parts_ > 1 ? dst : outRows);
+      // Rows that continue each other on one tile are one entry (the vertex
+      // cuts entries back into rows): a worker's list of regions rather
+      // than a list element per row, as PopLibs' vertices take them.
+      connect(v, "in", mergeRows(graph_, in, tile, false));
+      connect(v, "weights", mergeRows(graph_, ws, tile, false));
+      connect(v, "out",
+              parts_ > 1 ? mergeRows(graph_, dst, tile, true)
+                         : mergeRows(graph_, outRows, tile, outFresh_));
       std::vector<Tensor> &entries =
           hostEntries(g, (u.n * plan_.rows + u.h) * plan_.inChans + ib,
                       nr.size() * s_.outChans * hr.size());
@@ -320,9 +328,10 @@ private:
           for (std::size_t c = 0; c < cr.size(); ++c)
             dst.push_back(parts.back().slice(c * kElems, (c + 1) * kElems));
         }
-        connect(v, "deltas", dl);
-        connect(v, "acts", in);
-        connect(v, "out", parts_ > 1 ? dst : outRows);
+        connect(v, "deltas", mergeRows(graph_, dl, tile, false));
+        connect(v, "acts", mergeRows(graph_, in, tile, false));
+        connect(v, "out",
+                mergeRows(graph_, parts_ > 1 ? dst : outRows, tile, true));
         std::vector<Tensor> &entries =
             hostEntries(g, nb * plan_.rows + hb, s_.outChans * plan_.inChans);
         for (std::size_t c = 0; c < cr.size(); ++c)
@@ -517,8 +526,8 @@ private:
       in.push_back(p.slice(er.begin * rowElems, er.end * rowElems));
     for (std::size_t r = er.begin; r < er.end; ++r)
       dst.push_back(outRows[r]);
-    connect(v, "partials", in);
-    connect(v, "out", dst);
+    connect(v, "partials", mergeRows(graph_, in, tile, false));
+    connect(v, "out", mergeRows(graph_, dst, tile, outFresh_));
     graph_.setTileMapping(v, tile);
   }
 
@@ -538,6 +547,10 @@ private:
   unsigned parts_;
   TileMapping mapping_;
   ComputeSet cs_, reduceCs_, reduceHostCs_;
+  /// Whether the result is a fresh variable mapped as mapping_ says (always
+  /// for a weight gradient), so its rows on one tile may be merged before
+  /// it is mapped.
+  bool outFresh_ = true;
   /// hostEntries' lists, by group and piece.
   std::vector<std::vector<Tensor>> hostEntries_;
 };
@@ -552,7 +565,7 @@ void convolveInto(Graph &graph, const ConvShape &s, const Tensor &in,
   const Plan plan =
       conv::choosePlan(graph.getTarget(), s, Pass::Forward, options);
   ConvBuilder b(graph, s, Pass::Forward, plan, dc);
-  TileMapping m = b.forward(in, w, transposeAndFlip, out, prog);
+  TileMapping m = b.forward(in, w, transposeAndFlip, out, mapOut, prog);
   if (mapOut)
     graph.setTileMapping(out, m);
 }
