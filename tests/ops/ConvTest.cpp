@@ -463,19 +463,31 @@ TEST(ConvLayout, VerticesTakeRowsAsFewEntries) {
   program::Sequence prog;
   Tensor a = createInput(g, p, "a");
   convolution(g, a, createWeights(g, p, "b"), p, false, prog);
-  std::size_t rows = 0, entries = 0;
+  // Input rows of the tile vertices; output rows of the host kernel's.
+  std::size_t rows = 0, entries = 0, outRows = 0, outEntries = 0;
   for (const VertexData &v : g.data().vertices) {
-    if (v.vertexClass->info.name != "tessera::ops::ConvPartial<float,float>")
+    const std::string &name = v.vertexClass->info.name;
+    const bool host = name == "tessera::ops::ConvPartialHost<float,float>";
+    if (!host && name != "tessera::ops::ConvPartial<float,float>")
       continue;
     const auto &geometry = v.fields[3].state;
     std::vector<int> geo(geometry.size() / sizeof(int));
     std::memcpy(geo.data(), geometry.data(), geometry.size());
+    if (host) {
+      outRows += std::size_t(geo[conv::gBatch]) * geo[conv::gOutChans] *
+                 geo[conv::gRows];
+      outEntries += v.fields[2].tensors.size();
+      continue;
+    }
     rows += std::size_t(geo[conv::gBatch]) * geo[conv::gInChans] *
             geo[conv::gInRows];
     entries += v.fields[0].tensors.size();
   }
   ASSERT_GT(rows, 0u);
   EXPECT_LE(entries * 8, rows) << entries << " entries for " << rows << " rows";
+  ASSERT_GT(outRows, 0u);
+  EXPECT_LE(outEntries * 2, outRows)
+      << outEntries << " entries for " << outRows << " rows";
 }
 
 TEST(ConvLayout, AddBiasAddsPerChannel) {

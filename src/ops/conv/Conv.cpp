@@ -132,12 +132,10 @@ public:
 
   /// Forward: \p acts [N, G*Cin, H, W], \p weights [G, Cout, Cin, kH, kW]
   /// (any view; when \p flipped, [G, Cin, Cout, kH, kW] to transpose and
-  /// flip), \p out [N, G*Cout, H', W']. Returns the mapping the plan wants
-  /// for \p out, which \p outFresh says the caller sets (out is a fresh
-  /// variable).
-  TileMapping forward(const Tensor &acts, const Tensor &weights, bool flipped,
-                      const Tensor &out, bool outFresh,
-                      program::Sequence &prog) {
+  /// flip), \p out [N, G*Cout, H', W'], which when \p outFresh is a fresh
+  /// variable that the plan maps.
+  void forward(const Tensor &acts, const Tensor &weights, bool flipped,
+               const Tensor &out, bool outFresh, program::Sequence &prog) {
     outFresh_ = outFresh;
     const Tensor w = forwardWeights(weights, flipped);
     for (unsigned gp = 0; gp < plan_.groups; ++gp)
@@ -148,16 +146,18 @@ public:
             for (std::size_t g = gr.begin; g < gr.end; ++g)
               forwardBlock(acts, w, out, g, {gp, nb, cb, hb, 0});
           }
+    // Mapped before the host kernel, whose row lists merge by the mapping.
+    if (outFresh)
+      graph_.setTileMapping(out, mapping_);
     if (plan_.outChans > 1)
       addForwardHostKernel(acts, weights, flipped);
     finish(prog);
-    return std::move(mapping_);
   }
 
   /// Weight gradient: \p deltas [N, G*Cout, H', W'], \p acts, \p dw
-  /// [G, Cout, Cin, kH, kW].
-  TileMapping weightGrad(const Tensor &deltas, const Tensor &acts,
-                         const Tensor &dw, program::Sequence &prog) {
+  /// [G, Cout, Cin, kH, kW], a fresh variable that the plan maps.
+  void weightGrad(const Tensor &deltas, const Tensor &acts, const Tensor &dw,
+                  program::Sequence &prog) {
     for (unsigned gp = 0; gp < plan_.groups; ++gp)
       for (unsigned cb = 0; cb < plan_.outChans; ++cb)
         for (unsigned ib = 0; ib < plan_.inChans; ++ib) {
@@ -165,10 +165,10 @@ public:
           for (std::size_t g = gr.begin; g < gr.end; ++g)
             weightGradBlock(deltas, acts, dw, g, {gp, 0, cb, 0, ib});
         }
+    graph_.setTileMapping(dw, mapping_);
     if (plan_.outChans * plan_.inChans > 1)
       addWeightGradHostKernel(deltas, acts);
     finish(prog);
-    return std::move(mapping_);
   }
 
 private:
@@ -445,7 +445,9 @@ private:
                                        nr.size() * hr.size() * s_.outW);
           graph_.connect(v["in"], memoryPieceTensors(graph_, in.flatten()));
           graph_.connect(v["weights"], memoryPieceTensors(graph_, w.flatten()));
-          connect(v, "out", out);
+          // Rows that continue each other in one tile interval are one
+          // entry; the vertex cuts them back into rows.
+          connect(v, "out", mergeRows(graph_, out, std::nullopt, false));
           graph_.setInitialValue(
               v["geometry"],
               geometry(s_, cir.size(), cb.size(), nr.size(), hr, ir));
@@ -485,10 +487,14 @@ private:
                                        nr.size() * hr.size() * s_.outW);
           graph_.connect(v["deltas"], memoryPieceTensors(graph_, dl.flatten()));
           graph_.connect(v["acts"], memoryPieceTensors(graph_, in.flatten()));
-          connect(
-              v, "out",
-              std::vector<Tensor>(entries.begin() + cb.begin * plan_.inChans,
-                                  entries.begin() + cb.end * plan_.inChans));
+          std::vector<Tensor> out(entries.begin() + cb.begin * plan_.inChans,
+                                  entries.begin() + cb.end * plan_.inChans);
+          // With one input-channel piece every entry is a channel's whole
+          // kernel row, so entries merge as rows do.
+          connect(v, "out",
+                  plan_.inChans == 1
+                      ? mergeRows(graph_, out, std::nullopt, false)
+                      : out);
           graph_.setInitialValue(
               v["geometry"],
               geometry(s_, s_.inChans, cb.size(), nr.size(), hr, ir));
@@ -565,9 +571,7 @@ void convolveInto(Graph &graph, const ConvShape &s, const Tensor &in,
   const Plan plan =
       conv::choosePlan(graph.getTarget(), s, Pass::Forward, options);
   ConvBuilder b(graph, s, Pass::Forward, plan, dc);
-  TileMapping m = b.forward(in, w, transposeAndFlip, out, mapOut, prog);
-  if (mapOut)
-    graph.setTileMapping(out, m);
+  b.forward(in, w, transposeAndFlip, out, mapOut, prog);
 }
 
 } // namespace
@@ -776,7 +780,7 @@ Tensor convolutionWeightGradient(Graph &graph, const Tensor &zDeltas,
   const ConvShape s = conv::forwardShape(fwdParams, o.partialsType);
   const Plan plan = conv::choosePlan(graph.getTarget(), s, Pass::WeightGrad, o);
   ConvBuilder b(graph, s, Pass::WeightGrad, plan, name);
-  graph.setTileMapping(dw, b.weightGrad(zDeltas, activations, dw, prog));
+  b.weightGrad(zDeltas, activations, dw, prog);
   return dw;
 }
 

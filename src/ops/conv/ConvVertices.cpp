@@ -435,7 +435,8 @@ public:
 /// piece's input rows [n][ci][inRows x inW]; weights, pieces whose
 /// concatenation is the band's weights [co][ci][kH x kW] or, when flipped,
 /// the weights they are transposed and flipped from, [ci][co][kH x kW] with
-/// each kernel reversed; out, the output rows [n][co][rows] as ConvPartial's.
+/// each kernel reversed; out, the output rows [n][co][rows] in entries of
+/// whole rows, as ConvPartial's.
 template <typename InT, typename OutT> class ConvPartialHost : public Vertex {
 public:
   Input<VectorList<InT>> in;
@@ -466,8 +467,11 @@ public:
     } else {
       w = raw;
     }
+    const auto *outRows = rowsOf<2>(out, static_cast<std::size_t>(g[gOutW]));
+    if (!outRows)
+      return false;
     return fwd::Forward(g, denseEntries(rows, x, batch * cin * inRows, rowSize),
-                        denseEntries(ws, w, cout, cin * kHW), out)
+                        denseEntries(ws, w, cout, cin * kHW), *outRows)
         .run();
   }
 };
@@ -634,7 +638,8 @@ public:
 /// large blocks instead of many small ones. deltas and acts list pieces
 /// whose concatenations are the piece's deltas [n][co][rows x outW] and
 /// activation rows [n][ci][inRows x inW]; out lists the tiles' entries
-/// channel by channel, each channel's ciParts input-channel pieces in turn.
+/// channel by channel, each channel's ciParts input-channel pieces in turn
+/// (with one piece, entries of whole channel rows).
 template <typename InT, typename OutT>
 class ConvWeightGradHost : public Vertex {
 public:
@@ -650,7 +655,11 @@ public:
                       kHW = std::size_t(g[gKH]) * g[gKW];
     const std::size_t dEntry = std::size_t(g[gRows]) * g[gOutW],
                       aEntry = std::size_t(g[gInRows]) * g[gInW];
-    if (ciParts == 0 || out.size() != cout * ciParts)
+    // One input-channel piece: entries of whole channel rows; else one
+    // entry per (channel, piece).
+    const auto *rows = rowsOf<2>(out, ciParts == 1 ? cin * kHW : 0);
+    if (ciParts == 0 || (ciParts == 1 ? !rows || rows->size() != cout
+                                      : out.size() != cout * ciParts))
       return false;
     thread_local std::vector<float> dense;
     thread_local std::vector<DenseEntry> dl, ac;
@@ -665,8 +674,9 @@ public:
     for (std::size_t co = 0; co < cout; ++co)
       for (unsigned p = 0; p < ciParts; ++p) {
         const Range cr = pieceOf(cin, ciParts, p);
-        OutT *o = out[co * ciParts + p].data();
-        if (out[co * ciParts + p].size() != cr.size() * kHW)
+        const std::size_t e = co * ciParts + p;
+        OutT *o = ciParts == 1 ? (*rows)[co].data() : out[e].data();
+        if (ciParts != 1 && out[e].size() != cr.size() * kHW)
           return false;
         wgrad::store(ct, cout, co, cr.begin * kHW, cr.size() * kHW, o);
       }
