@@ -243,6 +243,38 @@ std::vector<Tensor> mergeRows(const Graph &graph,
   return out;
 }
 
+std::optional<std::vector<unsigned>> memoryOrder(const Tensor &t) {
+  const unsigned rank = t.rank();
+  if (rank < 2 || t.numElements() < 2 || t.isContiguous() ||
+      t.variables().size() != 1)
+    return std::nullopt;
+  // Each dimension's step in memory: where its index 1 lies from index 0.
+  const std::vector<std::size_t> zero(rank, 0);
+  const auto at = [&](const std::vector<std::size_t> &index) {
+    std::vector<std::size_t> end = index;
+    for (std::size_t &e : end)
+      ++e;
+    return t.slice(index, end).runs()[0].start;
+  };
+  const std::int64_t origin = at(zero);
+  std::vector<std::int64_t> step(rank, 0);
+  for (unsigned d = 0; d < rank; ++d)
+    if (t.dim(d) > 1) {
+      std::vector<std::size_t> index = zero;
+      index[d] = 1;
+      step[d] = at(index) - origin;
+    }
+  std::vector<unsigned> order(rank);
+  for (unsigned d = 0; d < rank; ++d)
+    order[d] = d;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](unsigned a, unsigned b) { return step[a] > step[b]; });
+  if (std::is_sorted(order.begin(), order.end()) ||
+      !t.dimShuffle(order).isContiguous())
+    return std::nullopt;
+  return order;
+}
+
 Tensor createLike(Graph &graph, const Tensor &like, Type type,
                   const DebugContext &dc) {
   bool usable = true;

@@ -87,6 +87,12 @@ std::vector<Tensor> mergeRows(const Graph &graph,
                               const std::vector<Tensor> &rows,
                               std::optional<unsigned> tile, bool oneTile);
 
+/// The permutation of \p t's dimensions (for dimShuffle) under which its
+/// elements are consecutive elements of one variable, when \p t is such a
+/// permuted view but not contiguous as it is (a transpose of a contiguous
+/// tensor); nullopt otherwise.
+std::optional<std::vector<unsigned>> memoryOrder(const Tensor &t);
+
 /// graph.clone(type, like) (like's tile mapping, and its order in memory
 /// where it views one whole variable); a new variable mapped linearly when
 /// \p like's mapping is incomplete or it is a broadcast view.
