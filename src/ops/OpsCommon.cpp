@@ -147,19 +147,29 @@ struct RowPlace {
   std::int64_t ivEnd = 0; ///< Interval: the end of its tile interval
 };
 
-RowPlace placeRow(const std::vector<VariableData> &vars, const Tensor &row,
-                  std::optional<unsigned> tile, bool oneTile) {
-  const auto &runs = row.runs();
-  const bool simple = runs.size() == 1 &&
+// The mapping interval holding element e of \p m, or m.end().
+std::vector<TileInterval>::const_iterator
+intervalAt(const std::vector<TileInterval> &m, std::int64_t e) {
+  auto it = std::upper_bound(m.begin(), m.end(), e,
+                             [](std::int64_t x, const TileInterval &iv) {
+                               return x < static_cast<std::int64_t>(iv.end);
+                             });
+  return it != m.end() && static_cast<std::int64_t>(it->begin) <= e ? it
+                                                                    : m.end();
+}
+
+RowPlace placeRow(const std::vector<VariableData> &vars, const Run *runs,
+                  std::size_t numRuns, std::optional<unsigned> tile,
+                  bool oneTile) {
+  const bool simple = numRuns == 1 &&
                       (runs[0].stride == 1 || runs[0].count == 1) &&
                       runs[0].count > 0;
   if (oneTile)
     return {simple ? RowPlace::Interval : RowPlace::Other, 0};
   // Remote: every element mapped, none on the vertex's tile.
   bool remote = tile.has_value();
-  for (const Run &r : runs) {
-    if (!remote)
-      break;
+  for (std::size_t i = 0; i < numRuns && remote; ++i) {
+    const Run &r = runs[i];
     const std::int64_t last = r.start + (r.count - 1) * r.stride;
     const std::int64_t lo = std::min(r.start, last),
                        hi = std::max(r.start, last);
@@ -183,15 +193,66 @@ RowPlace placeRow(const std::vector<VariableData> &vars, const Tensor &row,
   if (remote || !simple)
     return {remote ? RowPlace::Remote : RowPlace::Other, 0};
   const Run &r = runs[0];
-  const auto &m = vars[r.var].mapping;
-  auto it = std::upper_bound(m.begin(), m.end(), r.start,
-                             [](std::int64_t x, const TileInterval &iv) {
-                               return x < static_cast<std::int64_t>(iv.end);
-                             });
-  if (it != m.end() && static_cast<std::int64_t>(it->begin) <= r.start &&
+  const auto it = intervalAt(vars[r.var].mapping, r.start);
+  if (it != vars[r.var].mapping.end() &&
       static_cast<std::int64_t>(it->end) >= r.start + r.count)
     return {RowPlace::Interval, static_cast<std::int64_t>(it->end)};
-  return {remote ? RowPlace::Remote : RowPlace::Other, 0};
+  return {RowPlace::Other, 0};
+}
+
+// mergeRows over rows [0, numRows): rowRuns(r, runs) fills row r's runs
+// into runs; rowsOf(a, b) is rows [a, b) as one tensor (for a remote group
+// or a row kept as it is).
+template <typename RowRuns, typename RowsOf>
+std::vector<Tensor> mergeRowsCore(const Graph &graph, Type type,
+                                  std::size_t numRows, RowRuns &&rowRuns,
+                                  RowsOf &&rowsOf, std::optional<unsigned> tile,
+                                  bool oneTile) {
+  const auto &vars = graph.data().variables;
+  std::vector<Tensor> out;
+  std::vector<Run> runs;
+  Run cur;
+  std::int64_t ivEnd = 0;
+  bool open = false;          // cur is an open interval entry
+  std::size_t remoteFrom = 0; // the first row of an open remote group
+  bool remoteOpen = false;
+  const auto flush = [&](std::size_t row) {
+    if (open)
+      out.emplace_back(type, std::vector<std::size_t>{std::size_t(cur.count)},
+                       std::vector<Run>{cur});
+    if (remoteOpen)
+      out.push_back(rowsOf(remoteFrom, row));
+    open = remoteOpen = false;
+  };
+  for (std::size_t row = 0; row < numRows; ++row) {
+    runs.clear();
+    rowRuns(row, runs);
+    const RowPlace place =
+        placeRow(vars, runs.data(), runs.size(), tile, oneTile);
+    if (place.kind == RowPlace::Interval) {
+      const Run &r = runs[0];
+      if (open && cur.var == r.var && cur.start + cur.count == r.start &&
+          (oneTile || r.start + r.count <= ivEnd)) {
+        cur.count += r.count;
+        continue;
+      }
+      flush(row);
+      cur = Run{r.var, r.start, 1, r.count};
+      ivEnd = place.ivEnd;
+      open = true;
+    } else if (place.kind == RowPlace::Remote) {
+      if (!remoteOpen) {
+        flush(row);
+        remoteFrom = row;
+        remoteOpen = true;
+      }
+    } else {
+      flush(row);
+      out.push_back(rowsOf(row, row + 1));
+    }
+  }
+  flush(numRows);
+  return out;
 }
 
 } // namespace
@@ -199,48 +260,55 @@ RowPlace placeRow(const std::vector<VariableData> &vars, const Tensor &row,
 std::vector<Tensor> mergeRows(const Graph &graph,
                               const std::vector<Tensor> &rows,
                               std::optional<unsigned> tile, bool oneTile) {
-  const auto &vars = graph.data().variables;
-  std::vector<Tensor> out;
-  Run cur;
-  std::int64_t ivEnd = 0;
-  std::vector<Tensor> remote; // rows of an open remote group
-  bool open = false;          // cur is an open interval entry
-  const auto flush = [&] {
-    if (open)
-      out.emplace_back(rows.front().elementType(),
-                       std::vector<std::size_t>{std::size_t(cur.count)},
-                       std::vector<Run>{cur});
-    open = false;
-    if (remote.size() == 1)
-      out.push_back(remote.front());
-    else if (!remote.empty())
-      out.push_back(concat(remote));
-    remote.clear();
-  };
-  for (const Tensor &row : rows) {
-    const RowPlace place = placeRow(vars, row, tile, oneTile);
-    if (place.kind == RowPlace::Interval) {
-      const Run &r = row.runs()[0];
-      if (open && cur.var == r.var && cur.start + cur.count == r.start &&
-          (oneTile || r.start + r.count <= ivEnd)) {
-        cur.count += r.count;
-        continue;
-      }
-      flush();
-      cur = Run{r.var, r.start, 1, r.count};
-      ivEnd = place.ivEnd;
-      open = true;
-    } else if (place.kind == RowPlace::Remote) {
-      if (open)
-        flush();
-      remote.push_back(row.flatten());
-    } else {
-      flush();
-      out.push_back(row);
-    }
-  }
-  flush();
-  return out;
+  if (rows.empty())
+    return {};
+  return mergeRowsCore(
+      graph, rows.front().elementType(), rows.size(),
+      [&](std::size_t r, std::vector<Run> &runs) {
+        runs.assign(rows[r].runs().begin(), rows[r].runs().end());
+      },
+      [&](std::size_t a, std::size_t b) {
+        if (b == a + 1)
+          return rows[a];
+        std::vector<Tensor> flat;
+        for (std::size_t r = a; r < b; ++r)
+          flat.push_back(rows[r].flatten());
+        return concat(flat);
+      },
+      tile, oneTile);
+}
+
+std::vector<Tensor> rowEntries(const Graph &graph, const Tensor &block,
+                               std::size_t rowLen, std::optional<unsigned> tile,
+                               bool oneTile) {
+  const std::size_t n = block.numElements();
+  if (n == 0 || rowLen == 0)
+    return {};
+  const Tensor flat = block.flatten();
+  const auto &all = flat.runs();
+  // Walks the runs once: row r starts at run `at`, element `off` of it.
+  std::size_t at = 0;
+  std::int64_t off = 0;
+  return mergeRowsCore(
+      graph, block.elementType(), n / rowLen,
+      [&](std::size_t, std::vector<Run> &runs) {
+        for (std::int64_t need = static_cast<std::int64_t>(rowLen); need > 0;) {
+          const Run &r = all[at];
+          const std::int64_t k = std::min(need, r.count - off);
+          runs.push_back(
+              Run{r.var, r.start + off * r.stride, k == 1 ? 1 : r.stride, k});
+          need -= k;
+          off += k;
+          if (off == r.count) {
+            ++at;
+            off = 0;
+          }
+        }
+      },
+      [&](std::size_t a, std::size_t b) {
+        return flat.slice(a * rowLen, b * rowLen);
+      },
+      tile, oneTile);
 }
 
 std::optional<std::vector<unsigned>> memoryOrder(const Tensor &t) {

@@ -86,6 +86,11 @@ std::vector<Tensor> memoryPieceTensors(const Graph &graph, const Tensor &t);
 std::vector<Tensor> mergeRows(const Graph &graph,
                               const std::vector<Tensor> &rows,
                               std::optional<unsigned> tile, bool oneTile);
+/// mergeRows of the rows of \p rowLen elements that \p block's elements
+/// are, in order, without making a tensor per row.
+std::vector<Tensor> rowEntries(const Graph &graph, const Tensor &block,
+                               std::size_t rowLen, std::optional<unsigned> tile,
+                               bool oneTile);
 
 /// The permutation of \p t's dimensions (for dimShuffle) under which its
 /// elements are consecutive elements of one variable, when \p t is such a

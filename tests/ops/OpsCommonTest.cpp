@@ -86,3 +86,17 @@ TEST(OpsMergeRows, ContiguityAloneMergesRowsTheCallerPutsOnOneTile) {
   EXPECT_EQ(sizes(ops::mergeRows(g, rows, 0u, false)),
             (std::vector<std::size_t>{4, 4, 4}));
 }
+
+TEST(OpsMergeRows, RowEntriesOfABlockMergeAsItsRowsWould) {
+  RowsFixture f;
+  EXPECT_EQ(sizes(ops::rowEntries(f.g, f.t, 4, 1u, false)),
+            sizes(ops::mergeRows(f.g, f.rows, 1u, false)));
+  // A transposed block: rows of strided elements are entries of their own
+  // on the tile, and join one entry when they lie wholly elsewhere.
+  const Tensor tr = f.t.slice(0, 5).transpose(); // [4, 5]: rows 0-2 tile 1
+  EXPECT_EQ(sizes(ops::rowEntries(f.g, tr, 5, 1u, false)),
+            (std::vector<std::size_t>{5, 5, 5, 5}));
+  EXPECT_EQ(
+      sizes(ops::rowEntries(f.g, f.t.slice(3, 5).transpose(), 2, 1u, false)),
+      (std::vector<std::size_t>{8}));
+}

@@ -210,18 +210,20 @@ private:
     const Range hr = pieceOf(s_.outH, plan_.rows, u.h);
     const Range ir = connectedRows(s_, hr);
     const std::size_t rowsPerBlock = nr.size() * cr.size() * hr.size();
-    std::vector<Tensor> outRows;
+    const std::size_t c0 = g * s_.outChans, ci0 = g * s_.inChans;
+    // The block's output rows [n][co][oh], each outW long, in that order;
+    // a tensor per row only for a host kernel, which lists them.
+    const Tensor outBlock = out.slice({nr.begin, c0 + cr.begin, hr.begin, 0},
+                                      {nr.end, c0 + cr.end, hr.end, s_.outW})
+                                .flatten();
+    const bool host = plan_.outChans > 1;
     std::vector<std::size_t> outStart; // flat index of each row in out
     for (std::size_t n = nr.begin; n < nr.end; ++n)
-      for (std::size_t co = cr.begin; co < cr.end; ++co) {
-        const std::size_t c = g * s_.outChans + co;
-        const Tensor plane = out.index({n, c});
-        for (std::size_t oh = hr.begin; oh < hr.end; ++oh) {
-          outRows.push_back(plane[oh]);
+      for (std::size_t co = cr.begin; co < cr.end; ++co)
+        for (std::size_t oh = hr.begin; oh < hr.end; ++oh)
           outStart.push_back(
-              ((n * s_.groups * s_.outChans + c) * s_.outH + oh) * s_.outW);
-        }
-      }
+              ((n * s_.groups * s_.outChans + c0 + co) * s_.outH + oh) *
+              s_.outW);
     const std::string cls =
         templateName("tessera::ops::ConvPartial", {s_.inType, resultType()});
     std::vector<Tensor> parts;
@@ -230,37 +232,36 @@ private:
       const unsigned tile = tileOf(u);
       const Range cir = pieceOf(s_.inChans, plan_.inChans, ib);
       VertexRef v = graph_.addVertex(cs_, cls);
-      std::vector<Tensor> in, ws, dst;
-      // Row by row: a row that lives on one tile is then read in place.
-      for (std::size_t n = nr.begin; n < nr.end; ++n)
-        for (std::size_t ci = cir.begin; ci < cir.end; ++ci) {
-          const Tensor plane = acts.index({n, g * s_.inChans + ci});
-          for (std::size_t r = ir.begin; r < ir.end; ++r)
-            in.push_back(plane[r]);
-        }
-      for (std::size_t co = cr.begin; co < cr.end; ++co)
-        ws.push_back(w.index({g, co}).slice(cir.begin, cir.end, 0).flatten());
-      if (parts_ > 1) {
-        parts.push_back(partials(rowsPerBlock * s_.outW, tile));
-        for (std::size_t r = 0; r < rowsPerBlock; ++r)
-          dst.push_back(parts.back().slice(r * s_.outW, (r + 1) * s_.outW));
-      }
       // Rows that continue each other on one tile are one entry (the vertex
       // cuts entries back into rows): a worker's list of regions rather
       // than a list element per row, as PopLibs' vertices take them.
-      connect(v, "in", mergeRows(graph_, in, tile, false));
-      connect(v, "weights", mergeRows(graph_, ws, tile, false));
+      connect(v, "in",
+              rowEntries(graph_,
+                         acts.slice({nr.begin, ci0 + cir.begin, ir.begin, 0},
+                                    {nr.end, ci0 + cir.end, ir.end, s_.inW}),
+                         s_.inW, tile, false));
+      connect(v, "weights",
+              rowEntries(graph_,
+                         w.slice({g, cr.begin, cir.begin, 0, 0},
+                                 {g + 1, cr.end, cir.end, s_.kH, s_.kW}),
+                         cir.size() * s_.kH * s_.kW, tile, false));
+      if (parts_ > 1)
+        parts.push_back(partials(rowsPerBlock * s_.outW, tile));
       connect(v, "out",
-              parts_ > 1 ? mergeRows(graph_, dst, tile, true)
-                         : mergeRows(graph_, outRows, tile, outFresh_));
-      std::vector<Tensor> &entries =
-          hostEntries(g, (u.n * plan_.rows + u.h) * plan_.inChans + ib,
-                      nr.size() * s_.outChans * hr.size());
-      for (std::size_t r = 0; r < rowsPerBlock; ++r) {
-        const std::size_t oh = r % hr.size(), co = r / hr.size() % cr.size(),
-                          n = r / (hr.size() * cr.size());
-        entries[(n * s_.outChans + cr.begin + co) * hr.size() + oh] =
-            parts_ > 1 ? dst[r] : outRows[r];
+              parts_ > 1
+                  ? std::vector<Tensor>{parts.back()}
+                  : rowEntries(graph_, outBlock, s_.outW, tile, outFresh_));
+      if (host) {
+        std::vector<Tensor> &entries =
+            hostEntries(g, (u.n * plan_.rows + u.h) * plan_.inChans + ib,
+                        nr.size() * s_.outChans * hr.size());
+        const Tensor &rows = parts_ > 1 ? parts.back() : outBlock;
+        for (std::size_t r = 0; r < rowsPerBlock; ++r) {
+          const std::size_t oh = r % hr.size(), co = r / hr.size() % cr.size(),
+                            n = r / (hr.size() * cr.size());
+          entries[(n * s_.outChans + cr.begin + co) * hr.size() + oh] =
+              rows.slice(r * s_.outW, (r + 1) * s_.outW);
+        }
       }
       graph_.setInitialValue(v["geometry"], geometry(s_, cir.size(), cr.size(),
                                                      nr.size(), hr, ir));
@@ -281,10 +282,10 @@ private:
       for (std::size_t r = er.begin; r < er.end; ++r)
         addInterval(mapping_, tile, outStart[r], outStart[r] + s_.outW);
       if (parts_ > 1)
-        reduce(parts, outRows, er, s_.outW, tile);
+        reduce(parts, outBlock, er, s_.outW, tile);
     }
     if (parts_ > 1)
-      reduceOnHost(parts, outRows, s_.outW);
+      reduceOnHost(parts, outBlock, s_.outW);
   }
 
   void weightGradBlock(const Tensor &deltas, const Tensor &acts,
@@ -292,14 +293,16 @@ private:
     const Range cr = pieceOf(s_.outChans, plan_.outChans, u.co);
     const Range cir = pieceOf(s_.inChans, plan_.inChans, u.ci);
     const std::size_t kElems = cir.size() * s_.kH * s_.kW;
-    std::vector<Tensor> outRows;
+    const std::size_t c0 = g * s_.outChans, ci0 = g * s_.inChans;
+    // The block's rows of dW, one per output channel (kElems each).
+    const Tensor outBlock = dw.slice({g, cr.begin, cir.begin, 0, 0},
+                                     {g + 1, cr.end, cir.end, s_.kH, s_.kW})
+                                .flatten();
+    const bool host = plan_.outChans * plan_.inChans > 1;
     std::vector<std::size_t> outStart;
-    for (std::size_t co = cr.begin; co < cr.end; ++co) {
-      outRows.push_back(
-          dw.index({g, co}).slice(cir.begin, cir.end, 0).flatten());
+    for (std::size_t co = cr.begin; co < cr.end; ++co)
       outStart.push_back(((g * s_.outChans + co) * s_.inChans + cir.begin) *
                          s_.kH * s_.kW);
-    }
     const std::string cls =
         templateName("tessera::ops::ConvWeightGrad", {s_.inType, resultType()});
     std::vector<Tensor> parts;
@@ -312,31 +315,28 @@ private:
         const Range hr = pieceOf(s_.outH, plan_.rows, hb);
         const Range ir = connectedRows(s_, hr);
         VertexRef v = graph_.addVertex(cs_, cls);
-        std::vector<Tensor> dl, in, dst;
-        for (std::size_t n = nr.begin; n < nr.end; ++n) {
-          for (std::size_t co = cr.begin; co < cr.end; ++co)
-            dl.push_back(deltas.index({n, g * s_.outChans + co})
-                             .slice(hr.begin, hr.end, 0)
-                             .flatten());
-          for (std::size_t ci = cir.begin; ci < cir.end; ++ci)
-            in.push_back(acts.index({n, g * s_.inChans + ci})
-                             .slice(ir.begin, ir.end, 0)
-                             .flatten());
-        }
-        if (parts_ > 1) {
+        // Entries of whole (batch, channel) blocks, merged as rows are.
+        connect(v, "deltas",
+                rowEntries(graph_,
+                           deltas.slice({nr.begin, c0 + cr.begin, hr.begin, 0},
+                                        {nr.end, c0 + cr.end, hr.end, s_.outW}),
+                           hr.size() * s_.outW, tile, false));
+        connect(v, "acts",
+                rowEntries(graph_,
+                           acts.slice({nr.begin, ci0 + cir.begin, ir.begin, 0},
+                                      {nr.end, ci0 + cir.end, ir.end, s_.inW}),
+                           ir.size() * s_.inW, tile, false));
+        if (parts_ > 1)
           parts.push_back(partials(cr.size() * kElems, tile));
+        const Tensor &rows = parts_ > 1 ? parts.back() : outBlock;
+        connect(v, "out", rowEntries(graph_, rows, kElems, tile, true));
+        if (host) {
+          std::vector<Tensor> &entries =
+              hostEntries(g, nb * plan_.rows + hb, s_.outChans * plan_.inChans);
           for (std::size_t c = 0; c < cr.size(); ++c)
-            dst.push_back(parts.back().slice(c * kElems, (c + 1) * kElems));
+            entries[(cr.begin + c) * plan_.inChans + u.ci] =
+                rows.slice(c * kElems, (c + 1) * kElems);
         }
-        connect(v, "deltas", mergeRows(graph_, dl, tile, false));
-        connect(v, "acts", mergeRows(graph_, in, tile, false));
-        connect(v, "out",
-                mergeRows(graph_, parts_ > 1 ? dst : outRows, tile, true));
-        std::vector<Tensor> &entries =
-            hostEntries(g, nb * plan_.rows + hb, s_.outChans * plan_.inChans);
-        for (std::size_t c = 0; c < cr.size(); ++c)
-          entries[(cr.begin + c) * plan_.inChans + u.ci] =
-              parts_ > 1 ? dst[c] : outRows[c];
         graph_.setInitialValue(
             v["geometry"],
             geometry(s_, cir.size(), cr.size(), nr.size(), hr, ir));
@@ -356,10 +356,10 @@ private:
       for (std::size_t r = er.begin; r < er.end; ++r)
         addInterval(mapping_, tile, outStart[r], outStart[r] + kElems);
       if (parts_ > 1)
-        reduce(parts, outRows, er, kElems, tile);
+        reduce(parts, outBlock, er, kElems, tile);
     }
     if (parts_ > 1)
-      reduceOnHost(parts, outRows, kElems);
+      reduceOnHost(parts, outBlock, kElems);
   }
 
   // The pieces a host kernel vertex covers, per group: batch-and-rows
@@ -513,27 +513,28 @@ private:
   // block sums the block's whole partials into all its rows, each element
   // in the tiles' order, instead of each of the block's tiles gathering its
   // share of every partial first.
-  void reduceOnHost(const std::vector<Tensor> &parts,
-                    const std::vector<Tensor> &outRows, std::size_t rowElems) {
+  void reduceOnHost(const std::vector<Tensor> &parts, const Tensor &outBlock,
+                    std::size_t rowElems) {
     VertexRef v = hostVertex(reduceHostCs_, reduceClass(),
-                             parts.size() * outRows.size() * rowElems);
+                             parts.size() * outBlock.numElements());
     connect(v, "partials", parts);
-    connect(v, "out", outRows);
+    connect(v, "out",
+            rowEntries(graph_, outBlock, rowElems, std::nullopt, false));
   }
 
   // One ConvReduce vertex on \p tile summing rows \p er (each \p rowElems
-  // long) of every partial block into \p outRows.
-  void reduce(const std::vector<Tensor> &parts,
-              const std::vector<Tensor> &outRows, Range er,
-              std::size_t rowElems, unsigned tile) {
+  // long) of every partial block into those rows of \p outBlock.
+  void reduce(const std::vector<Tensor> &parts, const Tensor &outBlock,
+              Range er, std::size_t rowElems, unsigned tile) {
     VertexRef v = graph_.addVertex(reduceCs_, reduceClass());
-    std::vector<Tensor> in, dst;
+    std::vector<Tensor> in;
     for (const Tensor &p : parts)
       in.push_back(p.slice(er.begin * rowElems, er.end * rowElems));
-    for (std::size_t r = er.begin; r < er.end; ++r)
-      dst.push_back(outRows[r]);
     connect(v, "partials", mergeRows(graph_, in, tile, false));
-    connect(v, "out", mergeRows(graph_, dst, tile, outFresh_));
+    connect(v, "out",
+            rowEntries(graph_,
+                       outBlock.slice(er.begin * rowElems, er.end * rowElems),
+                       rowElems, tile, outFresh_));
     graph_.setTileMapping(v, tile);
   }
 
