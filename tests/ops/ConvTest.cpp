@@ -9,6 +9,7 @@
 #include "ops/conv/ConvInternal.hpp"
 
 #include "tessera/ops/Conv.hpp"
+#include "tessera/ops/Elementwise.hpp"
 #include "tessera/ops/Reference.hpp"
 #include "tessera/support/Error.hpp"
 
@@ -488,6 +489,37 @@ TEST(ConvLayout, VerticesTakeRowsAsFewEntries) {
   ASSERT_GT(outRows, 0u);
   EXPECT_LE(outEntries * 2, outRows)
       << outEntries << " entries for " << outRows << " rows";
+}
+
+// The result of a plan that splits rows and channels lies in memory block
+// by block, so a tile's share is one run: a map over it takes a region or
+// two per tile, not one per output row.
+TEST(ConvLayout, ResultsLieInMemoryBlockByBlock) {
+  ConvParams p = makeParams(FLOAT, 2, {8, 8}, {1, 1}, 256, 256);
+  Graph g(Target::createIPUTarget(1, "ipu2"));
+  addCodelets(g);
+  program::Sequence prog;
+  const auto s = conv::forwardShape(p, FLOAT);
+  const conv::Plan plan =
+      conv::choosePlan(g.getTarget(), s, conv::Pass::Forward, {});
+  ASSERT_GT(plan.rows, 1u);
+  ASSERT_GT(plan.outChans, 1u);
+  Tensor y = convolution(g, createInput(g, p, "x"), createWeights(g, p, "w"), p,
+                         false, prog);
+  const std::size_t before = g.getNumVertices();
+  using namespace expr;
+  map(g, Max(_1, Const(0.0f)), {y}, prog);
+  std::size_t regions = 0, vertices = 0;
+  for (std::size_t v = before; v < g.getNumVertices(); ++v) {
+    const VertexData &vd = g.data().vertices[v];
+    if (g.data().computeSets[vd.computeSet].isHostKernel)
+      continue;
+    ++vertices;
+    regions += vd.fields[2].tensors.size();
+  }
+  ASSERT_GT(vertices, 0u);
+  EXPECT_LE(regions, 2 * vertices)
+      << regions << " regions on " << vertices << " tiles";
 }
 
 TEST(ConvLayout, AddBiasAddsPerChannel) {

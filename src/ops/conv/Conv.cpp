@@ -562,17 +562,83 @@ private:
   std::vector<std::vector<Tensor>> hostEntries_;
 };
 
+// Blocks [begin, end) of \p v assembled into the tensor of \p shape whose
+// leading dimensions are cut into \p pieces (see blockedVariable).
+Tensor assembleBlocks(const Tensor &v, std::size_t &offset,
+                      const std::vector<std::size_t> &shape,
+                      const std::vector<unsigned> &pieces, unsigned dim,
+                      std::vector<std::size_t> &blockShape) {
+  if (dim == pieces.size()) {
+    std::size_t size = 1;
+    for (std::size_t d : blockShape)
+      size *= d;
+    offset += size;
+    return v.slice(offset - size, offset).reshape(blockShape);
+  }
+  std::vector<Tensor> parts;
+  for (unsigned i = 0; i < pieces[dim]; ++i) {
+    blockShape[dim] = pieceOf(shape[dim], pieces[dim], i).size();
+    if (blockShape[dim])
+      parts.push_back(
+          assembleBlocks(v, offset, shape, pieces, dim + 1, blockShape));
+  }
+  blockShape[dim] = shape[dim];
+  return parts.size() == 1 ? parts[0] : concat(parts, dim);
+}
+
+// A fresh result whose memory holds a plan's blocks one after another:
+// dimension d < pieces.size() of \p shape cut into pieces[d] pieces, the
+// blocks in order of their piece indices, each block row-major. The plan
+// puts each block (or each share of one) on a tile, so a tile's elements
+// are one run of memory, and the maps, reductions and convolutions that
+// read them get a region per tile rather than one per row. A row-major
+// variable when that is already so.
+Tensor blockedVariable(Graph &graph, Type type,
+                       const std::vector<std::size_t> &shape,
+                       const std::vector<unsigned> &pieces,
+                       const DebugContext &dc) {
+  Tensor v = graph.addVariable(type, shape, dc);
+  std::size_t cut = 0; // pieced dimensions up to the last cut one
+  for (std::size_t d = 0; d < pieces.size(); ++d)
+    if (pieces[d] > 1)
+      cut = d + 1;
+  std::size_t firstCut = cut;
+  for (std::size_t d = 0; d < cut; ++d)
+    if (pieces[d] > 1) {
+      firstCut = d;
+      break;
+    }
+  if (cut == 0 || firstCut + 1 == cut)
+    return v; // blocks already follow each other in row-major order
+  std::size_t offset = 0;
+  std::vector<std::size_t> blockShape = shape;
+  return assembleBlocks(
+      v.flatten(), offset, shape,
+      std::vector<unsigned>(pieces.begin(), pieces.begin() + cut), 0,
+      blockShape);
+}
+
 // Convolves \p in with \p w (transposed and flipped first when
-// \p transposeAndFlip) into \p out, mapping out as the plan wants when
-// \p mapOut.
-void convolveInto(Graph &graph, const ConvShape &s, const Tensor &in,
-                  const Tensor &w, bool transposeAndFlip, const Tensor &out,
-                  bool mapOut, program::Sequence &prog, const DebugContext &dc,
-                  const conv::ConvOptions &options) {
+// \p transposeAndFlip) into \p out, or, when \p out is not valid, into a
+// fresh tensor of \p type laid out and mapped as the plan wants, which it
+// returns.
+Tensor convolveInto(Graph &graph, const ConvShape &s, const Tensor &in,
+                    const Tensor &w, bool transposeAndFlip, Tensor out,
+                    Type type, const std::vector<std::size_t> &shape,
+                    program::Sequence &prog, const DebugContext &dc,
+                    const conv::ConvOptions &options) {
   const Plan plan =
       conv::choosePlan(graph.getTarget(), s, Pass::Forward, options);
+  const bool fresh = !out.valid();
+  if (fresh)
+    out = s.groups == 1
+              ? blockedVariable(graph, type, shape,
+                                {plan.batch, plan.outChans, plan.rows},
+                                DebugContext(dc, "out"))
+              : graph.addVariable(type, shape, DebugContext(dc, "out"));
   ConvBuilder b(graph, s, Pass::Forward, plan, dc);
-  b.forward(in, w, transposeAndFlip, out, mapOut, prog);
+  b.forward(in, w, transposeAndFlip, out, fresh, prog);
+  return out;
 }
 
 } // namespace
@@ -716,7 +782,8 @@ void convolutionWithOutput(Graph &graph, const Tensor &in,
   checkTensor("convolution", "the output", out, params.getOutputShape(),
               params.outputType);
   const ConvShape s = conv::forwardShape(params, o.partialsType);
-  convolveInto(graph, s, in, weights, transposeAndFlipWeights, out, false, prog,
+  convolveInto(graph, s, in, weights, transposeAndFlipWeights, out,
+               params.outputType, params.getOutputShape(), prog,
                nameOr(dc, "convolution"), o);
 }
 
@@ -733,12 +800,10 @@ Tensor convolution(Graph &graph, const Tensor &in, const Tensor &weights,
     std::swap(wShape[1], wShape[2]);
   checkTensor("convolution", "the weights", weights, wShape, params.inputType);
   const DebugContext name = nameOr(dc, "convolution");
-  Tensor out = graph.addVariable(params.outputType, params.getOutputShape(),
-                                 DebugContext(name, "out"));
   const ConvShape s = conv::forwardShape(params, o.partialsType);
-  convolveInto(graph, s, in, weights, transposeAndFlipWeights, out, true, prog,
-               name, o);
-  return out;
+  return convolveInto(graph, s, in, weights, transposeAndFlipWeights, Tensor(),
+                      params.outputType, params.getOutputShape(), prog, name,
+                      o);
 }
 
 Tensor convolutionInputGradient(Graph &graph, const Tensor &zDeltas,
@@ -754,11 +819,10 @@ Tensor convolutionInputGradient(Graph &graph, const Tensor &zDeltas,
   checkTensor(op, "the weights", weights, fwdParams.getWeightsShape(),
               fwdParams.inputType);
   const DebugContext name = nameOr(dc, op);
-  Tensor out = graph.addVariable(fwdParams.inputType, fwdParams.getInputShape(),
-                                 DebugContext(name, "out"));
   const ConvShape s = conv::inputGradientShape(fwdParams, o.partialsType);
-  convolveInto(graph, s, zDeltas, weights, true, out, true, prog, name, o);
-  return out;
+  return convolveInto(graph, s, zDeltas, weights, true, Tensor(),
+                      fwdParams.inputType, fwdParams.getInputShape(), prog,
+                      name, o);
 }
 
 Tensor convolutionWeightGradient(Graph &graph, const Tensor &zDeltas,
@@ -775,11 +839,17 @@ Tensor convolutionWeightGradient(Graph &graph, const Tensor &zDeltas,
   checkTensor(op, "the activations", activations, fwdParams.getInputShape(),
               fwdParams.inputType);
   const DebugContext name = nameOr(dc, op);
-  Tensor dw =
-      graph.addVariable(fwdParams.inputType, fwdParams.getWeightsShape(),
-                        DebugContext(name, "out"));
   const ConvShape s = conv::forwardShape(fwdParams, o.partialsType);
   const Plan plan = conv::choosePlan(graph.getTarget(), s, Pass::WeightGrad, o);
+  const std::vector<std::size_t> shape = fwdParams.getWeightsShape();
+  const Tensor dw =
+      s.groups == 1 ? blockedVariable(graph, fwdParams.inputType,
+                                      {shape[1], shape[2], shape[3] * shape[4]},
+                                      {plan.outChans, plan.inChans},
+                                      DebugContext(name, "out"))
+                          .reshape(shape)
+                    : graph.addVariable(fwdParams.inputType, shape,
+                                        DebugContext(name, "out"));
   ConvBuilder b(graph, s, Pass::WeightGrad, plan, name);
   b.weightGrad(zDeltas, activations, dw, prog);
   return dw;
