@@ -487,14 +487,13 @@ private:
                                        nr.size() * hr.size() * s_.outW);
           graph_.connect(v["deltas"], memoryPieceTensors(graph_, dl.flatten()));
           graph_.connect(v["acts"], memoryPieceTensors(graph_, in.flatten()));
-          std::vector<Tensor> out(entries.begin() + cb.begin * plan_.inChans,
-                                  entries.begin() + cb.end * plan_.inChans);
-          // With one input-channel piece every entry is a channel's whole
-          // kernel row, so entries merge as rows do.
-          connect(v, "out",
-                  plan_.inChans == 1
-                      ? mergeRows(graph_, out, std::nullopt, false)
-                      : out);
+          // Piece by piece, channel by channel: a tile's rows of one piece
+          // then follow each other in memory and merge into one entry.
+          std::vector<Tensor> out;
+          for (unsigned p = 0; p < plan_.inChans; ++p)
+            for (std::size_t co = cb.begin; co < cb.end; ++co)
+              out.push_back(entries[co * plan_.inChans + p]);
+          connect(v, "out", mergeRows(graph_, out, std::nullopt, false));
           graph_.setInitialValue(
               v["geometry"],
               geometry(s_, s_.inChans, cb.size(), nr.size(), hr, ir));

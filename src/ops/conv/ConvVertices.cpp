@@ -637,9 +637,9 @@ public:
 /// writes exactly the bytes of the tile vertices it stands for, in a few
 /// large blocks instead of many small ones. deltas and acts list pieces
 /// whose concatenations are the piece's deltas [n][co][rows x outW] and
-/// activation rows [n][ci][inRows x inW]; out lists the tiles' entries
-/// channel by channel, each channel's ciParts input-channel pieces in turn
-/// (with one piece, entries of whole channel rows).
+/// activation rows [n][ci][inRows x inW]; out holds the tiles' rows piece
+/// by piece (ciParts input-channel pieces), channel by channel, in entries
+/// of whole rows.
 template <typename InT, typename OutT>
 class ConvWeightGradHost : public Vertex {
 public:
@@ -655,11 +655,7 @@ public:
                       kHW = std::size_t(g[gKH]) * g[gKW];
     const std::size_t dEntry = std::size_t(g[gRows]) * g[gOutW],
                       aEntry = std::size_t(g[gInRows]) * g[gInW];
-    // One input-channel piece: entries of whole channel rows; else one
-    // entry per (channel, piece).
-    const auto *rows = rowsOf<2>(out, ciParts == 1 ? cin * kHW : 0);
-    if (ciParts == 0 || (ciParts == 1 ? !rows || rows->size() != cout
-                                      : out.size() != cout * ciParts))
+    if (ciParts == 0)
       return false;
     thread_local std::vector<float> dense;
     thread_local std::vector<DenseEntry> dl, ac;
@@ -671,15 +667,23 @@ public:
     float *ct = sized(scratch().ct, cin * kHW * cout);
     wgrad::sums(g, denseEntries(dl, d, batch * cout, dEntry),
                 denseEntries(ac, a, batch * cin, aEntry), ct);
-    for (std::size_t co = 0; co < cout; ++co)
-      for (unsigned p = 0; p < ciParts; ++p) {
-        const Range cr = pieceOf(cin, ciParts, p);
-        const std::size_t e = co * ciParts + p;
-        OutT *o = ciParts == 1 ? (*rows)[co].data() : out[e].data();
-        if (ciParts != 1 && out[e].size() != cr.size() * kHW)
+    // Rows piece by piece, channel by channel, in entries of whole rows.
+    std::size_t e = 0, off = 0;
+    for (unsigned p = 0; p < ciParts; ++p) {
+      const Range cr = pieceOf(cin, ciParts, p);
+      const std::size_t len = cr.size() * kHW;
+      for (std::size_t co = 0; co < cout && len; ++co) {
+        while (e < out.size() && out[e].size() == 0)
+          ++e;
+        if (e == out.size() || off + len > out[e].size())
           return false;
-        wgrad::store(ct, cout, co, cr.begin * kHW, cr.size() * kHW, o);
+        wgrad::store(ct, cout, co, cr.begin * kHW, len, out[e].data() + off);
+        if ((off += len) == out[e].size()) {
+          ++e;
+          off = 0;
+        }
       }
+    }
     return true;
   }
 };
