@@ -107,6 +107,34 @@ void addInterval(TileMapping &m, unsigned tile, std::size_t begin,
     v.emplace_back(begin, end);
 }
 
+/// Maps \p t as \p m says, variable interval by interval in memory order:
+/// a result laid out block by block has its rows out of memory order, and
+/// mapping them in the tensor's order would insert each interval into the
+/// middle of the variable's sorted mapping (quadratic in its rows).
+void mapInMemoryOrder(Graph &graph, const Tensor &t, const TileMapping &m) {
+  struct Piece {
+    Run run;
+    unsigned tile;
+  };
+  std::vector<Piece> pieces;
+  const Tensor flat = t.flatten();
+  for (unsigned tile = 0; tile < m.size(); ++tile)
+    for (const Interval &iv : m[tile]) {
+      const Tensor piece = flat.slice(iv.begin(), iv.end());
+      for (const Run &r : piece.runs())
+        pieces.push_back({r, tile});
+    }
+  std::sort(pieces.begin(), pieces.end(), [](const Piece &a, const Piece &b) {
+    return a.run.var != b.run.var ? a.run.var < b.run.var
+                                  : a.run.start < b.run.start;
+  });
+  for (const Piece &p : pieces)
+    graph.setTileMapping(Tensor(t.elementType(),
+                                {static_cast<std::size_t>(p.run.count)},
+                                {p.run}),
+                         p.tile);
+}
+
 /// Weights as the forward convolution reads them ([G, Cout, Cin, kH, kW]):
 /// given so, or transposed and flipped from [G, Cin, Cout, kH, kW].
 Tensor forwardWeights(const Tensor &w, bool transposeAndFlip) {
@@ -148,7 +176,7 @@ public:
           }
     // Mapped before the host kernel, whose row lists merge by the mapping.
     if (outFresh)
-      graph_.setTileMapping(out, mapping_);
+      mapInMemoryOrder(graph_, out, mapping_);
     if (plan_.outChans > 1)
       addForwardHostKernel(acts, weights, flipped);
     finish(prog);
@@ -165,7 +193,7 @@ public:
           for (std::size_t g = gr.begin; g < gr.end; ++g)
             weightGradBlock(deltas, acts, dw, g, {gp, 0, cb, 0, ib});
         }
-    graph_.setTileMapping(dw, mapping_);
+    mapInMemoryOrder(graph_, dw, mapping_);
     if (plan_.outChans * plan_.inChans > 1)
       addWeightGradHostKernel(deltas, acts);
     finish(prog);
