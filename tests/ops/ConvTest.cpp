@@ -522,6 +522,36 @@ TEST(ConvLayout, ResultsLieInMemoryBlockByBlock) {
       << regions << " regions on " << vertices << " tiles";
 }
 
+// Weights whose plan splits both channel dimensions lie slab by slab, so an
+// update of them (an optimizer's map) takes a region or two per tile.
+TEST(ConvLayout, CreatedWeightsLieInMemorySlabBySlab) {
+  ConvParams p = makeParams(FLOAT, 2, {2, 2}, {3, 3}, 256, 256);
+  p.paddingLower = p.paddingUpper = {1, 1};
+  Graph g(Target::createIPUTarget(1, "ipu2"));
+  addCodelets(g);
+  const auto s = conv::forwardShape(p, FLOAT);
+  const conv::Plan plan =
+      conv::choosePlan(g.getTarget(), s, conv::Pass::Forward, {});
+  ASSERT_GT(plan.inChans, 1u);
+  ASSERT_GT(plan.outChans, 1u);
+  program::Sequence prog;
+  Tensor w = createWeights(g, p, "w");
+  const std::size_t before = g.getNumVertices();
+  using namespace expr;
+  mapInPlace(g, _1 * Const(0.5f), {w}, prog);
+  std::size_t regions = 0, vertices = 0;
+  for (std::size_t v = before; v < g.getNumVertices(); ++v) {
+    const VertexData &vd = g.data().vertices[v];
+    if (g.data().computeSets[vd.computeSet].isHostKernel)
+      continue;
+    ++vertices;
+    regions += vd.fields[2].tensors.size();
+  }
+  ASSERT_GT(vertices, 0u);
+  EXPECT_LE(regions, 2 * vertices)
+      << regions << " regions on " << vertices << " tiles";
+}
+
 TEST(ConvLayout, AddBiasAddsPerChannel) {
   ConvParams p = makeParams(FLOAT, 2, {3, 4}, {1, 1}, 1, 5);
   const std::vector<std::size_t> shape = p.getOutputShape();

@@ -26,6 +26,34 @@ DebugContext nameOr(const DebugContext &dc, const char *name) {
   return dc.name.empty() ? DebugContext(name) : dc;
 }
 
+// Sets each piece in memory order: a tensor laid out block by block has
+// its rows out of memory order, and mapping them in the tensor's order
+// would insert each interval into the middle of the variable's sorted
+// mapping (quadratic in its rows).
+void mapInMemoryOrder(Graph &graph, const Tensor &t, const TileMapping &m) {
+  struct Piece {
+    Run run;
+    unsigned tile;
+  };
+  std::vector<Piece> pieces;
+  const Tensor flat = t.flatten();
+  for (unsigned tile = 0; tile < m.size(); ++tile)
+    for (const Interval &iv : m[tile]) {
+      const Tensor piece = flat.slice(iv.begin(), iv.end());
+      for (const Run &r : piece.runs())
+        pieces.push_back({r, tile});
+    }
+  std::sort(pieces.begin(), pieces.end(), [](const Piece &a, const Piece &b) {
+    return a.run.var != b.run.var ? a.run.var < b.run.var
+                                  : a.run.start < b.run.start;
+  });
+  for (const Piece &p : pieces)
+    graph.setTileMapping(Tensor(t.elementType(),
+                                {static_cast<std::size_t>(p.run.count)},
+                                {p.run}),
+                         p.tile);
+}
+
 void checkTensor(const char *op, const char *what, const Tensor &t,
                  const std::vector<std::size_t> &shape, Type type) {
   if (!t.valid())
@@ -51,6 +79,7 @@ namespace {
 
 using conv::checkTensor;
 using conv::ConvShape;
+using conv::mapInMemoryOrder;
 using conv::nameOr;
 using conv::Pass;
 using conv::pieceOf;
@@ -105,34 +134,6 @@ void addInterval(TileMapping &m, unsigned tile, std::size_t begin,
     v.back().last = end;
   else
     v.emplace_back(begin, end);
-}
-
-/// Maps \p t as \p m says, variable interval by interval in memory order:
-/// a result laid out block by block has its rows out of memory order, and
-/// mapping them in the tensor's order would insert each interval into the
-/// middle of the variable's sorted mapping (quadratic in its rows).
-void mapInMemoryOrder(Graph &graph, const Tensor &t, const TileMapping &m) {
-  struct Piece {
-    Run run;
-    unsigned tile;
-  };
-  std::vector<Piece> pieces;
-  const Tensor flat = t.flatten();
-  for (unsigned tile = 0; tile < m.size(); ++tile)
-    for (const Interval &iv : m[tile]) {
-      const Tensor piece = flat.slice(iv.begin(), iv.end());
-      for (const Run &r : piece.runs())
-        pieces.push_back({r, tile});
-    }
-  std::sort(pieces.begin(), pieces.end(), [](const Piece &a, const Piece &b) {
-    return a.run.var != b.run.var ? a.run.var < b.run.var
-                                  : a.run.start < b.run.start;
-  });
-  for (const Piece &p : pieces)
-    graph.setTileMapping(Tensor(t.elementType(),
-                                {static_cast<std::size_t>(p.run.count)},
-                                {p.run}),
-                         p.tile);
 }
 
 /// Weights as the forward convolution reads them ([G, Cout, Cin, kH, kW]):
@@ -785,10 +786,19 @@ Tensor createWeights(Graph &graph, const ConvParams &params,
   params.validate();
   const auto o = conv::ConvOptions::parse(options);
   const ConvShape s = conv::forwardShape(params, o.partialsType);
-  Tensor t = graph.addVariable(params.inputType, params.getWeightsShape(),
-                               nameOr(dc, "weights"));
-  conv::mapWeights(graph, t, s,
-                   conv::choosePlan(graph.getTarget(), s, Pass::Forward, o));
+  const Plan plan = conv::choosePlan(graph.getTarget(), s, Pass::Forward, o);
+  const std::vector<std::size_t> shape = params.getWeightsShape();
+  // Slab by slab (output- x input-channel piece) in memory, so that the
+  // share of a slab each tile holds is one run.
+  Tensor t =
+      s.groups == 1
+          ? blockedVariable(graph, params.inputType,
+                            {shape[1], shape[2], shape[3] * shape[4]},
+                            {plan.outChans, plan.inChans},
+                            nameOr(dc, "weights"))
+                .reshape(shape)
+          : graph.addVariable(params.inputType, shape, nameOr(dc, "weights"));
+  conv::mapWeights(graph, t, s, plan);
   return t;
 }
 
