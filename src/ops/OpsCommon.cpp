@@ -5,6 +5,7 @@
 #include "tessera/support/Error.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace tessera::ops {
 std::string shapeString(const std::vector<std::size_t> &shape) {
@@ -136,6 +137,210 @@ std::vector<Tensor> memoryPieceTensors(const Graph &graph, const Tensor &t) {
                      std::vector<std::size_t>{std::size_t(p.run.count)},
                      std::vector<Run>{p.run});
   return out;
+}
+
+namespace {
+
+// Where a row of a vertex operand lies, for mergeRows.
+struct RowPlace {
+  enum Kind { Interval, Remote, Other } kind = Other;
+  std::int64_t ivEnd = 0; ///< Interval: the end of its tile interval
+};
+
+// The mapping interval holding element e of \p m, or m.end().
+std::vector<TileInterval>::const_iterator
+intervalAt(const std::vector<TileInterval> &m, std::int64_t e) {
+  auto it = std::upper_bound(m.begin(), m.end(), e,
+                             [](std::int64_t x, const TileInterval &iv) {
+                               return x < static_cast<std::int64_t>(iv.end);
+                             });
+  return it != m.end() && static_cast<std::int64_t>(it->begin) <= e ? it
+                                                                    : m.end();
+}
+
+RowPlace placeRow(const std::vector<VariableData> &vars, const Run *runs,
+                  std::size_t numRuns, std::optional<unsigned> tile,
+                  bool oneTile) {
+  const bool simple = numRuns == 1 &&
+                      (runs[0].stride == 1 || runs[0].count == 1) &&
+                      runs[0].count > 0;
+  if (oneTile)
+    return {simple ? RowPlace::Interval : RowPlace::Other, 0};
+  // Remote: every element mapped, none on the vertex's tile.
+  bool remote = tile.has_value();
+  for (std::size_t i = 0; i < numRuns && remote; ++i) {
+    const Run &r = runs[i];
+    const std::int64_t last = r.start + (r.count - 1) * r.stride;
+    const std::int64_t lo = std::min(r.start, last),
+                       hi = std::max(r.start, last);
+    const auto &m = vars[r.var].mapping;
+    auto it = std::upper_bound(m.begin(), m.end(), lo,
+                               [](std::int64_t x, const TileInterval &iv) {
+                                 return x < static_cast<std::int64_t>(iv.end);
+                               });
+    std::int64_t covered = lo; // elements below covered are mapped
+    for (; it != m.end() && static_cast<std::int64_t>(it->begin) <= hi; ++it) {
+      if (static_cast<std::int64_t>(it->begin) > covered || it->tile == *tile)
+        remote = false;
+      covered = static_cast<std::int64_t>(it->end);
+    }
+    remote = remote && covered > hi;
+  }
+  // A row on other tiles joins a remote group even when the vertex could
+  // read it where it lies: the IPU exchanges it either way, and a group is
+  // one list element and one temporary where rows from many tiles were
+  // many.
+  if (remote || !simple)
+    return {remote ? RowPlace::Remote : RowPlace::Other, 0};
+  const Run &r = runs[0];
+  const auto it = intervalAt(vars[r.var].mapping, r.start);
+  if (it != vars[r.var].mapping.end() &&
+      static_cast<std::int64_t>(it->end) >= r.start + r.count)
+    return {RowPlace::Interval, static_cast<std::int64_t>(it->end)};
+  return {RowPlace::Other, 0};
+}
+
+// mergeRows over rows [0, numRows): rowRuns(r, runs) fills row r's runs
+// into runs; rowsOf(a, b) is rows [a, b) as one tensor (for a remote group
+// or a row kept as it is).
+template <typename RowRuns, typename RowsOf>
+std::vector<Tensor> mergeRowsCore(const Graph &graph, Type type,
+                                  std::size_t numRows, RowRuns &&rowRuns,
+                                  RowsOf &&rowsOf, std::optional<unsigned> tile,
+                                  bool oneTile) {
+  const auto &vars = graph.data().variables;
+  std::vector<Tensor> out;
+  std::vector<Run> runs;
+  Run cur;
+  std::int64_t ivEnd = 0;
+  bool open = false;          // cur is an open interval entry
+  std::size_t remoteFrom = 0; // the first row of an open remote group
+  bool remoteOpen = false;
+  const auto flush = [&](std::size_t row) {
+    if (open)
+      out.emplace_back(type, std::vector<std::size_t>{std::size_t(cur.count)},
+                       std::vector<Run>{cur});
+    if (remoteOpen)
+      out.push_back(rowsOf(remoteFrom, row));
+    open = remoteOpen = false;
+  };
+  for (std::size_t row = 0; row < numRows; ++row) {
+    runs.clear();
+    rowRuns(row, runs);
+    const RowPlace place =
+        placeRow(vars, runs.data(), runs.size(), tile, oneTile);
+    if (place.kind == RowPlace::Interval) {
+      const Run &r = runs[0];
+      if (open && cur.var == r.var && cur.start + cur.count == r.start &&
+          (oneTile || r.start + r.count <= ivEnd)) {
+        cur.count += r.count;
+        continue;
+      }
+      flush(row);
+      cur = Run{r.var, r.start, 1, r.count};
+      ivEnd = place.ivEnd;
+      open = true;
+    } else if (place.kind == RowPlace::Remote) {
+      if (!remoteOpen) {
+        flush(row);
+        remoteFrom = row;
+        remoteOpen = true;
+      }
+    } else {
+      flush(row);
+      out.push_back(rowsOf(row, row + 1));
+    }
+  }
+  flush(numRows);
+  return out;
+}
+
+} // namespace
+
+std::vector<Tensor> mergeRows(const Graph &graph,
+                              const std::vector<Tensor> &rows,
+                              std::optional<unsigned> tile, bool oneTile) {
+  if (rows.empty())
+    return {};
+  return mergeRowsCore(
+      graph, rows.front().elementType(), rows.size(),
+      [&](std::size_t r, std::vector<Run> &runs) {
+        runs.assign(rows[r].runs().begin(), rows[r].runs().end());
+      },
+      [&](std::size_t a, std::size_t b) {
+        if (b == a + 1)
+          return rows[a];
+        std::vector<Tensor> flat;
+        for (std::size_t r = a; r < b; ++r)
+          flat.push_back(rows[r].flatten());
+        return concat(flat);
+      },
+      tile, oneTile);
+}
+
+std::vector<Tensor> rowEntries(const Graph &graph, const Tensor &block,
+                               std::size_t rowLen, std::optional<unsigned> tile,
+                               bool oneTile) {
+  const std::size_t n = block.numElements();
+  if (n == 0 || rowLen == 0)
+    return {};
+  const Tensor flat = block.flatten();
+  const auto &all = flat.runs();
+  // Walks the runs once: row r starts at run `at`, element `off` of it.
+  std::size_t at = 0;
+  std::int64_t off = 0;
+  return mergeRowsCore(
+      graph, block.elementType(), n / rowLen,
+      [&](std::size_t, std::vector<Run> &runs) {
+        for (std::int64_t need = static_cast<std::int64_t>(rowLen); need > 0;) {
+          const Run &r = all[at];
+          const std::int64_t k = std::min(need, r.count - off);
+          runs.push_back(
+              Run{r.var, r.start + off * r.stride, k == 1 ? 1 : r.stride, k});
+          need -= k;
+          off += k;
+          if (off == r.count) {
+            ++at;
+            off = 0;
+          }
+        }
+      },
+      [&](std::size_t a, std::size_t b) {
+        return flat.slice(a * rowLen, b * rowLen);
+      },
+      tile, oneTile);
+}
+
+std::optional<std::vector<unsigned>> memoryOrder(const Tensor &t) {
+  const unsigned rank = t.rank();
+  if (rank < 2 || t.numElements() < 2 || t.isContiguous() ||
+      t.variables().size() != 1)
+    return std::nullopt;
+  // Each dimension's step in memory: where its index 1 lies from index 0.
+  const std::vector<std::size_t> zero(rank, 0);
+  const auto at = [&](const std::vector<std::size_t> &index) {
+    std::vector<std::size_t> end = index;
+    for (std::size_t &e : end)
+      ++e;
+    return t.slice(index, end).runs()[0].start;
+  };
+  const std::int64_t origin = at(zero);
+  std::vector<std::int64_t> step(rank, 0);
+  for (unsigned d = 0; d < rank; ++d)
+    if (t.dim(d) > 1) {
+      std::vector<std::size_t> index = zero;
+      index[d] = 1;
+      step[d] = at(index) - origin;
+    }
+  std::vector<unsigned> order(rank);
+  for (unsigned d = 0; d < rank; ++d)
+    order[d] = d;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](unsigned a, unsigned b) { return step[a] > step[b]; });
+  if (std::is_sorted(order.begin(), order.end()) ||
+      !t.dimShuffle(order).isContiguous())
+    return std::nullopt;
+  return order;
 }
 
 Tensor createLike(Graph &graph, const Tensor &like, Type type,

@@ -7,6 +7,7 @@
 #include "tessera/support/OptionFlags.hpp"
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,6 +72,31 @@ std::vector<MemoryPiece> memoryPieces(const Graph &graph, const Tensor &t);
 
 /// memoryPieces as tensors, for connecting to a vertex list field.
 std::vector<Tensor> memoryPieceTensors(const Graph &graph, const Tensor &t);
+
+/// \p rows (each a row of an operand of a vertex on \p tile, in order) as
+/// fewer list entries: consecutive rows merged into one entry where each
+/// continues the last in memory within one tile interval, so the entry is
+/// still read where it lies, and consecutive rows that lie wholly on other
+/// tiles joined into one entry, which the compiler gathers in one exchange.
+/// Any other row (partly on the tile, or unmapped) stays an entry of its
+/// own. With \p oneTile the caller knows the rows will all live on the
+/// vertex's tile (a variable it maps later), and contiguity alone merges
+/// them. Vertices that take such entries cut them back into rows of a
+/// known length.
+std::vector<Tensor> mergeRows(const Graph &graph,
+                              const std::vector<Tensor> &rows,
+                              std::optional<unsigned> tile, bool oneTile);
+/// mergeRows of the rows of \p rowLen elements that \p block's elements
+/// are, in order, without making a tensor per row.
+std::vector<Tensor> rowEntries(const Graph &graph, const Tensor &block,
+                               std::size_t rowLen, std::optional<unsigned> tile,
+                               bool oneTile);
+
+/// The permutation of \p t's dimensions (for dimShuffle) under which its
+/// elements are consecutive elements of one variable, when \p t is such a
+/// permuted view but not contiguous as it is (a transpose of a contiguous
+/// tensor); nullopt otherwise.
+std::optional<std::vector<unsigned>> memoryOrder(const Tensor &t);
 
 /// graph.clone(type, like) (like's tile mapping, and its order in memory
 /// where it views one whole variable); a new variable mapped linearly when

@@ -9,6 +9,7 @@
 #include "ops/conv/ConvInternal.hpp"
 
 #include "tessera/ops/Conv.hpp"
+#include "tessera/ops/Elementwise.hpp"
 #include "tessera/ops/Reference.hpp"
 #include "tessera/support/Error.hpp"
 
@@ -17,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 using namespace tessera;
@@ -449,6 +451,105 @@ TEST(ConvLayout, CreatedTensorsAreMappedAndGiveTheSameResult) {
   expectClose(r.outputs[0], reference::convolution(p, x, w),
               reference::convolution(p, absolute(x), absolute(w)), FLOAT,
               "created tensors");
+}
+
+// A vertex's input rows that continue each other on its tile, or lie on
+// other tiles, arrive as a few entries (a worker's regions), not one list
+// element per row.
+TEST(ConvLayout, VerticesTakeRowsAsFewEntries) {
+  ConvParams p = makeParams(FLOAT, 2, {2, 2}, {3, 3}, 64, 64);
+  p.paddingLower = p.paddingUpper = {1, 1};
+  Graph g(Target::createIPUTarget(1, "ipu2", {{"tilesPerIPU", "16"}}));
+  addCodelets(g);
+  program::Sequence prog;
+  Tensor a = createInput(g, p, "a");
+  convolution(g, a, createWeights(g, p, "b"), p, false, prog);
+  // Input rows of the tile vertices; output rows of the host kernel's.
+  std::size_t rows = 0, entries = 0, outRows = 0, outEntries = 0;
+  for (const VertexData &v : g.data().vertices) {
+    const std::string &name = v.vertexClass->info.name;
+    const bool host = name == "tessera::ops::ConvPartialHost<float,float>";
+    if (!host && name != "tessera::ops::ConvPartial<float,float>")
+      continue;
+    const auto &geometry = v.fields[3].state;
+    std::vector<int> geo(geometry.size() / sizeof(int));
+    std::memcpy(geo.data(), geometry.data(), geometry.size());
+    if (host) {
+      outRows += std::size_t(geo[conv::gBatch]) * geo[conv::gOutChans] *
+                 geo[conv::gRows];
+      outEntries += v.fields[2].tensors.size();
+      continue;
+    }
+    rows += std::size_t(geo[conv::gBatch]) * geo[conv::gInChans] *
+            geo[conv::gInRows];
+    entries += v.fields[0].tensors.size();
+  }
+  ASSERT_GT(rows, 0u);
+  EXPECT_LE(entries * 8, rows) << entries << " entries for " << rows << " rows";
+  ASSERT_GT(outRows, 0u);
+  EXPECT_LE(outEntries * 2, outRows)
+      << outEntries << " entries for " << outRows << " rows";
+}
+
+// The result of a plan that splits rows and channels lies in memory block
+// by block, so a tile's share is one run: a map over it takes a region or
+// two per tile, not one per output row.
+TEST(ConvLayout, ResultsLieInMemoryBlockByBlock) {
+  ConvParams p = makeParams(FLOAT, 2, {8, 8}, {1, 1}, 256, 256);
+  Graph g(Target::createIPUTarget(1, "ipu2"));
+  addCodelets(g);
+  program::Sequence prog;
+  const auto s = conv::forwardShape(p, FLOAT);
+  const conv::Plan plan =
+      conv::choosePlan(g.getTarget(), s, conv::Pass::Forward, {});
+  ASSERT_GT(plan.rows, 1u);
+  ASSERT_GT(plan.outChans, 1u);
+  Tensor y = convolution(g, createInput(g, p, "x"), createWeights(g, p, "w"), p,
+                         false, prog);
+  const std::size_t before = g.getNumVertices();
+  using namespace expr;
+  map(g, Max(_1, Const(0.0f)), {y}, prog);
+  std::size_t regions = 0, vertices = 0;
+  for (std::size_t v = before; v < g.getNumVertices(); ++v) {
+    const VertexData &vd = g.data().vertices[v];
+    if (g.data().computeSets[vd.computeSet].isHostKernel)
+      continue;
+    ++vertices;
+    regions += vd.fields[2].tensors.size();
+  }
+  ASSERT_GT(vertices, 0u);
+  EXPECT_LE(regions, 2 * vertices)
+      << regions << " regions on " << vertices << " tiles";
+}
+
+// Weights whose plan splits both channel dimensions lie slab by slab, so an
+// update of them (an optimizer's map) takes a region or two per tile.
+TEST(ConvLayout, CreatedWeightsLieInMemorySlabBySlab) {
+  ConvParams p = makeParams(FLOAT, 2, {2, 2}, {3, 3}, 256, 256);
+  p.paddingLower = p.paddingUpper = {1, 1};
+  Graph g(Target::createIPUTarget(1, "ipu2"));
+  addCodelets(g);
+  const auto s = conv::forwardShape(p, FLOAT);
+  const conv::Plan plan =
+      conv::choosePlan(g.getTarget(), s, conv::Pass::Forward, {});
+  ASSERT_GT(plan.inChans, 1u);
+  ASSERT_GT(plan.outChans, 1u);
+  program::Sequence prog;
+  Tensor w = createWeights(g, p, "w");
+  const std::size_t before = g.getNumVertices();
+  using namespace expr;
+  mapInPlace(g, _1 * Const(0.5f), {w}, prog);
+  std::size_t regions = 0, vertices = 0;
+  for (std::size_t v = before; v < g.getNumVertices(); ++v) {
+    const VertexData &vd = g.data().vertices[v];
+    if (g.data().computeSets[vd.computeSet].isHostKernel)
+      continue;
+    ++vertices;
+    regions += vd.fields[2].tensors.size();
+  }
+  ASSERT_GT(vertices, 0u);
+  EXPECT_LE(regions, 2 * vertices)
+      << regions << " regions on " << vertices << " tiles";
 }
 
 TEST(ConvLayout, AddBiasAddsPerChannel) {

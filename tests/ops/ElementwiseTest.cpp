@@ -114,6 +114,38 @@ TEST(ElementwiseMap, InputsLaidOutUnlikeTheOutputAreCopiedAndRegionsJoin) {
     EXPECT_NEAR(r.outputs[0][i], a[i] + b[i], 1e-6);
 }
 
+TEST(ElementwiseMap, TransposedViewsRunInMemoryOrder) {
+  // X [N, H, W, C] seen channels-first as [N, C, H, W]: each element of
+  // the view's rows lies C apart. The map runs in memory order, so each
+  // tile's share is a few regions, not one per element; the result (and
+  // its view) is the same.
+  const std::size_t n = 2, h = 4, w = 4, c = 16, size = n * h * w * c;
+  auto a = spread(size, -2, 2), b = spread(c, 1, 2);
+  std::size_t regions = 0;
+  using namespace expr;
+  RunResult r =
+      runOp(4, {{FLOAT, {n, h, w, c}, a}, {FLOAT, {c}, b}},
+            [&](Graph &g, const auto &in, program::Sequence &p) {
+              const Tensor x = in[0].dimShuffle({0, 3, 1, 2});
+              const std::size_t before = g.getNumVertices();
+              Tensor out = map(g, _1 * _2, {x, in[1].reshape({c, 1, 1})}, p);
+              for (std::size_t v = before; v < g.getNumVertices(); ++v) {
+                const VertexData &vd = g.data().vertices[v];
+                if (g.data().computeSets[vd.computeSet].isHostKernel)
+                  continue;
+                const auto &fields = vd.vertexClass->info.fields;
+                for (std::size_t f = 0; f < fields.size(); ++f)
+                  if (fields[f].name == "out")
+                    regions += vd.fields[f].tensors.size();
+              }
+              return std::vector<Tensor>{out.dimShuffle({0, 2, 3, 1})};
+            });
+  // Rows of the C channels, at most one cut per tile boundary.
+  EXPECT_LE(regions, n * h * w + 4);
+  for (std::size_t i = 0; i < size; ++i)
+    EXPECT_FLOAT_EQ(r.outputs[0][i], float(float(a[i]) * float(b[i % c])));
+}
+
 TEST(ElementwiseMap, BroadcastBiasBringsOneElementPerRegionPart) {
   // x [7, 30] + bias [7, 1] (a bias over channels of NCHW activations) on 4
   // tiles: each tile's rows cross channels, and each part of a row reads its

@@ -355,6 +355,37 @@ TEST(ReducePlan, StridedViewsAndUserMappedOutputs) {
     EXPECT_FLOAT_EQ(r.outputs[1][i], static_cast<float>(maxes[i]));
 }
 
+// Batch-norm statistics of channels-last activations seen channels-first:
+// the plan follows memory, so a tile's elements are a few pieces, not one
+// list element each; the result keeps the view's shape and order (also
+// with several kept dimensions that the memory order permutes).
+TEST(ReducePlan, TransposedViewsArePlannedInMemoryOrder) {
+  const std::size_t n = 2, h = 8, w = 8, c = 32, size = n * h * w * c;
+  const auto x = spread(size, -2.0, 2.0);
+  std::size_t listElements = 0;
+  RunResult r =
+      runOp(4, {{FLOAT, {n, h, w, c}, x}},
+            [&](Graph &g, const auto &t, program::Sequence &p) {
+              const Tensor view = t[0].dimShuffle({0, 3, 1, 2}); // [n, c, h, w]
+              const std::size_t before = g.getNumVertices();
+              Tensor stats = reduce(g, view, {0, 2, 3}, Operation::ADD, p);
+              for (std::size_t v = before; v < g.getNumVertices(); ++v)
+                for (const FieldBinding &b : g.data().vertices[v].fields)
+                  listElements += b.tensors.size();
+              // Kept [c, w] of the view, which memory holds as [w, c].
+              Tensor cw = reduce(g, view, {0, 2}, Operation::ADD, p);
+              return std::vector<Tensor>{stats, cw};
+            });
+  EXPECT_LE(listElements, 4 * 6 * 8u) << "one per element would be " << size;
+  const auto sums = reference::reduce(x, {n, h * w, c}, {0, 1}, Operation::ADD);
+  for (std::size_t i = 0; i < c; ++i)
+    EXPECT_NEAR(r.outputs[0][i], sums[i], 1e-4);
+  const auto cw = reference::reduce(x, {n, h, w, c}, {0, 1}, Operation::ADD);
+  for (std::size_t ci = 0; ci < c; ++ci)
+    for (std::size_t wi = 0; wi < w; ++wi)
+      EXPECT_NEAR(r.outputs[1][ci * w + wi], cw[wi * c + ci], 1e-4);
+}
+
 TEST(ReducePlan, InterleavedMappingsGiveTheSameResults) {
   // Blocks of 5 elements alternate between tiles 0 and 2, so every row has
   // several pieces on each tile.

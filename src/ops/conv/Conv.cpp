@@ -26,6 +26,34 @@ DebugContext nameOr(const DebugContext &dc, const char *name) {
   return dc.name.empty() ? DebugContext(name) : dc;
 }
 
+// Sets each piece in memory order: a tensor laid out block by block has
+// its rows out of memory order, and mapping them in the tensor's order
+// would insert each interval into the middle of the variable's sorted
+// mapping (quadratic in its rows).
+void mapInMemoryOrder(Graph &graph, const Tensor &t, const TileMapping &m) {
+  struct Piece {
+    Run run;
+    unsigned tile;
+  };
+  std::vector<Piece> pieces;
+  const Tensor flat = t.flatten();
+  for (unsigned tile = 0; tile < m.size(); ++tile)
+    for (const Interval &iv : m[tile]) {
+      const Tensor piece = flat.slice(iv.begin(), iv.end());
+      for (const Run &r : piece.runs())
+        pieces.push_back({r, tile});
+    }
+  std::sort(pieces.begin(), pieces.end(), [](const Piece &a, const Piece &b) {
+    return a.run.var != b.run.var ? a.run.var < b.run.var
+                                  : a.run.start < b.run.start;
+  });
+  for (const Piece &p : pieces)
+    graph.setTileMapping(Tensor(t.elementType(),
+                                {static_cast<std::size_t>(p.run.count)},
+                                {p.run}),
+                         p.tile);
+}
+
 void checkTensor(const char *op, const char *what, const Tensor &t,
                  const std::vector<std::size_t> &shape, Type type) {
   if (!t.valid())
@@ -51,6 +79,7 @@ namespace {
 
 using conv::checkTensor;
 using conv::ConvShape;
+using conv::mapInMemoryOrder;
 using conv::nameOr;
 using conv::Pass;
 using conv::pieceOf;
@@ -132,10 +161,11 @@ public:
 
   /// Forward: \p acts [N, G*Cin, H, W], \p weights [G, Cout, Cin, kH, kW]
   /// (any view; when \p flipped, [G, Cin, Cout, kH, kW] to transpose and
-  /// flip), \p out [N, G*Cout, H', W']. Returns the mapping the plan wants
-  /// for \p out, when out is a fresh variable.
-  TileMapping forward(const Tensor &acts, const Tensor &weights, bool flipped,
-                      const Tensor &out, program::Sequence &prog) {
+  /// flip), \p out [N, G*Cout, H', W'], which when \p outFresh is a fresh
+  /// variable that the plan maps.
+  void forward(const Tensor &acts, const Tensor &weights, bool flipped,
+               const Tensor &out, bool outFresh, program::Sequence &prog) {
+    outFresh_ = outFresh;
     const Tensor w = forwardWeights(weights, flipped);
     for (unsigned gp = 0; gp < plan_.groups; ++gp)
       for (unsigned nb = 0; nb < plan_.batch; ++nb)
@@ -145,16 +175,18 @@ public:
             for (std::size_t g = gr.begin; g < gr.end; ++g)
               forwardBlock(acts, w, out, g, {gp, nb, cb, hb, 0});
           }
+    // Mapped before the host kernel, whose row lists merge by the mapping.
+    if (outFresh)
+      mapInMemoryOrder(graph_, out, mapping_);
     if (plan_.outChans > 1)
       addForwardHostKernel(acts, weights, flipped);
     finish(prog);
-    return std::move(mapping_);
   }
 
   /// Weight gradient: \p deltas [N, G*Cout, H', W'], \p acts, \p dw
-  /// [G, Cout, Cin, kH, kW].
-  TileMapping weightGrad(const Tensor &deltas, const Tensor &acts,
-                         const Tensor &dw, program::Sequence &prog) {
+  /// [G, Cout, Cin, kH, kW], a fresh variable that the plan maps.
+  void weightGrad(const Tensor &deltas, const Tensor &acts, const Tensor &dw,
+                  program::Sequence &prog) {
     for (unsigned gp = 0; gp < plan_.groups; ++gp)
       for (unsigned cb = 0; cb < plan_.outChans; ++cb)
         for (unsigned ib = 0; ib < plan_.inChans; ++ib) {
@@ -162,10 +194,10 @@ public:
           for (std::size_t g = gr.begin; g < gr.end; ++g)
             weightGradBlock(deltas, acts, dw, g, {gp, 0, cb, 0, ib});
         }
+    mapInMemoryOrder(graph_, dw, mapping_);
     if (plan_.outChans * plan_.inChans > 1)
       addWeightGradHostKernel(deltas, acts);
     finish(prog);
-    return std::move(mapping_);
   }
 
 private:
@@ -207,18 +239,20 @@ private:
     const Range hr = pieceOf(s_.outH, plan_.rows, u.h);
     const Range ir = connectedRows(s_, hr);
     const std::size_t rowsPerBlock = nr.size() * cr.size() * hr.size();
-    std::vector<Tensor> outRows;
+    const std::size_t c0 = g * s_.outChans, ci0 = g * s_.inChans;
+    // The block's output rows [n][co][oh], each outW long, in that order;
+    // a tensor per row only for a host kernel, which lists them.
+    const Tensor outBlock = out.slice({nr.begin, c0 + cr.begin, hr.begin, 0},
+                                      {nr.end, c0 + cr.end, hr.end, s_.outW})
+                                .flatten();
+    const bool host = plan_.outChans > 1;
     std::vector<std::size_t> outStart; // flat index of each row in out
     for (std::size_t n = nr.begin; n < nr.end; ++n)
-      for (std::size_t co = cr.begin; co < cr.end; ++co) {
-        const std::size_t c = g * s_.outChans + co;
-        const Tensor plane = out.index({n, c});
-        for (std::size_t oh = hr.begin; oh < hr.end; ++oh) {
-          outRows.push_back(plane[oh]);
+      for (std::size_t co = cr.begin; co < cr.end; ++co)
+        for (std::size_t oh = hr.begin; oh < hr.end; ++oh)
           outStart.push_back(
-              ((n * s_.groups * s_.outChans + c) * s_.outH + oh) * s_.outW);
-        }
-      }
+              ((n * s_.groups * s_.outChans + c0 + co) * s_.outH + oh) *
+              s_.outW);
     const std::string cls =
         templateName("tessera::ops::ConvPartial", {s_.inType, resultType()});
     std::vector<Tensor> parts;
@@ -227,32 +261,36 @@ private:
       const unsigned tile = tileOf(u);
       const Range cir = pieceOf(s_.inChans, plan_.inChans, ib);
       VertexRef v = graph_.addVertex(cs_, cls);
-      std::vector<Tensor> in, ws, dst;
-      // Row by row: a row that lives on one tile is then read in place.
-      for (std::size_t n = nr.begin; n < nr.end; ++n)
-        for (std::size_t ci = cir.begin; ci < cir.end; ++ci) {
-          const Tensor plane = acts.index({n, g * s_.inChans + ci});
-          for (std::size_t r = ir.begin; r < ir.end; ++r)
-            in.push_back(plane[r]);
-        }
-      for (std::size_t co = cr.begin; co < cr.end; ++co)
-        ws.push_back(w.index({g, co}).slice(cir.begin, cir.end, 0).flatten());
-      if (parts_ > 1) {
+      // Rows that continue each other on one tile are one entry (the vertex
+      // cuts entries back into rows): a worker's list of regions rather
+      // than a list element per row, as PopLibs' vertices take them.
+      connect(v, "in",
+              rowEntries(graph_,
+                         acts.slice({nr.begin, ci0 + cir.begin, ir.begin, 0},
+                                    {nr.end, ci0 + cir.end, ir.end, s_.inW}),
+                         s_.inW, tile, false));
+      connect(v, "weights",
+              rowEntries(graph_,
+                         w.slice({g, cr.begin, cir.begin, 0, 0},
+                                 {g + 1, cr.end, cir.end, s_.kH, s_.kW}),
+                         cir.size() * s_.kH * s_.kW, tile, false));
+      if (parts_ > 1)
         parts.push_back(partials(rowsPerBlock * s_.outW, tile));
-        for (std::size_t r = 0; r < rowsPerBlock; ++r)
-          dst.push_back(parts.back().slice(r * s_.outW, (r + 1) * s_.outW));
-      }
-      connect(v, "in", in);
-      connect(v, "weights", ws);
-      connect(v, "out", parts_ > 1 ? dst : outRows);
-      std::vector<Tensor> &entries =
-          hostEntries(g, (u.n * plan_.rows + u.h) * plan_.inChans + ib,
-                      nr.size() * s_.outChans * hr.size());
-      for (std::size_t r = 0; r < rowsPerBlock; ++r) {
-        const std::size_t oh = r % hr.size(), co = r / hr.size() % cr.size(),
-                          n = r / (hr.size() * cr.size());
-        entries[(n * s_.outChans + cr.begin + co) * hr.size() + oh] =
-            parts_ > 1 ? dst[r] : outRows[r];
+      connect(v, "out",
+              parts_ > 1
+                  ? std::vector<Tensor>{parts.back()}
+                  : rowEntries(graph_, outBlock, s_.outW, tile, outFresh_));
+      if (host) {
+        std::vector<Tensor> &entries =
+            hostEntries(g, (u.n * plan_.rows + u.h) * plan_.inChans + ib,
+                        nr.size() * s_.outChans * hr.size());
+        const Tensor &rows = parts_ > 1 ? parts.back() : outBlock;
+        for (std::size_t r = 0; r < rowsPerBlock; ++r) {
+          const std::size_t oh = r % hr.size(), co = r / hr.size() % cr.size(),
+                            n = r / (hr.size() * cr.size());
+          entries[(n * s_.outChans + cr.begin + co) * hr.size() + oh] =
+              rows.slice(r * s_.outW, (r + 1) * s_.outW);
+        }
       }
       graph_.setInitialValue(v["geometry"], geometry(s_, cir.size(), cr.size(),
                                                      nr.size(), hr, ir));
@@ -273,10 +311,10 @@ private:
       for (std::size_t r = er.begin; r < er.end; ++r)
         addInterval(mapping_, tile, outStart[r], outStart[r] + s_.outW);
       if (parts_ > 1)
-        reduce(parts, outRows, er, s_.outW, tile);
+        reduce(parts, outBlock, er, s_.outW, tile);
     }
     if (parts_ > 1)
-      reduceOnHost(parts, outRows, s_.outW);
+      reduceOnHost(parts, outBlock, s_.outW);
   }
 
   void weightGradBlock(const Tensor &deltas, const Tensor &acts,
@@ -284,14 +322,16 @@ private:
     const Range cr = pieceOf(s_.outChans, plan_.outChans, u.co);
     const Range cir = pieceOf(s_.inChans, plan_.inChans, u.ci);
     const std::size_t kElems = cir.size() * s_.kH * s_.kW;
-    std::vector<Tensor> outRows;
+    const std::size_t c0 = g * s_.outChans, ci0 = g * s_.inChans;
+    // The block's rows of dW, one per output channel (kElems each).
+    const Tensor outBlock = dw.slice({g, cr.begin, cir.begin, 0, 0},
+                                     {g + 1, cr.end, cir.end, s_.kH, s_.kW})
+                                .flatten();
+    const bool host = plan_.outChans * plan_.inChans > 1;
     std::vector<std::size_t> outStart;
-    for (std::size_t co = cr.begin; co < cr.end; ++co) {
-      outRows.push_back(
-          dw.index({g, co}).slice(cir.begin, cir.end, 0).flatten());
+    for (std::size_t co = cr.begin; co < cr.end; ++co)
       outStart.push_back(((g * s_.outChans + co) * s_.inChans + cir.begin) *
                          s_.kH * s_.kW);
-    }
     const std::string cls =
         templateName("tessera::ops::ConvWeightGrad", {s_.inType, resultType()});
     std::vector<Tensor> parts;
@@ -304,30 +344,28 @@ private:
         const Range hr = pieceOf(s_.outH, plan_.rows, hb);
         const Range ir = connectedRows(s_, hr);
         VertexRef v = graph_.addVertex(cs_, cls);
-        std::vector<Tensor> dl, in, dst;
-        for (std::size_t n = nr.begin; n < nr.end; ++n) {
-          for (std::size_t co = cr.begin; co < cr.end; ++co)
-            dl.push_back(deltas.index({n, g * s_.outChans + co})
-                             .slice(hr.begin, hr.end, 0)
-                             .flatten());
-          for (std::size_t ci = cir.begin; ci < cir.end; ++ci)
-            in.push_back(acts.index({n, g * s_.inChans + ci})
-                             .slice(ir.begin, ir.end, 0)
-                             .flatten());
-        }
-        if (parts_ > 1) {
+        // Entries of whole (batch, channel) blocks, merged as rows are.
+        connect(v, "deltas",
+                rowEntries(graph_,
+                           deltas.slice({nr.begin, c0 + cr.begin, hr.begin, 0},
+                                        {nr.end, c0 + cr.end, hr.end, s_.outW}),
+                           hr.size() * s_.outW, tile, false));
+        connect(v, "acts",
+                rowEntries(graph_,
+                           acts.slice({nr.begin, ci0 + cir.begin, ir.begin, 0},
+                                      {nr.end, ci0 + cir.end, ir.end, s_.inW}),
+                           ir.size() * s_.inW, tile, false));
+        if (parts_ > 1)
           parts.push_back(partials(cr.size() * kElems, tile));
+        const Tensor &rows = parts_ > 1 ? parts.back() : outBlock;
+        connect(v, "out", rowEntries(graph_, rows, kElems, tile, true));
+        if (host) {
+          std::vector<Tensor> &entries =
+              hostEntries(g, nb * plan_.rows + hb, s_.outChans * plan_.inChans);
           for (std::size_t c = 0; c < cr.size(); ++c)
-            dst.push_back(parts.back().slice(c * kElems, (c + 1) * kElems));
+            entries[(cr.begin + c) * plan_.inChans + u.ci] =
+                rows.slice(c * kElems, (c + 1) * kElems);
         }
-        connect(v, "deltas", dl);
-        connect(v, "acts", in);
-        connect(v, "out", parts_ > 1 ? dst : outRows);
-        std::vector<Tensor> &entries =
-            hostEntries(g, nb * plan_.rows + hb, s_.outChans * plan_.inChans);
-        for (std::size_t c = 0; c < cr.size(); ++c)
-          entries[(cr.begin + c) * plan_.inChans + u.ci] =
-              parts_ > 1 ? dst[c] : outRows[c];
         graph_.setInitialValue(
             v["geometry"],
             geometry(s_, cir.size(), cr.size(), nr.size(), hr, ir));
@@ -347,10 +385,10 @@ private:
       for (std::size_t r = er.begin; r < er.end; ++r)
         addInterval(mapping_, tile, outStart[r], outStart[r] + kElems);
       if (parts_ > 1)
-        reduce(parts, outRows, er, kElems, tile);
+        reduce(parts, outBlock, er, kElems, tile);
     }
     if (parts_ > 1)
-      reduceOnHost(parts, outRows, kElems);
+      reduceOnHost(parts, outBlock, kElems);
   }
 
   // The pieces a host kernel vertex covers, per group: batch-and-rows
@@ -436,7 +474,9 @@ private:
                                        nr.size() * hr.size() * s_.outW);
           graph_.connect(v["in"], memoryPieceTensors(graph_, in.flatten()));
           graph_.connect(v["weights"], memoryPieceTensors(graph_, w.flatten()));
-          connect(v, "out", out);
+          // Rows that continue each other in one tile interval are one
+          // entry; the vertex cuts them back into rows.
+          connect(v, "out", mergeRows(graph_, out, std::nullopt, false));
           graph_.setInitialValue(
               v["geometry"],
               geometry(s_, cir.size(), cb.size(), nr.size(), hr, ir));
@@ -476,10 +516,13 @@ private:
                                        nr.size() * hr.size() * s_.outW);
           graph_.connect(v["deltas"], memoryPieceTensors(graph_, dl.flatten()));
           graph_.connect(v["acts"], memoryPieceTensors(graph_, in.flatten()));
-          connect(
-              v, "out",
-              std::vector<Tensor>(entries.begin() + cb.begin * plan_.inChans,
-                                  entries.begin() + cb.end * plan_.inChans));
+          // Piece by piece, channel by channel: a tile's rows of one piece
+          // then follow each other in memory and merge into one entry.
+          std::vector<Tensor> out;
+          for (unsigned p = 0; p < plan_.inChans; ++p)
+            for (std::size_t co = cb.begin; co < cb.end; ++co)
+              out.push_back(entries[co * plan_.inChans + p]);
+          connect(v, "out", mergeRows(graph_, out, std::nullopt, false));
           graph_.setInitialValue(
               v["geometry"],
               geometry(s_, s_.inChans, cb.size(), nr.size(), hr, ir));
@@ -498,27 +541,28 @@ private:
   // block sums the block's whole partials into all its rows, each element
   // in the tiles' order, instead of each of the block's tiles gathering its
   // share of every partial first.
-  void reduceOnHost(const std::vector<Tensor> &parts,
-                    const std::vector<Tensor> &outRows, std::size_t rowElems) {
+  void reduceOnHost(const std::vector<Tensor> &parts, const Tensor &outBlock,
+                    std::size_t rowElems) {
     VertexRef v = hostVertex(reduceHostCs_, reduceClass(),
-                             parts.size() * outRows.size() * rowElems);
+                             parts.size() * outBlock.numElements());
     connect(v, "partials", parts);
-    connect(v, "out", outRows);
+    connect(v, "out",
+            rowEntries(graph_, outBlock, rowElems, std::nullopt, false));
   }
 
   // One ConvReduce vertex on \p tile summing rows \p er (each \p rowElems
-  // long) of every partial block into \p outRows.
-  void reduce(const std::vector<Tensor> &parts,
-              const std::vector<Tensor> &outRows, Range er,
-              std::size_t rowElems, unsigned tile) {
+  // long) of every partial block into those rows of \p outBlock.
+  void reduce(const std::vector<Tensor> &parts, const Tensor &outBlock,
+              Range er, std::size_t rowElems, unsigned tile) {
     VertexRef v = graph_.addVertex(reduceCs_, reduceClass());
-    std::vector<Tensor> in, dst;
+    std::vector<Tensor> in;
     for (const Tensor &p : parts)
       in.push_back(p.slice(er.begin * rowElems, er.end * rowElems));
-    for (std::size_t r = er.begin; r < er.end; ++r)
-      dst.push_back(outRows[r]);
-    connect(v, "partials", in);
-    connect(v, "out", dst);
+    connect(v, "partials", mergeRows(graph_, in, tile, false));
+    connect(v, "out",
+            rowEntries(graph_,
+                       outBlock.slice(er.begin * rowElems, er.end * rowElems),
+                       rowElems, tile, outFresh_));
     graph_.setTileMapping(v, tile);
   }
 
@@ -538,23 +582,91 @@ private:
   unsigned parts_;
   TileMapping mapping_;
   ComputeSet cs_, reduceCs_, reduceHostCs_;
+  /// Whether the result is a fresh variable mapped as mapping_ says (always
+  /// for a weight gradient), so its rows on one tile may be merged before
+  /// it is mapped.
+  bool outFresh_ = true;
   /// hostEntries' lists, by group and piece.
   std::vector<std::vector<Tensor>> hostEntries_;
 };
 
+// Blocks [begin, end) of \p v assembled into the tensor of \p shape whose
+// leading dimensions are cut into \p pieces (see blockedVariable).
+Tensor assembleBlocks(const Tensor &v, std::size_t &offset,
+                      const std::vector<std::size_t> &shape,
+                      const std::vector<unsigned> &pieces, unsigned dim,
+                      std::vector<std::size_t> &blockShape) {
+  if (dim == pieces.size()) {
+    std::size_t size = 1;
+    for (std::size_t d : blockShape)
+      size *= d;
+    offset += size;
+    return v.slice(offset - size, offset).reshape(blockShape);
+  }
+  std::vector<Tensor> parts;
+  for (unsigned i = 0; i < pieces[dim]; ++i) {
+    blockShape[dim] = pieceOf(shape[dim], pieces[dim], i).size();
+    if (blockShape[dim])
+      parts.push_back(
+          assembleBlocks(v, offset, shape, pieces, dim + 1, blockShape));
+  }
+  blockShape[dim] = shape[dim];
+  return parts.size() == 1 ? parts[0] : concat(parts, dim);
+}
+
+// A fresh result whose memory holds a plan's blocks one after another:
+// dimension d < pieces.size() of \p shape cut into pieces[d] pieces, the
+// blocks in order of their piece indices, each block row-major. The plan
+// puts each block (or each share of one) on a tile, so a tile's elements
+// are one run of memory, and the maps, reductions and convolutions that
+// read them get a region per tile rather than one per row. A row-major
+// variable when that is already so.
+Tensor blockedVariable(Graph &graph, Type type,
+                       const std::vector<std::size_t> &shape,
+                       const std::vector<unsigned> &pieces,
+                       const DebugContext &dc) {
+  Tensor v = graph.addVariable(type, shape, dc);
+  std::size_t cut = 0; // pieced dimensions up to the last cut one
+  for (std::size_t d = 0; d < pieces.size(); ++d)
+    if (pieces[d] > 1)
+      cut = d + 1;
+  std::size_t firstCut = cut;
+  for (std::size_t d = 0; d < cut; ++d)
+    if (pieces[d] > 1) {
+      firstCut = d;
+      break;
+    }
+  if (cut == 0 || firstCut + 1 == cut)
+    return v; // blocks already follow each other in row-major order
+  std::size_t offset = 0;
+  std::vector<std::size_t> blockShape = shape;
+  return assembleBlocks(
+      v.flatten(), offset, shape,
+      std::vector<unsigned>(pieces.begin(), pieces.begin() + cut), 0,
+      blockShape);
+}
+
 // Convolves \p in with \p w (transposed and flipped first when
-// \p transposeAndFlip) into \p out, mapping out as the plan wants when
-// \p mapOut.
-void convolveInto(Graph &graph, const ConvShape &s, const Tensor &in,
-                  const Tensor &w, bool transposeAndFlip, const Tensor &out,
-                  bool mapOut, program::Sequence &prog, const DebugContext &dc,
-                  const conv::ConvOptions &options) {
+// \p transposeAndFlip) into \p out, or, when \p out is not valid, into a
+// fresh tensor of \p type laid out and mapped as the plan wants, which it
+// returns.
+Tensor convolveInto(Graph &graph, const ConvShape &s, const Tensor &in,
+                    const Tensor &w, bool transposeAndFlip, Tensor out,
+                    Type type, const std::vector<std::size_t> &shape,
+                    program::Sequence &prog, const DebugContext &dc,
+                    const conv::ConvOptions &options) {
   const Plan plan =
       conv::choosePlan(graph.getTarget(), s, Pass::Forward, options);
+  const bool fresh = !out.valid();
+  if (fresh)
+    out = s.groups == 1
+              ? blockedVariable(graph, type, shape,
+                                {plan.batch, plan.outChans, plan.rows},
+                                DebugContext(dc, "out"))
+              : graph.addVariable(type, shape, DebugContext(dc, "out"));
   ConvBuilder b(graph, s, Pass::Forward, plan, dc);
-  TileMapping m = b.forward(in, w, transposeAndFlip, out, prog);
-  if (mapOut)
-    graph.setTileMapping(out, m);
+  b.forward(in, w, transposeAndFlip, out, fresh, prog);
+  return out;
 }
 
 } // namespace
@@ -674,10 +786,19 @@ Tensor createWeights(Graph &graph, const ConvParams &params,
   params.validate();
   const auto o = conv::ConvOptions::parse(options);
   const ConvShape s = conv::forwardShape(params, o.partialsType);
-  Tensor t = graph.addVariable(params.inputType, params.getWeightsShape(),
-                               nameOr(dc, "weights"));
-  conv::mapWeights(graph, t, s,
-                   conv::choosePlan(graph.getTarget(), s, Pass::Forward, o));
+  const Plan plan = conv::choosePlan(graph.getTarget(), s, Pass::Forward, o);
+  const std::vector<std::size_t> shape = params.getWeightsShape();
+  // Slab by slab (output- x input-channel piece) in memory, so that the
+  // share of a slab each tile holds is one run.
+  Tensor t =
+      s.groups == 1
+          ? blockedVariable(graph, params.inputType,
+                            {shape[1], shape[2], shape[3] * shape[4]},
+                            {plan.outChans, plan.inChans},
+                            nameOr(dc, "weights"))
+                .reshape(shape)
+          : graph.addVariable(params.inputType, shape, nameOr(dc, "weights"));
+  conv::mapWeights(graph, t, s, plan);
   return t;
 }
 
@@ -698,7 +819,8 @@ void convolutionWithOutput(Graph &graph, const Tensor &in,
   checkTensor("convolution", "the output", out, params.getOutputShape(),
               params.outputType);
   const ConvShape s = conv::forwardShape(params, o.partialsType);
-  convolveInto(graph, s, in, weights, transposeAndFlipWeights, out, false, prog,
+  convolveInto(graph, s, in, weights, transposeAndFlipWeights, out,
+               params.outputType, params.getOutputShape(), prog,
                nameOr(dc, "convolution"), o);
 }
 
@@ -715,12 +837,10 @@ Tensor convolution(Graph &graph, const Tensor &in, const Tensor &weights,
     std::swap(wShape[1], wShape[2]);
   checkTensor("convolution", "the weights", weights, wShape, params.inputType);
   const DebugContext name = nameOr(dc, "convolution");
-  Tensor out = graph.addVariable(params.outputType, params.getOutputShape(),
-                                 DebugContext(name, "out"));
   const ConvShape s = conv::forwardShape(params, o.partialsType);
-  convolveInto(graph, s, in, weights, transposeAndFlipWeights, out, true, prog,
-               name, o);
-  return out;
+  return convolveInto(graph, s, in, weights, transposeAndFlipWeights, Tensor(),
+                      params.outputType, params.getOutputShape(), prog, name,
+                      o);
 }
 
 Tensor convolutionInputGradient(Graph &graph, const Tensor &zDeltas,
@@ -736,11 +856,10 @@ Tensor convolutionInputGradient(Graph &graph, const Tensor &zDeltas,
   checkTensor(op, "the weights", weights, fwdParams.getWeightsShape(),
               fwdParams.inputType);
   const DebugContext name = nameOr(dc, op);
-  Tensor out = graph.addVariable(fwdParams.inputType, fwdParams.getInputShape(),
-                                 DebugContext(name, "out"));
   const ConvShape s = conv::inputGradientShape(fwdParams, o.partialsType);
-  convolveInto(graph, s, zDeltas, weights, true, out, true, prog, name, o);
-  return out;
+  return convolveInto(graph, s, zDeltas, weights, true, Tensor(),
+                      fwdParams.inputType, fwdParams.getInputShape(), prog,
+                      name, o);
 }
 
 Tensor convolutionWeightGradient(Graph &graph, const Tensor &zDeltas,
@@ -757,13 +876,19 @@ Tensor convolutionWeightGradient(Graph &graph, const Tensor &zDeltas,
   checkTensor(op, "the activations", activations, fwdParams.getInputShape(),
               fwdParams.inputType);
   const DebugContext name = nameOr(dc, op);
-  Tensor dw =
-      graph.addVariable(fwdParams.inputType, fwdParams.getWeightsShape(),
-                        DebugContext(name, "out"));
   const ConvShape s = conv::forwardShape(fwdParams, o.partialsType);
   const Plan plan = conv::choosePlan(graph.getTarget(), s, Pass::WeightGrad, o);
+  const std::vector<std::size_t> shape = fwdParams.getWeightsShape();
+  const Tensor dw =
+      s.groups == 1 ? blockedVariable(graph, fwdParams.inputType,
+                                      {shape[1], shape[2], shape[3] * shape[4]},
+                                      {plan.outChans, plan.inChans},
+                                      DebugContext(name, "out"))
+                          .reshape(shape)
+                    : graph.addVariable(fwdParams.inputType, shape,
+                                        DebugContext(name, "out"));
   ConvBuilder b(graph, s, Pass::WeightGrad, plan, name);
-  graph.setTileMapping(dw, b.weightGrad(zDeltas, activations, dw, prog));
+  b.weightGrad(zDeltas, activations, dw, prog);
   return dw;
 }
 

@@ -236,6 +236,10 @@ void mapInput(Graph &graph, const Tensor &t, const ConvShape &s,
 void mapWeights(Graph &graph, const Tensor &t, const ConvShape &s,
                 const Plan &plan);
 
+/// graph.setTileMapping(t, m), setting the variables' intervals in the
+/// order they lie in memory (fast for views laid out block by block).
+void mapInMemoryOrder(Graph &graph, const Tensor &t, const TileMapping &m);
+
 /// \p dc, or \p name when \p dc has no name.
 DebugContext nameOr(const DebugContext &dc, const char *name);
 

@@ -371,7 +371,7 @@ void mapWeights(Graph &graph, const Tensor &t, const ConvShape &s,
                           ib);
         });
       }
-  graph.setTileMapping(t, m);
+  mapInMemoryOrder(graph, t, m);
 }
 
 } // namespace tessera::ops::conv

@@ -28,6 +28,7 @@
 
 #include "tessera/Vertex.hpp"
 
+#include <type_traits>
 #include <vector>
 
 namespace tessera::ops {
@@ -50,6 +51,37 @@ template <typename T> T *sized(std::vector<T> &v, std::size_t n) {
   if (v.size() < n)
     v.resize(n);
   return v.data();
+}
+
+/// One row of an entry of whole rows, read as the vertices read their
+/// fields.
+template <typename T> struct RowRef {
+  T *p;
+  std::size_t n;
+  T *data() const { return p; }
+  std::size_t size() const { return n; }
+};
+template <typename List>
+using EntryElem =
+    std::remove_pointer_t<decltype(std::declval<const List &>()[0].data())>;
+
+/// The rows of \p rowLen elements that \p entries hold one after another
+/// (each entry a whole number of rows: the ops merge rows that continue
+/// each other on one tile into one entry), in thread-local table Slot; null
+/// when an entry is not a whole number of rows.
+template <int Slot, typename List>
+const std::vector<RowRef<EntryElem<List>>> *rowsOf(const List &entries,
+                                                   std::size_t rowLen) {
+  thread_local std::vector<RowRef<EntryElem<List>>> rows;
+  rows.clear();
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const std::size_t n = entries[i].size();
+    if (rowLen == 0 || n % rowLen != 0)
+      return nullptr;
+    for (std::size_t k = 0; k < n; k += rowLen)
+      rows.push_back({entries[i].data() + k, rowLen});
+  }
+  return &rows;
 }
 
 /// Fills xp[c][r][x] (as float) with padded rows [rA, rB), padded columns
@@ -364,10 +396,14 @@ private:
 
 template <typename InT, typename OutT> class ConvPartial : public MultiVertex {
 public:
-  /// One entry per input row: [batch][inChans][inRows], each inW long, so
-  /// each lies on one tile and can be read where it lives.
+  /// Input rows [batch][inChans][inRows], each inW long, one after another
+  /// in entries of whole rows, each lying on one tile so that it can be
+  /// read where it lives.
   Vector<Input<Vector<InT>>> in;
+  /// Rows of inChans x kH x kW per output channel, in entries of whole rows.
   Vector<Input<Vector<InT>>> weights;
+  /// Output rows [batch][outChans][rows], each outW long, in entries of
+  /// whole rows.
   Vector<Output<Vector<OutT>>> out;
   Vector<int> geometry;
 
@@ -380,7 +416,14 @@ public:
     // shares the items between six workers, as the IPU does.
     if (worker != 0)
       return true;
-    return fwd::Forward(geometry.data(), in, weights, out).run();
+    const int *g = geometry.data();
+    const auto *inRows = rowsOf<0>(in, static_cast<std::size_t>(g[gInW]));
+    const auto *wRows = rowsOf<1>(
+        weights, static_cast<std::size_t>(g[gInChans]) * g[gKH] * g[gKW]);
+    const auto *outRows = rowsOf<2>(out, static_cast<std::size_t>(g[gOutW]));
+    if (!inRows || !wRows || !outRows)
+      return false;
+    return fwd::Forward(g, *inRows, *wRows, *outRows).run();
   }
 };
 
@@ -392,7 +435,8 @@ public:
 /// piece's input rows [n][ci][inRows x inW]; weights, pieces whose
 /// concatenation is the band's weights [co][ci][kH x kW] or, when flipped,
 /// the weights they are transposed and flipped from, [ci][co][kH x kW] with
-/// each kernel reversed; out, the output rows [n][co][rows] as ConvPartial's.
+/// each kernel reversed; out, the output rows [n][co][rows] in entries of
+/// whole rows, as ConvPartial's.
 template <typename InT, typename OutT> class ConvPartialHost : public Vertex {
 public:
   Input<VectorList<InT>> in;
@@ -423,8 +467,11 @@ public:
     } else {
       w = raw;
     }
+    const auto *outRows = rowsOf<2>(out, static_cast<std::size_t>(g[gOutW]));
+    if (!outRows)
+      return false;
     return fwd::Forward(g, denseEntries(rows, x, batch * cin * inRows, rowSize),
-                        denseEntries(ws, w, cout, cin * kHW), out)
+                        denseEntries(ws, w, cout, cin * kHW), *outRows)
         .run();
   }
 };
@@ -545,11 +592,12 @@ void store(const float *ct, std::size_t cout, std::size_t co, std::size_t k0,
 template <typename InT, typename OutT>
 class ConvWeightGrad : public MultiVertex {
 public:
-  /// Per (batch, output channel): output rows x outW.
+  /// Per (batch, output channel): output rows x outW; entries hold whole
+  /// such blocks one after another.
   Vector<Input<Vector<InT>>> deltas;
-  /// Per (batch, input channel): inRows x inW.
+  /// Per (batch, input channel): inRows x inW, in entries as deltas.
   Vector<Input<Vector<InT>>> acts;
-  /// Per output channel: inChans x kH x kW.
+  /// Per output channel: inChans x kH x kW, in entries as deltas.
   Vector<Output<Vector<OutT>>> out;
   Vector<int> geometry;
 
@@ -568,10 +616,17 @@ public:
         static_cast<std::size_t>(g[gInChans]) * g[gKH] * g[gKW];
     if (kElems == 0)
       return true;
+    const auto *dl =
+        rowsOf<0>(deltas, static_cast<std::size_t>(g[gRows]) * g[gOutW]);
+    const auto *ac =
+        rowsOf<1>(acts, static_cast<std::size_t>(g[gInRows]) * g[gInW]);
+    const auto *o = rowsOf<2>(out, kElems);
+    if (!dl || !ac || !o || o->size() != cout)
+      return false;
     float *ct = sized(scratch().ct, kElems * cout);
-    wgrad::sums(g, deltas, acts, ct);
+    wgrad::sums(g, *dl, *ac, ct);
     for (std::size_t co = 0; co < cout; ++co)
-      wgrad::store(ct, cout, co, 0, kElems, out[co].data());
+      wgrad::store(ct, cout, co, 0, kElems, (*o)[co].data());
     return true;
   }
 };
@@ -582,8 +637,9 @@ public:
 /// writes exactly the bytes of the tile vertices it stands for, in a few
 /// large blocks instead of many small ones. deltas and acts list pieces
 /// whose concatenations are the piece's deltas [n][co][rows x outW] and
-/// activation rows [n][ci][inRows x inW]; out lists the tiles' entries
-/// channel by channel, each channel's ciParts input-channel pieces in turn.
+/// activation rows [n][ci][inRows x inW]; out holds the tiles' rows piece
+/// by piece (ciParts input-channel pieces), channel by channel, in entries
+/// of whole rows.
 template <typename InT, typename OutT>
 class ConvWeightGradHost : public Vertex {
 public:
@@ -599,7 +655,7 @@ public:
                       kHW = std::size_t(g[gKH]) * g[gKW];
     const std::size_t dEntry = std::size_t(g[gRows]) * g[gOutW],
                       aEntry = std::size_t(g[gInRows]) * g[gInW];
-    if (ciParts == 0 || out.size() != cout * ciParts)
+    if (ciParts == 0)
       return false;
     thread_local std::vector<float> dense;
     thread_local std::vector<DenseEntry> dl, ac;
@@ -611,39 +667,59 @@ public:
     float *ct = sized(scratch().ct, cin * kHW * cout);
     wgrad::sums(g, denseEntries(dl, d, batch * cout, dEntry),
                 denseEntries(ac, a, batch * cin, aEntry), ct);
-    for (std::size_t co = 0; co < cout; ++co)
-      for (unsigned p = 0; p < ciParts; ++p) {
-        const Range cr = pieceOf(cin, ciParts, p);
-        OutT *o = out[co * ciParts + p].data();
-        if (out[co * ciParts + p].size() != cr.size() * kHW)
+    // Rows piece by piece, channel by channel, in entries of whole rows.
+    std::size_t e = 0, off = 0;
+    for (unsigned p = 0; p < ciParts; ++p) {
+      const Range cr = pieceOf(cin, ciParts, p);
+      const std::size_t len = cr.size() * kHW;
+      for (std::size_t co = 0; co < cout && len; ++co) {
+        while (e < out.size() && out[e].size() == 0)
+          ++e;
+        if (e == out.size() || off + len > out[e].size())
           return false;
-        wgrad::store(ct, cout, co, cr.begin * kHW, cr.size() * kHW, o);
+        wgrad::store(ct, cout, co, cr.begin * kHW, len, out[e].data() + off);
+        if ((off += len) == out[e].size()) {
+          ++e;
+          off = 0;
+        }
       }
+    }
     return true;
   }
 };
 
-/// Sums partial blocks: out (entries of equal size, in order) = sum over
-/// parts of partials[part] (each as long as all out entries together).
+/// Sums partial blocks: out (entries of any size, in order) = sum over
+/// parts of the partial blocks, each as long as all out entries together,
+/// which partials holds one after another in entries of whole blocks.
 template <typename PT, typename OutT> class ConvReduce : public MultiVertex {
 public:
   Vector<Input<Vector<PT>>> partials;
   Vector<Output<Vector<OutT>>> out;
 
   bool compute(unsigned worker) {
-    if (out.size() == 0)
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < out.size(); ++i)
+      total += out[i].size();
+    // Each part is total long; the ops join parts on other tiles into one
+    // entry.
+    const auto *parts = rowsOf<0>(partials, total);
+    if (total == 0)
       return true;
-    const std::size_t e = out[0].size(), total = e * out.size();
+    if (!parts)
+      return false;
     const std::size_t b = total * worker / kWorkers,
                       end = total * (worker + 1) / kWorkers;
     constexpr std::size_t kChunk = 512;
     alignas(32) float acc[kChunk];
+    std::size_t entry = 0, entryBegin = 0; // the entry holding pos
     for (std::size_t pos = b; pos < end;) {
-      const std::size_t entry = pos / e, off = pos % e;
+      while (entryBegin + out[entry].size() <= pos)
+        entryBegin += out[entry++].size();
+      const std::size_t e = out[entry].size(), off = pos - entryBegin;
       const std::size_t len = std::min({e - off, end - pos, kChunk});
       kernels::zero(acc, len);
-      for (std::size_t p = 0; p < partials.size(); ++p)
-        kernels::addTo(partials[p].data() + pos, acc, len);
+      for (std::size_t p = 0; p < parts->size(); ++p)
+        kernels::addTo((*parts)[p].data() + pos, acc, len);
       kernels::fromFloat(acc, out[entry].data() + off, len);
       pos += len;
     }
@@ -785,8 +861,13 @@ void registerConvClasses(VertexRegistry &registry) {
     d.field("partials", &V::partials).field("out", &V::out);
     registry.addBuiltin(
         d.take(), [=](const VertexInstanceShape &s, const Target &t) {
-          const auto &p = s.fieldSizes[0];
-          return convReduceCycles(p.size(), p.empty() ? 0 : p[0], in, t);
+          // Parts may share entries: count them by their elements.
+          std::size_t parts = 0, elems = 0;
+          for (std::uint32_t n : s.fieldSizes[0])
+            parts += n;
+          for (std::uint32_t n : s.fieldSizes[1])
+            elems += n;
+          return convReduceCycles(elems ? parts / elems : 0, elems, in, t);
         });
   }
 }

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 namespace tessera::ops {
 namespace {
@@ -259,7 +260,8 @@ void addMapHostKernel(Graph &graph, ComputeSet cs, const std::string &cls,
 // cast to it first), in the output's layout where they have its shape,
 // flattened (broadcast to the output's shape unless a single element), and
 // split into the data and the BOOL flag lists; `slot` and `isBool` say
-// where each input went.
+// where each input went. Inputs of more than one element keep the output's
+// shape, for mapImpl to flatten in the order it runs them.
 struct MapInputs {
   Type type = BOOL;
   std::vector<Tensor> data, flags;
@@ -285,9 +287,8 @@ MapInputs mapInputs(Graph &graph, const std::vector<Tensor> &ts,
     m.isBool[k] = t.elementType() == BOOL && m.type != BOOL;
     auto &list = m.isBool[k] ? m.flags : m.data;
     m.slot[k] = static_cast<unsigned>(list.size());
-    list.push_back(t.numElements() == 1
-                       ? t.flatten()
-                       : broadcastTo(t, out.shape()).flatten());
+    list.push_back(t.numElements() == 1 ? t.flatten()
+                                        : broadcastTo(t, out.shape()));
   }
   return m;
 }
@@ -295,10 +296,25 @@ MapInputs mapInputs(Graph &graph, const std::vector<Tensor> &ts,
 void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
              const Tensor &out, Sequence &prog, const DebugContext &dc) {
   checkSupported("the output", out.elementType());
-  const MapInputs inputs = mapInputs(graph, ts, out, prog, dc);
-  const std::vector<Tensor> &data = inputs.data, &flags = inputs.flags;
-  const Tensor outFlat = out.flatten();
+  MapInputs inputs = mapInputs(graph, ts, out, prog, dc);
   const mapcode::Program code = mapcode::compile(e, inputs.slot, inputs.isBool);
+  // An output that lies in memory in another order than its shape's (a
+  // transposed view) runs in memory order, all operands permuted alike,
+  // so its regions are whole runs and not one element each; a result that
+  // depends on its index keeps the shape's order.
+  std::optional<std::vector<unsigned>> order;
+  if (!code.usesIndex())
+    order = memoryOrder(out);
+  const auto flat = [&](const Tensor &t) {
+    return order && t.numElements() > 1 ? t.dimShuffle(*order).flatten()
+                                        : t.flatten();
+  };
+  for (Tensor &t : inputs.data)
+    t = flat(t);
+  for (Tensor &t : inputs.flags)
+    t = flat(t);
+  const std::vector<Tensor> &data = inputs.data, &flags = inputs.flags;
+  const Tensor outFlat = flat(out);
   const std::string cls =
       templateName("tessera::ops::Map", {inputs.type, out.elementType()});
   ComputeSet cs = graph.addComputeSet(dc);

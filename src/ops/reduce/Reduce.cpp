@@ -306,6 +306,48 @@ Sources addIntermediateLevels(Graph &graph, Operation op, Type partType,
   }
 }
 
+Tensor reduceImpl(Graph &graph, const ReduceRequest &r, Tensor out,
+                  Sequence &prog, const DebugContext &dc,
+                  const OptionFlags &options);
+
+// The reduction of an input that is a permuted view of contiguous memory
+// (batch-norm statistics of channels-last activations seen channels-first,
+// dimension \p order of the view lying outermost), planned on the input in
+// memory order: the planner's canonical view then follows the tiles'
+// contiguous pieces rather than cutting them into single elements. The
+// output keeps its shape; its elements are combined in memory order (the
+// tiles' pieces, each in order), which is where a float result may differ
+// in rounding from a plan of the view's order.
+Tensor reduceInMemoryOrder(Graph &graph, const ReduceRequest &r, Tensor out,
+                           const std::vector<bool> &reduced,
+                           const std::vector<unsigned> &order, Sequence &prog,
+                           const DebugContext &dc, const OptionFlags &options) {
+  ReduceRequest permuted = r;
+  permuted.in = r.in.dimShuffle(order);
+  permuted.dims.clear();
+  // The output's dimensions (the kept ones, in the input's order) as the
+  // permuted input keeps them.
+  std::vector<unsigned> keptRank(r.in.rank(), 0), outOrder;
+  unsigned kept = 0;
+  for (unsigned d = 0; d < r.in.rank(); ++d)
+    if (!reduced[d])
+      keptRank[d] = kept++;
+  for (unsigned i = 0; i < order.size(); ++i) {
+    if (reduced[order[i]])
+      permuted.dims.push_back(i);
+    else
+      outOrder.push_back(keptRank[order[i]]);
+  }
+  std::vector<unsigned> inverse(outOrder.size());
+  for (unsigned j = 0; j < outOrder.size(); ++j)
+    inverse[outOrder[j]] = j;
+  const bool shuffle = outOrder.size() > 1;
+  Tensor result = reduceImpl(
+      graph, permuted, out.valid() && shuffle ? out.dimShuffle(outOrder) : out,
+      prog, dc, options);
+  return shuffle ? result.dimShuffle(inverse) : result;
+}
+
 // Plans and adds the reduction of r.in into `out` (created here, mapped
 // where its last stage runs, when not valid). Returns the output.
 Tensor reduceImpl(Graph &graph, const ReduceRequest &r, Tensor out,
@@ -320,6 +362,9 @@ Tensor reduceImpl(Graph &graph, const ReduceRequest &r, Tensor out,
   std::vector<bool> reduced(r.in.rank(), false);
   for (std::size_t d : r.dims)
     reduced[d] = true;
+  if (const auto order = memoryOrder(r.in))
+    return reduceInMemoryOrder(graph, r, out, reduced, *order, prog, dc,
+                               options);
   std::size_t numOutputs = 1;
   for (std::size_t d : outShape)
     numOutputs *= d;
