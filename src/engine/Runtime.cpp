@@ -451,10 +451,12 @@ void Runtime::planChunks() {
       staged_[pc] = overlap;
       if (overlap)
         maxStaged = std::max<std::size_t>(maxStaged, total);
+      // Chunks of at least 64 KiB: a smaller share of a copy is over
+      // before a sleeping worker would have woken for it.
       const std::uint64_t target =
           threads == 1
               ? total + 1
-              : std::max<std::uint64_t>(total / (threads * 2), 1 << 20);
+              : std::max<std::uint64_t>(total / (threads * 2), 64 << 10);
       c.push_back(0);
       std::uint64_t acc = 0;
       for (std::uint32_t i = 0; i < st.b; ++i) {
