@@ -7,4 +7,4 @@ here="$(cd "$(dirname "$0")" && pwd)"
 dir="${1:-$here/../../build/bench/engine}"
 shift || true
 exec "$here/../run_benches.sh" "$dir" bench_compute bench_exchange \
-  bench_compile bench_memory bench_steps -- "$@"
+  bench_compile bench_memory bench_steps bench_train_step -- "$@"

@@ -2,12 +2,14 @@
 # torch.sh): the PyTorch peer's figure and the RESULT verdict, so both
 # measure the peer the same way.
 
-# torch_rate BATCH: prints the peer's line (samples/s of the same MLP and
-# Adam at its faster of 1 and 2 threads) and sets TORCH_RATE to that rate.
+# torch_rate BATCH [MODEL [STEPS]]: prints the peer's line (samples/s of the
+# same model, mlp by default, and Adam at its faster of 1 and 2 threads) and
+# sets TORCH_RATE to that rate.
 torch_rate() {
-  local batch=$1 line
-  line=$(/usr/bin/python3 bench/train/torch_peer.py --batch-size "$batch" \
-    --steps $((batch >= 128 ? 300 : 600)) --threads 1,2)
+  local batch=$1 model=${2:-mlp} line
+  local steps=${3:-$((batch >= 128 ? 300 : 600))}
+  line=$(/usr/bin/python3 bench/train/torch_peer.py --model "$model" \
+    --batch-size "$batch" --steps "$steps" --threads 1,2)
   echo "$line"
   TORCH_RATE=$(echo "$line" | awk '{print $3}')
 }

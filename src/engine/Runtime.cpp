@@ -8,6 +8,9 @@
 #include "tessera/support/Convert.hpp"
 #include "tessera/support/Error.hpp"
 
+#include <immintrin.h>
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -21,13 +24,32 @@
 
 namespace tessera::engine {
 
-void FreeDeleter::operator()(void *p) const { std::free(p); }
+void FreeDeleter::operator()(void *p) const {
+  if (mapped)
+    ::munmap(p, mapped);
+  else
+    std::free(p);
+}
 
 namespace {
 
 std::string str(std::uint64_t v) { return std::to_string(v); }
 
+// Zeroed memory. The tiles' memory and the vertex arenas are read in
+// pieces scattered over hundreds of megabytes, so 4 KiB pages would spend
+// much of a step on TLB misses: large arenas are mapped on their own and
+// asked for transparent huge pages (where the system allows them; a
+// refusal only costs speed).
 Bytes allocate(std::size_t bytes) {
+  constexpr std::size_t kHugePage = std::size_t(2) << 20;
+  if (bytes >= kHugePage) {
+    void *p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) {
+      ::madvise(p, bytes, MADV_HUGEPAGE);
+      return Bytes(static_cast<std::byte *>(p), FreeDeleter{bytes});
+    }
+  }
   void *p = std::calloc(std::max<std::size_t>(bytes, 1), 1);
   if (!p)
     throw MemoryError("the host cannot allocate " + str(bytes) +
@@ -46,6 +68,49 @@ void stridedCopy(const std::byte *s, std::byte *d, std::int64_t ss,
                  std::int64_t ds, std::uint32_t count) {
   for (std::uint32_t k = 0; k < count; ++k, s += ss, d += ds)
     std::memcpy(d, s, N);
+}
+
+// Copies n bytes of ops that do not overlap. Exchanges move many pieces
+// of tens of bytes (a tile's row of a block): a memcpy call costs more
+// than the move; whole vectors and one last overlapping vector (or two
+// overlapping smaller moves) do not. Large pieces go to memcpy.
+inline void copyBytes(std::byte *d, const std::byte *s, std::size_t n) {
+  const auto move = [](std::byte *to, const std::byte *from, auto word) {
+    std::memcpy(&word, from, sizeof word);
+    std::memcpy(to, &word, sizeof word);
+  };
+  if (n >= 32) {
+    if (n > 512) {
+      std::memcpy(d, s, n);
+      return;
+    }
+    __m256i last;
+    std::memcpy(&last, s + n - 32, 32);
+    for (std::size_t i = 0; i + 32 < n; i += 32)
+      move(d + i, s + i, __m256i{});
+    std::memcpy(d + n - 32, &last, 32);
+  } else if (n >= 16) {
+    __m128i first, last;
+    std::memcpy(&first, s, 16);
+    std::memcpy(&last, s + n - 16, 16);
+    std::memcpy(d, &first, 16);
+    std::memcpy(d + n - 16, &last, 16);
+  } else if (n >= 8) {
+    std::uint64_t first, last;
+    std::memcpy(&first, s, 8);
+    std::memcpy(&last, s + n - 8, 8);
+    std::memcpy(d, &first, 8);
+    std::memcpy(d + n - 8, &last, 8);
+  } else if (n >= 4) {
+    std::uint32_t first, last;
+    std::memcpy(&first, s, 4);
+    std::memcpy(&last, s + n - 4, 4);
+    std::memcpy(d, &first, 4);
+    std::memcpy(d + n - 4, &last, 4);
+  } else {
+    for (std::size_t i = 0; i < n; ++i)
+      move(d + i, s + i, std::uint8_t{});
+  }
 }
 
 } // namespace
@@ -386,10 +451,12 @@ void Runtime::planChunks() {
       staged_[pc] = overlap;
       if (overlap)
         maxStaged = std::max<std::size_t>(maxStaged, total);
+      // Chunks of at least 64 KiB: a smaller share of a copy is over
+      // before a sleeping worker would have woken for it.
       const std::uint64_t target =
           threads == 1
               ? total + 1
-              : std::max<std::uint64_t>(total / (threads * 2), 1 << 20);
+              : std::max<std::uint64_t>(total / (threads * 2), 64 << 10);
       c.push_back(0);
       std::uint64_t acc = 0;
       for (std::uint32_t i = 0; i < st.b; ++i) {
@@ -413,7 +480,7 @@ void Runtime::applyOps(const CopyOp *ops, std::size_t n, const std::byte *src,
     const std::byte *s = src + op.src;
     std::byte *d = dst + op.dst;
     if (op.count == 1) {
-      std::memcpy(d, s, op.elemBytes);
+      copyBytes(d, s, op.elemBytes);
       continue;
     }
     switch (op.elemBytes) {

@@ -49,8 +49,10 @@ struct StreamConnection {
   bool prefetched = false;
 };
 
-/// Memory released with free().
+/// Memory released with free(), or with munmap() when it was mapped
+/// (\p mapped bytes).
 struct FreeDeleter {
+  std::size_t mapped = 0;
   void operator()(void *p) const;
 };
 using Bytes = std::unique_ptr<std::byte, FreeDeleter>;

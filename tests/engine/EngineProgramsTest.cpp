@@ -9,6 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <sstream>
 #include <vector>
@@ -127,7 +128,8 @@ TEST(EngineVertices, EveryFieldFormReachesTheVertex) {
   g.connect(list["parts"], {m[0], m[1], m[2]});
   g.connect(list["out"], sums);
   VertexRef scale =
-      g.addVertex(cs, "ScaleVertex", {{"in", m.transpose()[1]}, {"out", scaled.slice(0, 3)}});
+      g.addVertex(cs, "ScaleVertex",
+                  {{"in", m.transpose()[1]}, {"out", scaled.slice(0, 3)}});
   g.setInitialValue(scale["scale"], 2.5f);
   VertexRef multi = g.addVertex(cs, "WorkerIdVertex", {{"out", ids}});
   for (VertexRef v : {list, scale, multi})
@@ -140,7 +142,8 @@ TEST(EngineVertices, EveryFieldFormReachesTheVertex) {
   e.run();
   EXPECT_EQ(readFloats(e, "sums", 3), (std::vector<float>{6, 22, 38}));
   // m.transpose()[1] is column 1: 1, 5, 9.
-  EXPECT_EQ(readFloats(e, "scaled", 4), (std::vector<float>{2.5, 12.5, 22.5, 0}));
+  EXPECT_EQ(readFloats(e, "scaled", 4),
+            (std::vector<float>{2.5, 12.5, 22.5, 0}));
   std::vector<int> got(6);
   e.readTensor("ids", got.data(), got.data() + 6);
   EXPECT_EQ(got, (std::vector<int>{0, 10, 20, 30, 40, 50}));
@@ -219,6 +222,37 @@ TEST(EngineCopies, OverlappingCopyReadsBeforeWriting) {
   e.load(device);
   e.run();
   EXPECT_EQ(readFloats(e, "x", 6), (std::vector<float>{0, 0, 1, 2, 3, 4}));
+}
+
+// The engine moves a contiguous piece in whole vectors plus overlapping
+// smaller moves, by length: every length up to past the memcpy cut-off
+// (512 bytes) must land exactly, touching no byte around it.
+TEST(EngineCopies, PiecesOfEveryLengthLandExactly) {
+  constexpr std::size_t kMax = 530, kBytes = 3 * kMax;
+  Device device = modelDevice(2);
+  Graph g(device.getTarget());
+  Tensor src = g.addVariable(UNSIGNED_CHAR, {kBytes}, "src");
+  Tensor dst = g.addVariable(UNSIGNED_CHAR, {kBytes}, "dst");
+  g.setTileMapping(src, 0);
+  g.setTileMapping(dst, 1);
+  std::vector<unsigned char> from(kBytes), before(kBytes, 0xee);
+  for (std::size_t i = 0; i < kBytes; ++i)
+    from[i] = static_cast<unsigned char>(i * 37 + 11);
+  g.setInitialValue(src, from);
+  g.setInitialValue(dst, before);
+  g.createHostRead("dst", dst);
+  for (std::size_t len = 1; len <= kMax; ++len) {
+    // Odd offsets on both sides: no alignment helps the copy.
+    const std::size_t at = len % 7, to = kMax + len % 5;
+    Engine e(g, Copy(src.slice(at, at + len), dst.slice(to, to + len)));
+    e.load(device);
+    e.run();
+    std::vector<unsigned char> got(kBytes);
+    e.readTensor("dst", got.data(), got.data() + kBytes);
+    std::vector<unsigned char> want = before;
+    std::copy(from.begin() + at, from.begin() + at + len, want.begin() + to);
+    ASSERT_EQ(got, want) << "a piece of " << len << " bytes";
+  }
 }
 
 TEST(EngineThreads, ResultsDoNotDependOnTheThreadCount) {
@@ -333,8 +367,9 @@ TEST(EngineReplication, CrossReplicaCopyRotatesValuesAroundTheReplicas) {
   DataStream in = g.addHostToDeviceFIFO("in", FLOAT, 3);
   g.createHostRead("x", x);
   // Replica r receives replica (r + 3) % 4's values: a rotation by one.
-  Engine e(g, Sequence{Copy(in, x),
-                       CrossReplicaCopy(x, x, {{0, 1}, {1, 2}, {2, 3}, {3, 0}})});
+  Engine e(g,
+           Sequence{Copy(in, x),
+                    CrossReplicaCopy(x, x, {{0, 1}, {1, 2}, {2, 3}, {3, 0}})});
   e.load(device);
   std::vector<std::vector<float>> data(4);
   for (unsigned r = 0; r < 4; ++r) {

@@ -215,6 +215,44 @@ TEST(ElementwiseMap, ShapesThatDoNotBroadcastAreAnError) {
   EXPECT_THROW(neg(g, s, p), UnsupportedError);
 }
 
+TEST(ElementwiseMap, RegionsShortAndLongGiveTheSameBitsAsOneByOne) {
+  // Stripes of 1 to 300 elements alternating between two tiles: a map
+  // vertex gathers the short regions into shared chunks and runs each long
+  // one (32 elements or more) where it lies. Every element must come out
+  // as the scalar formula gives it, bit for bit.
+  const std::vector<std::size_t> stripes{3,  40, 5, 300, 33, 31, 1,
+                                         32, 64, 7, 257, 2,  90};
+  std::size_t n = 0;
+  for (std::size_t s : stripes)
+    n += s;
+  auto a = spread(n, -3, 3);
+  using namespace expr;
+  RunResult r = runOp(2, {{FLOAT, {n}, a}},
+                      [&](Graph &g, const auto &in, program::Sequence &p) {
+                        Tensor f = g.addVariable(FLOAT, {n}, "striped");
+                        std::size_t at = 0;
+                        for (std::size_t s = 0; s < stripes.size(); ++s) {
+                          g.setTileMapping(f.slice(at, at + stripes[s]), s % 2);
+                          at += stripes[s];
+                        }
+                        p.add(program::Copy(in[0], f));
+                        Tensor out =
+                            map(g,
+                                Select(Clamp(_1, Const(-1.0f), Const(2.0f)),
+                                       _1 * Const(0.5f), _1 > Const(0.25f)) +
+                                    Cast(Cast(_1, INT), FLOAT),
+                                {f}, p);
+                        return std::vector<Tensor>{out};
+                      });
+  for (std::size_t i = 0; i < n; ++i) {
+    const float x = static_cast<float>(a[i]);
+    const float want =
+        (x > 0.25f ? std::min(std::max(x, -1.0f), 2.0f) : x * 0.5f) +
+        static_cast<float>(static_cast<int>(x));
+    EXPECT_EQ(static_cast<float>(r.outputs[0][i]), want) << "element " << i;
+  }
+}
+
 TEST(ElementwiseMap, InPlaceSelectClampAndCasts) {
   RunResult r = runOp(4,
                       {{FLOAT, {5}, {-2.5, -0.5, 0.5, 1.5, 2.75}},

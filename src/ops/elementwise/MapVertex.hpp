@@ -163,10 +163,25 @@ public:
     // The regions, in order, are cut into chunks of kChunk elements; a
     // chunk of small regions is gathered into registers and scattered
     // back, so fragmented layouts still run whole vectors per instruction.
+    // A region of kOwnChunk elements or more runs in chunks of its own,
+    // read and written where it lies: gathering it would cost two more
+    // passes over it than the few elements of its last partial vector.
     Segment segs[mapcode::kChunk];
     unsigned numSegs = 0, filled = 0;
     for (unsigned r = 0; r < regions; ++r) {
+      if (r + kPrefetchAhead < regions)
+        prefetchRegion(r + kPrefetchAhead);
       const unsigned n = static_cast<unsigned>(out[r].size());
+      if (n >= kOwnChunk) {
+        if (filled)
+          chunk(segs, numSegs, filled);
+        numSegs = filled = 0;
+        for (unsigned off = 0; off < n; off += mapcode::kChunk) {
+          const Segment own{r, off, std::min(n - off, mapcode::kChunk)};
+          chunk(&own, 1, own.size);
+        }
+        continue;
+      }
       for (unsigned off = 0; off < n;) {
         const unsigned take = std::min(n - off, mapcode::kChunk - filled);
         segs[numSegs++] = {r, off, take};
@@ -184,6 +199,27 @@ public:
   }
 
 private:
+  static constexpr unsigned kOwnChunk = 32;
+  // Regions are often a few hundred bytes scattered over the tiles' memory,
+  // too short for the hardware prefetchers to follow: each would wait for
+  // its first cache lines. Asking for region r + kPrefetchAhead's lines
+  // while region r computes overlaps those waits.
+  static constexpr unsigned kPrefetchAhead = 2;
+
+  template <typename Span> static void prefetch(const Span &s, int write) {
+    const auto *p = reinterpret_cast<const char *>(s.data());
+    const std::size_t bytes = s.size() * sizeof(s[0]);
+    for (std::size_t at = 0; at < bytes; at += 64)
+      if (write)
+        __builtin_prefetch(p + at, 1);
+      else
+        __builtin_prefetch(p + at, 0);
+  }
+  void prefetchRegion(unsigned r) const {
+    for (unsigned k = 0; k < numIn_; ++k)
+      prefetch(in[r * numIn_ + k], 0);
+    prefetch(out[r], 1);
+  }
   /// Elements [offset, offset + size) of region `region`.
   struct Segment {
     unsigned region, offset, size;
@@ -236,18 +272,26 @@ private:
         mapcode::binary<E>(static_cast<expr::BinaryOpType>(extra), view[a],
                            view[b], dst, m);
         break;
-      case mapcode::Select:
+      // The operands in locals: read through view[] in the loop, they would
+      // be reloaded after every store and the loop would not vectorise.
+      case mapcode::Select: {
+        const E *c = view[extra], *x = view[a], *y = view[b];
         for (unsigned k = 0; k < m; ++k)
-          dst[k] = view[extra][k] != 0 ? view[a][k] : view[b][k];
+          dst[k] = c[k] != 0 ? x[k] : y[k];
         break;
-      case mapcode::Clamp:
+      }
+      case mapcode::Clamp: {
+        const E *x = view[a], *lo = view[b], *hi = view[extra];
         for (unsigned k = 0; k < m; ++k)
-          dst[k] = std::min(std::max(view[a][k], view[b][k]), view[extra][k]);
+          dst[k] = std::min(std::max(x[k], lo[k]), hi[k]);
         break;
-      case mapcode::Cast:
+      }
+      case mapcode::Cast: {
+        const E *x = view[a];
         for (unsigned k = 0; k < m; ++k)
-          dst[k] = mapcode::castTo<E>(static_cast<Type>(extra), view[a][k]);
+          dst[k] = mapcode::castTo<E>(static_cast<Type>(extra), x[k]);
         break;
+      }
       }
       view[d] = dst;
     }

@@ -26,7 +26,7 @@ namespace {
 
 // Host scratch for converted operands; grown once per thread, reused.
 std::vector<float> &scratch(unsigned which) {
-  thread_local std::vector<float> buffers[3];
+  thread_local std::vector<float> buffers[4];
   return buffers[which];
 }
 std::vector<const float *> &rowPointers(unsigned which) {
@@ -36,19 +36,14 @@ std::vector<const float *> &rowPointers(unsigned which) {
 
 template <typename T> void toFloat(const T *src, float *dst, std::size_t n) {
   if constexpr (std::is_same_v<T, float>)
-    std::memcpy(dst, src, n * sizeof(float));
+    matmul::copyFloats(src, dst, n);
   else
     matmul::halfToFloat(src, dst, n);
 }
 template <typename T> void fromFloat(const float *src, T *dst, std::size_t n) {
-  // Host kernels store many pieces of a few floats: a loop beats memcpy.
-  if constexpr (std::is_same_v<T, float>) {
-    if (n <= 32)
-      for (std::size_t i = 0; i < n; ++i)
-        dst[i] = src[i];
-    else
-      std::memcpy(dst, src, n * sizeof(float));
-  } else
+  if constexpr (std::is_same_v<T, float>)
+    matmul::copyFloats(src, dst, n);
+  else
     matmul::floatToHalf(src, dst, n);
 }
 
@@ -97,7 +92,6 @@ bool rowsOf(const List &entries, std::size_t rows, std::size_t width,
         off += width;
         continue;
       }
-      // Pieces are a few elements long: a plain loop beats memcpy calls.
       float *row = buffer.data() + r * width;
       for (std::size_t done = 0; done < width;) {
         while (off == entries[e].size()) {
@@ -106,9 +100,7 @@ bool rowsOf(const List &entries, std::size_t rows, std::size_t width,
         }
         const std::size_t take =
             std::min(width - done, entries[e].size() - off);
-        const float *src = entries[e].data() + off;
-        for (std::size_t j = 0; j < take; ++j)
-          row[done + j] = src[j];
+        matmul::copyFloats(entries[e].data() + off, row + done, take);
         done += take;
         off += take;
       }
@@ -118,9 +110,26 @@ bool rowsOf(const List &entries, std::size_t rows, std::size_t width,
   return true;
 }
 
+// dst (width x rows) = the transpose of src (rows x width), both row-major,
+// in 8 x 8 blocks so that both sides stay in a few cache lines.
+void transpose(const float *src, std::size_t rows, std::size_t width,
+               float *__restrict dst) {
+  constexpr std::size_t kBlock = 8;
+  for (std::size_t r0 = 0; r0 < rows; r0 += kBlock) {
+    const std::size_t r1 = std::min(rows, r0 + kBlock);
+    for (std::size_t c0 = 0; c0 < width; c0 += kBlock) {
+      const std::size_t c1 = std::min(width, c0 + kBlock);
+      for (std::size_t c = c0; c < c1; ++c)
+        for (std::size_t r = r0; r < r1; ++r)
+          dst[c * rows + r] = src[r * width + c];
+    }
+  }
+}
+
 // Row pointers over the transpose of the row-major `rows` x `width` matrix
-// that the entries make when concatenated, written into `buffer` in one
-// pass over the entries (each piece a few elements, read where it lies).
+// that the entries make when concatenated: the pieces (a few elements each)
+// are gathered, as floats, into one matrix, which is transposed into
+// `buffer` block by block.
 template <typename T, typename List>
 bool transposedRowsOf(const List &entries, std::size_t rows, std::size_t width,
                       std::vector<float> &buffer,
@@ -128,21 +137,15 @@ bool transposedRowsOf(const List &entries, std::size_t rows, std::size_t width,
   out.clear();
   if (!holdsMatrix(entries, rows, width, buffer))
     return false;
-  float *dst = buffer.data();
-  std::size_t r = 0, c = 0; // the next element's place in the matrix
+  std::vector<float> &whole = scratch(3);
+  whole.resize(std::max(whole.size(), rows * width));
+  float *at = whole.data();
   for (std::size_t i = 0; i < entries.size(); ++i) {
-    const T *src = entries[i].data();
-    for (std::size_t j = 0, n = entries[i].size(); j < n; ++j) {
-      if constexpr (std::is_same_v<T, float>)
-        dst[c * rows + r] = src[j];
-      else
-        dst[c * rows + r] = static_cast<float>(src[j]);
-      if (++c == width) {
-        c = 0;
-        ++r;
-      }
-    }
+    toFloat(entries[i].data(), at, entries[i].size());
+    at += entries[i].size();
   }
+  float *dst = buffer.data();
+  transpose(whole.data(), rows, width, dst);
   for (std::size_t q = 0; q < width; ++q)
     out.push_back(dst + q * rows);
   return true;

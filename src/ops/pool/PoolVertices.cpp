@@ -181,26 +181,32 @@ private:
       }
       return;
     }
-    // MAX: the first maximum of the window in row-major order.
+    // MAX: the first maximum of the window in row-major order (a NaN first
+    // element stays: nothing compares greater). The search starts from the
+    // first element and keeps the best with selects, not branches: which
+    // element wins is data, and mispredicted branches cost more than the
+    // whole comparison.
+    if (rowLo >= rowHi)
+      return;
+    const T *base = in[plane].data() - g[pInRow0] * inW;
     for (std::size_t ow = 0; ow < outW; ++ow) {
       const long left = static_cast<long>(ow) * g[pSW] - g[pPlW];
       const long colLo = std::max(0L, left),
                  colHi = std::min<long>(inW, left + g[pKW]);
-      float best = -std::numeric_limits<float>::infinity();
-      long bestRow = -1, bestCol = -1;
-      for (long y = rowLo; y < rowHi; ++y) {
-        const T *x = in[plane].data() + (y - g[pInRow0]) * inW;
+      if (colLo >= colHi)
+        continue;
+      float best = static_cast<float>(base[rowLo * inW + colLo]);
+      long bestAt = rowLo * inW + colLo;
+      for (long y = rowLo; y < rowHi; ++y)
         for (long c = colLo; c < colHi; ++c) {
-          const float v = static_cast<float>(x[c]);
-          if (bestRow < 0 || v > best) {
-            best = v;
-            bestRow = y;
-            bestCol = c;
-          }
+          const float v = static_cast<float>(base[y * inW + c]);
+          const bool greater = v > best;
+          best = greater ? v : best;
+          bestAt = greater ? y * inW + c : bestAt;
         }
-      }
+      const long bestRow = bestAt / inW;
       if (bestRow >= blockLo && bestRow < blockHi)
-        at(bestRow, bestCol) += static_cast<float>(dy[ow]);
+        at(bestRow, bestAt % inW) += static_cast<float>(dy[ow]);
     }
   }
 
