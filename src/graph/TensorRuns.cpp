@@ -160,15 +160,44 @@ std::size_t findRunBefore(ArrayView<std::int64_t> ends, std::size_t idx,
 
 } // namespace
 
+namespace {
+
+// The buffer builders reuse, and whether a live builder holds it.
+thread_local std::vector<Run> scratchRuns;
+thread_local bool scratchBusy = false;
+// Beyond this many runs the buffer is given back after use, so that one
+// huge list does not pin its memory for the thread's lifetime.
+constexpr std::size_t kScratchKeep = 4096;
+
+} // namespace
+
+RunBuilder::RunBuilder() : runs_(&own_) {
+  if (!scratchBusy) {
+    scratchBusy = borrowed_ = true;
+    runs_ = &scratchRuns;
+    runs_->clear();
+  }
+}
+
+RunBuilder::~RunBuilder() {
+  if (!borrowed_)
+    return;
+  runs_->clear();
+  if (runs_->capacity() > kScratchKeep)
+    std::vector<Run>().swap(*runs_);
+  scratchBusy = false;
+}
+
 void RunBuilder::push(const Run &run) {
   TESSERA_INTERNAL_ASSERT(run.count >= 0, "run with a negative count");
   if (run.count == 0)
     return;
-  if (!runs_.empty() && tryMerge(runs_.back(), run))
+  std::vector<Run> &runs = *runs_;
+  if (!runs.empty() && tryMerge(runs.back(), run))
     return;
-  runs_.push_back(run);
+  runs.push_back(run);
   if (run.count == 1)
-    runs_.back().stride = 1;
+    runs.back().stride = 1;
 }
 
 void RunBuilder::pushProgression(const TensorRunList &source, std::int64_t flat,
@@ -209,8 +238,8 @@ void RunBuilder::pushProgression(const TensorRunList &source, std::int64_t flat,
 }
 
 RunListRef RunBuilder::finish(const AffineForm *affine) {
-  RunListRef list(TensorRunList::create(runs_.data(), runs_.size(), affine));
-  runs_.clear();
+  RunListRef list(TensorRunList::create(runs_->data(), runs_->size(), affine));
+  runs_->clear();
   return list;
 }
 

@@ -29,8 +29,8 @@ public:
     return *this;
   }
 
-  T *data() { return heap_.empty() ? local_ : heap_.data(); }
-  const T *data() const { return heap_.empty() ? local_ : heap_.data(); }
+  T *data() { return heap_.empty() ? local_.items : heap_.data(); }
+  const T *data() const { return heap_.empty() ? local_.items : heap_.data(); }
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   T *begin() { return data(); }
@@ -85,7 +85,12 @@ private:
     heap_ = std::move(bigger);
   }
 
-  T local_[N];
+  // Left uninitialised (T may zero itself by default): only the first
+  // size_ elements are ever read.
+  union Local {
+    Local() {}
+    T items[N];
+  } local_;
   std::vector<T> heap_;
   std::size_t size_ = 0;
 };
@@ -167,10 +172,16 @@ private:
 };
 
 /// Collects runs in order, merging each with the previous one when it
-/// continues it, and drops empty runs.
+/// continues it, and drops empty runs. The runs gather in a buffer that the
+/// thread's builders reuse one after another (a builder made while another
+/// is alive has its own), so that a finished list costs one allocation.
 class RunBuilder {
 public:
-  void reserve(std::size_t n) { runs_.reserve(n); }
+  RunBuilder();
+  ~RunBuilder();
+  RunBuilder(const RunBuilder &) = delete;
+  RunBuilder &operator=(const RunBuilder &) = delete;
+  void reserve(std::size_t n) { runs_->reserve(n); }
   void push(const Run &run);
   /// Appends the elements flat, flat+step, ..., flat+(count-1)*step of
   /// \p source.
@@ -181,7 +192,9 @@ public:
   RunListRef finish(const AffineForm *affine = nullptr);
 
 private:
-  SmallVec<Run, 2> runs_;
+  std::vector<Run> *runs_;
+  std::vector<Run> own_;
+  bool borrowed_ = false;
 };
 
 /// The run list of the view whose element at multi-index (i_0, ..., i_k),
