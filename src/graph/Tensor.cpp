@@ -141,15 +141,6 @@ std::size_t Tensor::dim(unsigned i) const {
   return shapeData()[i];
 }
 
-bool Tensor::isContiguous() const {
-  // Merging guarantees consecutive elements form one run of stride 1.
-  return runs_ && runs_->count == 1 && list().run(0).stride == 1;
-}
-
-ArrayView<Run> Tensor::runs() const {
-  return runs_ ? list().runs() : ArrayView<Run>();
-}
-
 std::vector<std::uint32_t> Tensor::variables() const {
   std::vector<std::uint32_t> vars;
   for (const Run &r : runs())

@@ -146,7 +146,9 @@ struct TensorRunList : SharedHeader {
   /// Where flat element \p flat lives: runs[run].start + offset * stride.
   std::int64_t elementAt(std::size_t run, std::int64_t flat) const;
 };
-static_assert(sizeof(TensorRunList) == 8 && alignof(Run) <= 8);
+// Tensor::runs() finds the runs right after the header.
+static_assert(sizeof(TensorRunList) == sizeof(SharedHeader) &&
+              sizeof(SharedHeader) == 8 && alignof(Run) <= 8);
 
 /// Holds one reference to a run list.
 class RunListRef {

@@ -170,11 +170,19 @@ public:
   bool valid() const { return runs_ != nullptr; }
   /// True when the elements are consecutive elements of one variable, in
   /// increasing order; false for a tensor without elements.
-  bool isContiguous() const;
+  bool isContiguous() const {
+    // Merging guarantees consecutive elements form one run of stride 1.
+    return runs_ && runs_->count == 1 && runs().front().stride == 1;
+  }
   /// The runs, merged where one continues another (so a contiguous tensor
   /// has exactly one run, of stride 1). Views that share a run list return
   /// the same elements (same data()).
-  ArrayView<Run> runs() const;
+  ArrayView<Run> runs() const {
+    // A run list's runs follow its header.
+    return runs_ ? ArrayView<Run>(reinterpret_cast<const Run *>(runs_ + 1),
+                                  runs_->count)
+                 : ArrayView<Run>();
+  }
   /// Variable ids this tensor touches, sorted and unique.
   std::vector<std::uint32_t> variables() const;
 
