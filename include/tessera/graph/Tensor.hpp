@@ -89,9 +89,12 @@ public:
   std::vector<T> vec() const { return std::vector<T>(begin(), end()); }
   operator std::vector<T>() const { return vec(); }
 
+  // Written out for C++11 user code (no four-iterator std::equal, and no
+  // != derived from ==).
   friend bool operator==(ArrayView a, ArrayView b) {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
   }
+  friend bool operator!=(ArrayView a, ArrayView b) { return !(a == b); }
 
 private:
   const T *data_ = nullptr;
