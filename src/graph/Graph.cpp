@@ -452,35 +452,49 @@ bool isList(codelet::Shape s) {
 }
 } // namespace
 
-void Graph::connect(const FieldRef &field, const Tensor &t) {
-  checkTensor(t, "connect");
-  auto [v, idx] = fieldOf(field);
-  const codelet::FieldInfo &info = v->vertexClass->info.fields[idx];
-  const std::string where =
-      "connect " + v->vertexClass->info.name + "." + info.name;
+namespace {
+
+std::string connectWhere(const VertexData &v, const codelet::FieldInfo &info) {
+  return "connect " + v.vertexClass->info.name + "." + info.name;
+}
+
+// What every tensor connected to an edge must satisfy; the message is built
+// only on failure, as list fields check one tensor per element.
+void checkEdge(const VertexData &v, const codelet::FieldInfo &info,
+               const Tensor &t, bool scalarElem) {
   if (info.direction == codelet::Direction::State)
-    throw GraphError(where +
+    throw GraphError(connectWhere(v, info) +
                      ": the field is plain state, not an edge; set "
                      "it with graph.setInitialValue(v[\"" +
                      info.name + "\"], value)");
   if (t.elementType() != info.elementType)
-    throw TypeError(
-        where + ": the field holds " + std::string(typeName(info.elementType)) +
-        " but the tensor holds " + std::string(typeName(t.elementType())));
-  const bool scalarElem =
-      info.shape == codelet::Shape::Scalar ||
-      (info.shape == codelet::Shape::ScalarList && field.isIndexed());
+    throw TypeError(connectWhere(v, info) + ": the field holds " +
+                    std::string(typeName(info.elementType)) +
+                    " but the tensor holds " +
+                    std::string(typeName(t.elementType())));
   if (scalarElem && t.numElements() != 1)
-    throw ShapeError(where +
+    throw ShapeError(connectWhere(v, info) +
                      ": the field is a single element but the "
                      "tensor has " +
                      str(t.numElements()) + " (shape " + t.shapeToString() +
                      ")");
+}
+
+} // namespace
+
+void Graph::connect(const FieldRef &field, const Tensor &t) {
+  checkTensor(t, "connect");
+  auto [v, idx] = fieldOf(field);
+  const codelet::FieldInfo &info = v->vertexClass->info.fields[idx];
+  const bool scalarElem =
+      info.shape == codelet::Shape::Scalar ||
+      (info.shape == codelet::Shape::ScalarList && field.isIndexed());
+  checkEdge(*v, info, t, scalarElem);
   FieldBinding &b = v->fields[idx];
   if (isList(info.shape)) {
     if (!field.isIndexed()) {
       if (info.shape == codelet::Shape::VectorList)
-        throw GraphError(where +
+        throw GraphError(connectWhere(*v, info) +
                          ": the field is a list of vectors; connect "
                          "a std::vector of tensors, or connect "
                          "v[\"" +
@@ -488,6 +502,7 @@ void Graph::connect(const FieldRef &field, const Tensor &t) {
       // A list of single elements connects to each element of t.
       std::vector<Tensor> elems;
       Tensor flat = t.flatten();
+      elems.reserve(flat.numElements());
       for (std::size_t i = 0; i < flat.numElements(); ++i)
         elems.push_back(flat.slice(i, i + 1));
       connect(field, elems);
@@ -495,16 +510,20 @@ void Graph::connect(const FieldRef &field, const Tensor &t) {
     }
     if (b.tensors.size() <= field.index()) {
       if (b.size && field.index() >= *b.size)
-        throw GraphError(where + ": index " + str(field.index()) +
-                         " is beyond the field size " + str(*b.size) +
-                         " set with setFieldSize");
+        throw GraphError(connectWhere(*v, info) + ": index " +
+                         str(field.index()) + " is beyond the field size " +
+                         str(*b.size) + " set with setFieldSize");
+      // Elements connected one by one fill the declared size exactly.
+      if (b.size && b.tensors.capacity() < *b.size)
+        b.tensors.reserve(*b.size);
       b.tensors.resize(field.index() + 1);
     }
     b.tensors[field.index()] = t;
   } else {
     if (field.isIndexed())
-      throw GraphError(where + ": the field is not a list; connect it "
-                               "without an index");
+      throw GraphError(connectWhere(*v, info) +
+                       ": the field is not a list; connect it "
+                       "without an index");
     b.tensors = {t};
   }
   b.connected = true;
@@ -523,9 +542,16 @@ void Graph::connect(const FieldRef &field, const std::vector<Tensor> &tensors) {
     throw ShapeError("connect " + v->vertexClass->info.name + "." + info.name +
                      ": the field size is " + str(*b.size) + " but " +
                      str(tensors.size()) + " tensors were given");
+  // The checks of connect(field[i], tensors[i]) for every element, without
+  // a FieldRef and a field lookup per element.
   b.tensors.clear();
-  for (std::size_t i = 0; i < tensors.size(); ++i)
-    connect(field[i], tensors[i]);
+  b.tensors.reserve(tensors.size());
+  const bool scalarElem = info.shape == codelet::Shape::ScalarList;
+  for (const Tensor &t : tensors) {
+    checkTensor(t, "connect");
+    checkEdge(*v, info, t, scalarElem);
+    b.tensors.push_back(t);
+  }
   b.connected = true;
 }
 

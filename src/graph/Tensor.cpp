@@ -4,16 +4,20 @@
 #include "tessera/support/Error.hpp"
 
 #include <algorithm>
+#include <new>
 #include <ostream>
 
 namespace tessera {
 
 using detail::AffineDim;
+using detail::AffineDims;
 using detail::mapAffine;
+using detail::ShapeDims;
+using detail::SmallVec;
 
 namespace {
 
-std::string shapeText(const std::vector<std::size_t> &shape) {
+std::string shapeText(ArrayView<std::size_t> shape) {
   std::string s = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (i)
@@ -28,7 +32,7 @@ template <typename T> std::string listText(const std::vector<T> &values) {
   return shapeText(asSizes);
 }
 
-std::size_t product(const std::vector<std::size_t> &shape, std::size_t first,
+std::size_t product(ArrayView<std::size_t> shape, std::size_t first,
                     std::size_t last) {
   std::size_t n = 1;
   for (std::size_t i = first; i < last; ++i)
@@ -36,14 +40,18 @@ std::size_t product(const std::vector<std::size_t> &shape, std::size_t first,
   return n;
 }
 
-std::size_t product(const std::vector<std::size_t> &shape) {
+std::size_t product(ArrayView<std::size_t> shape) {
   return product(shape, 0, shape.size());
+}
+
+ArrayView<std::size_t> view(const ShapeDims &dims) {
+  return {dims.data(), dims.size()};
 }
 
 // The view that shows the source as it is: dimension k moves
 // product(shape[k+1..]) flat elements per index.
-std::vector<AffineDim> rowMajorDims(const std::vector<std::size_t> &shape) {
-  std::vector<AffineDim> dims(shape.size());
+AffineDims rowMajorDims(ArrayView<std::size_t> shape) {
+  AffineDims dims(shape.size(), AffineDim{});
   std::int64_t step = 1;
   for (std::size_t k = shape.size(); k-- > 0;) {
     dims[k] = {static_cast<std::int64_t>(shape[k]), step};
@@ -52,15 +60,44 @@ std::vector<AffineDim> rowMajorDims(const std::vector<std::size_t> &shape) {
   return dims;
 }
 
-std::string inTensor(const std::vector<std::size_t> &shape) {
+std::string inTensor(ArrayView<std::size_t> shape) {
   return " in tensor of shape " + shapeText(shape);
 }
 
 } // namespace
 
-Tensor::Tensor(Type type, std::vector<std::size_t> shape,
+namespace detail {
+void destroyShapeBlock(const SharedHeader *block) {
+  ::operator delete(const_cast<SharedHeader *>(block));
+}
+} // namespace detail
+
+void Tensor::setShape(const std::size_t *dims, std::size_t rank) {
+  TESSERA_INTERNAL_ASSERT(rank <= 255, "tensor of rank " +
+                                           std::to_string(rank) +
+                                           "; at most 255 dimensions");
+  rank_ = static_cast<std::uint8_t>(rank);
+  if (rank <= kInlineRank) {
+    std::copy(dims, dims + rank, shape_.inline_);
+    return;
+  }
+  // Long shapes live in a block that copies of this tensor share.
+  void *mem =
+      ::operator new(sizeof(detail::SharedHeader) + rank * sizeof(std::size_t));
+  auto *block = new (mem) detail::SharedHeader;
+  block->count = static_cast<std::uint32_t>(rank);
+  std::copy(dims, dims + rank, reinterpret_cast<std::size_t *>(block + 1));
+  shape_.block_ = block;
+}
+
+const detail::TensorRunList &Tensor::list() const {
+  return *static_cast<const detail::TensorRunList *>(runs_);
+}
+
+Tensor::Tensor(Type type, const std::vector<std::size_t> &shape,
                const std::vector<Run> &runs)
-    : type_(type), shape_(std::move(shape)) {
+    : type_(type) {
+  setShape(shape.data(), shape.size());
   std::int64_t total = 0;
   for (const Run &r : runs) {
     TESSERA_INTERNAL_ASSERT(r.count >= 0, "run with a negative count");
@@ -70,18 +107,29 @@ Tensor::Tensor(Type type, std::vector<std::size_t> shape,
         "run reaching a negative element index");
     total += r.count;
   }
-  TESSERA_INTERNAL_ASSERT(total == static_cast<std::int64_t>(product(shape_)),
+  TESSERA_INTERNAL_ASSERT(total == static_cast<std::int64_t>(product(shape)),
                           "runs hold " + std::to_string(total) +
-                              " elements but shape " + shapeText(shape_) +
-                              " has " + std::to_string(product(shape_)));
-  runs_ = detail::makeRunList(runs);
+                              " elements but shape " + shapeText(shape) +
+                              " has " + std::to_string(product(shape)));
+  runs_ = detail::makeRunList(runs.data(), runs.size()).release();
 }
 
-Tensor::Tensor(Type type, std::vector<std::size_t> shape,
-               std::shared_ptr<const detail::TensorRunList> runs)
-    : type_(type), shape_(std::move(shape)), runs_(std::move(runs)) {
-  TESSERA_INTERNAL_ASSERT(runs_->numElements() ==
-                              static_cast<std::int64_t>(product(shape_)),
+Tensor::Tensor(Type type, const std::size_t *shape, std::size_t rank,
+               const detail::TensorRunList *runs)
+    : type_(type), runs_(runs) {
+  setShape(shape, rank);
+  TESSERA_INTERNAL_ASSERT(list().numElements() ==
+                              static_cast<std::int64_t>(numElements()),
+                          "view built with the wrong number of elements");
+}
+
+Tensor::Tensor(Type type, const std::size_t *shape, std::size_t rank,
+               const Tensor &like)
+    : type_(type), runs_(like.runs_) {
+  retain(runs_);
+  setShape(shape, rank);
+  TESSERA_INTERNAL_ASSERT(list().numElements() ==
+                              static_cast<std::int64_t>(numElements()),
                           "view built with the wrong number of elements");
 }
 
@@ -90,19 +138,7 @@ std::size_t Tensor::dim(unsigned i) const {
     throw ShapeError("dim: dimension " + std::to_string(i) +
                      " is out of range for tensor of shape " + shapeToString() +
                      " of rank " + std::to_string(rank()));
-  return shape_[i];
-}
-
-std::size_t Tensor::numElements() const { return runs_ ? product(shape_) : 0; }
-
-bool Tensor::isContiguous() const {
-  // Merging guarantees consecutive elements form one run of stride 1.
-  return runs_ && runs_->runs.size() == 1 && runs_->runs.front().stride == 1;
-}
-
-const std::vector<Run> &Tensor::runs() const {
-  static const std::vector<Run> none;
-  return runs_ ? runs_->runs : none;
+  return shapeData()[i];
 }
 
 std::vector<std::uint32_t> Tensor::variables() const {
@@ -115,7 +151,7 @@ std::vector<std::uint32_t> Tensor::variables() const {
   return vars;
 }
 
-std::string Tensor::shapeToString() const { return shapeText(shape_); }
+std::string Tensor::shapeToString() const { return shapeText(shape()); }
 
 namespace {
 
@@ -154,27 +190,45 @@ Tensor Tensor::index(const std::vector<std::size_t> &indices) const {
                      " indices given for tensor of shape " + shapeToString() +
                      " of rank " + std::to_string(rank()) +
                      "; give at most one per dimension");
-  std::vector<AffineDim> dims = rowMajorDims(shape_);
+  const ArrayView<std::size_t> shape = this->shape();
+  AffineDims dims = rowMajorDims(shape);
   std::int64_t base = 0;
   for (std::size_t k = 0; k < indices.size(); ++k) {
-    if (indices[k] >= shape_[k])
+    if (indices[k] >= shape[k])
       throw ShapeError("index: index " + std::to_string(indices[k]) +
                        " is out of range for dimension " + std::to_string(k) +
-                       " of size " + std::to_string(shape_[k]) +
-                       inTensor(shape_));
+                       " of size " + std::to_string(shape[k]) +
+                       inTensor(shape));
     base += static_cast<std::int64_t>(indices[k]) * dims[k].step;
   }
-  dims.erase(dims.begin(), dims.begin() + indices.size());
-  std::vector<std::size_t> shape(shape_.begin() + indices.size(), shape_.end());
-  return Tensor(type_, std::move(shape), mapAffine(runs_, base, dims));
+  const std::size_t n = indices.size();
+  return Tensor(
+      type_, shape.data() + n, rank() - n,
+      mapAffine(list(), base, dims.data() + n, dims.size() - n).release());
 }
 
 Tensor Tensor::slice(std::size_t begin, std::size_t end, unsigned dim) const {
   requireDim(*this, "slice", dim);
-  std::vector<std::size_t> begins(rank(), 0), ends = shape_;
-  begins[dim] = begin;
-  ends[dim] = end;
-  return slice(begins, ends);
+  // The common one-dimension slice, without index vectors.
+  const ArrayView<std::size_t> shape = this->shape();
+  if (end > shape[dim])
+    throw ShapeError("slice: end " + std::to_string(end) +
+                     " is beyond dimension " + std::to_string(dim) +
+                     " of size " + std::to_string(shape[dim]) +
+                     inTensor(shape));
+  if (begin > end)
+    throw ShapeError("slice: begin " + std::to_string(begin) +
+                     " is after end " + std::to_string(end) + " on dimension " +
+                     std::to_string(dim) + inTensor(shape));
+  ShapeDims out(shape.begin(), shape.end());
+  out[dim] = end - begin;
+  AffineDims dims = rowMajorDims(shape);
+  const std::int64_t base = static_cast<std::int64_t>(begin) * dims[dim].step;
+  dims[dim].size = static_cast<std::int64_t>(out[dim]);
+  if (product(view(out)) == 0)
+    return Tensor(type_, out.data(), out.size(), detail::emptyRunList());
+  return Tensor(type_, out.data(), out.size(),
+                mapAffine(list(), base, dims.data(), dims.size()).release());
 }
 
 Tensor Tensor::slice(const Interval &region, unsigned dim) const {
@@ -190,26 +244,28 @@ Tensor Tensor::slice(const std::vector<std::size_t> &begin,
                      " end indices given for tensor of shape " +
                      shapeToString() + " of rank " + std::to_string(rank()) +
                      "; give one of each per dimension");
-  std::vector<AffineDim> dims = rowMajorDims(shape_);
-  std::vector<std::size_t> shape(rank());
+  const ArrayView<std::size_t> shape = this->shape();
+  AffineDims dims = rowMajorDims(shape);
+  ShapeDims out(rank(), 0);
   std::int64_t base = 0;
   for (unsigned k = 0; k < rank(); ++k) {
-    if (end[k] > shape_[k])
+    if (end[k] > shape[k])
       throw ShapeError("slice: end " + std::to_string(end[k]) +
                        " is beyond dimension " + std::to_string(k) +
-                       " of size " + std::to_string(shape_[k]) +
-                       inTensor(shape_));
+                       " of size " + std::to_string(shape[k]) +
+                       inTensor(shape));
     if (begin[k] > end[k])
       throw ShapeError("slice: begin " + std::to_string(begin[k]) +
                        " is after end " + std::to_string(end[k]) +
-                       " on dimension " + std::to_string(k) + inTensor(shape_));
-    shape[k] = end[k] - begin[k];
+                       " on dimension " + std::to_string(k) + inTensor(shape));
+    out[k] = end[k] - begin[k];
     base += static_cast<std::int64_t>(begin[k]) * dims[k].step;
-    dims[k].size = static_cast<std::int64_t>(shape[k]);
+    dims[k].size = static_cast<std::int64_t>(out[k]);
   }
-  if (product(shape) == 0)
-    return Tensor(type_, std::move(shape), detail::emptyRunList());
-  return Tensor(type_, std::move(shape), mapAffine(runs_, base, dims));
+  if (product(view(out)) == 0)
+    return Tensor(type_, out.data(), out.size(), detail::emptyRunList());
+  return Tensor(type_, out.data(), out.size(),
+                mapAffine(list(), base, dims.data(), dims.size()).release());
 }
 
 std::vector<Tensor> Tensor::slices(const std::vector<Interval> &intervals,
@@ -223,7 +279,8 @@ std::vector<Tensor> Tensor::slices(const std::vector<Interval> &intervals,
 
 Tensor Tensor::flatten() const {
   requireValid(*this, "flatten");
-  return Tensor(type_, {numElements()}, runs_);
+  const std::size_t n = numElements();
+  return Tensor(type_, &n, 1, *this);
 }
 
 Tensor Tensor::flatten(unsigned dimBegin, unsigned dimEnd) const {
@@ -234,10 +291,12 @@ Tensor Tensor::flatten(unsigned dimBegin, unsigned dimEnd) const {
                      ") are not a non-empty range of the dimensions of "
                      "tensor of shape " +
                      shapeToString() + " of rank " + std::to_string(rank()));
-  std::vector<std::size_t> shape(shape_.begin(), shape_.begin() + dimBegin);
-  shape.push_back(product(shape_, dimBegin, dimEnd));
-  shape.insert(shape.end(), shape_.begin() + dimEnd, shape_.end());
-  return Tensor(type_, std::move(shape), runs_);
+  const ArrayView<std::size_t> shape = this->shape();
+  ShapeDims out(shape.begin(), shape.begin() + dimBegin);
+  out.push_back(product(shape, dimBegin, dimEnd));
+  for (std::size_t k = dimEnd; k < shape.size(); ++k)
+    out.push_back(shape[k]);
+  return Tensor(type_, out.data(), out.size(), *this);
 }
 
 Tensor Tensor::reshape(const std::vector<std::size_t> &shape) const {
@@ -247,7 +306,7 @@ Tensor Tensor::reshape(const std::vector<std::size_t> &shape) const {
                      std::to_string(numElements()) +
                      " elements but the new shape " + shapeText(shape) +
                      " has " + std::to_string(product(shape)));
-  return Tensor(type_, shape, runs_);
+  return Tensor(type_, shape.data(), shape.size(), *this);
 }
 
 Tensor Tensor::dimShuffle(const std::vector<unsigned> &permutation) const {
@@ -257,7 +316,7 @@ Tensor Tensor::dimShuffle(const std::vector<unsigned> &permutation) const {
                      " has " + std::to_string(permutation.size()) +
                      " entries but the tensor of shape " + shapeToString() +
                      " has rank " + std::to_string(rank()));
-  std::vector<bool> seen(rank(), false);
+  SmallVec<std::uint8_t, 8> seen(rank(), false);
   for (unsigned p : permutation) {
     if (p >= rank() || seen[p])
       throw ShapeError("dimShuffle: " + listText(permutation) +
@@ -267,14 +326,16 @@ Tensor Tensor::dimShuffle(const std::vector<unsigned> &permutation) const {
                        shapeToString() + " must appear exactly once");
     seen[p] = true;
   }
-  const std::vector<AffineDim> source = rowMajorDims(shape_);
-  std::vector<AffineDim> dims(rank());
-  std::vector<std::size_t> shape(rank());
+  const ArrayView<std::size_t> shape = this->shape();
+  const AffineDims source = rowMajorDims(shape);
+  AffineDims dims(rank(), AffineDim{});
+  ShapeDims out(rank(), 0);
   for (unsigned k = 0; k < rank(); ++k) {
     dims[k] = source[permutation[k]];
-    shape[k] = shape_[permutation[k]];
+    out[k] = shape[permutation[k]];
   }
-  return Tensor(type_, std::move(shape), mapAffine(runs_, 0, dims));
+  return Tensor(type_, out.data(), out.size(),
+                mapAffine(list(), 0, dims.data(), dims.size()).release());
 }
 
 Tensor Tensor::dimRoll(unsigned dimIdx, unsigned newIdx) const {
@@ -302,16 +363,18 @@ Tensor Tensor::broadcast(std::size_t n, unsigned dim) const {
   requireDim(*this, "broadcast", dim);
   // Repeating the whole dimension n times is a new outer dimension of step
   // 0 in front of it; the result shows the two as one.
-  std::vector<AffineDim> dims = rowMajorDims(shape_);
+  const ArrayView<std::size_t> shape = this->shape();
+  AffineDims dims = rowMajorDims(shape);
   dims.insert(dims.begin() + dim, AffineDim{static_cast<std::int64_t>(n), 0});
-  std::vector<std::size_t> shape = shape_;
-  shape[dim] *= n;
-  return Tensor(type_, std::move(shape), mapAffine(runs_, 0, dims));
+  ShapeDims out(shape.begin(), shape.end());
+  out[dim] *= n;
+  return Tensor(type_, out.data(), out.size(),
+                mapAffine(list(), 0, dims.data(), dims.size()).release());
 }
 
 Tensor Tensor::expand(const std::vector<std::size_t> &indices) const {
   requireValid(*this, "expand");
-  std::vector<std::size_t> inserts(rank() + 1, 0);
+  ShapeDims inserts(rank() + 1, 0);
   for (std::size_t position : indices) {
     if (position > rank())
       throw ShapeError("expand: position " + std::to_string(position) +
@@ -320,19 +383,22 @@ Tensor Tensor::expand(const std::vector<std::size_t> &indices) const {
                        "; positions go from 0 to the rank");
     ++inserts[position];
   }
-  std::vector<std::size_t> shape;
-  shape.reserve(rank() + indices.size());
+  const ArrayView<std::size_t> shape = this->shape();
+  ShapeDims out;
+  out.reserve(rank() + indices.size());
   for (unsigned k = 0; k <= rank(); ++k) {
-    shape.insert(shape.end(), inserts[k], 1);
+    for (std::size_t i = 0; i < inserts[k]; ++i)
+      out.push_back(1);
     if (k < rank())
-      shape.push_back(shape_[k]);
+      out.push_back(shape[k]);
   }
-  return Tensor(type_, std::move(shape), runs_);
+  return Tensor(type_, out.data(), out.size(), *this);
 }
 
 Tensor Tensor::squeeze(const std::vector<std::size_t> &dims) const {
   requireValid(*this, "squeeze");
-  std::vector<bool> remove(rank(), false);
+  const ArrayView<std::size_t> shape = this->shape();
+  SmallVec<std::uint8_t, 8> remove(rank(), false);
   for (std::size_t d : dims) {
     if (d >= rank())
       throw ShapeError("squeeze: dimension " + std::to_string(d) +
@@ -341,42 +407,46 @@ Tensor Tensor::squeeze(const std::vector<std::size_t> &dims) const {
     if (remove[d])
       throw ShapeError("squeeze: dimension " + std::to_string(d) +
                        " is listed twice in " + listText(dims));
-    if (shape_[d] != 1)
+    if (shape[d] != 1)
       throw ShapeError("squeeze: dimension " + std::to_string(d) +
-                       " has size " + std::to_string(shape_[d]) + ", not 1," +
-                       inTensor(shape_) +
+                       " has size " + std::to_string(shape[d]) + ", not 1," +
+                       inTensor(shape) +
                        "; only dimensions of size 1 can be removed");
     remove[d] = true;
   }
-  std::vector<std::size_t> shape;
+  ShapeDims out;
   for (unsigned k = 0; k < rank(); ++k)
     if (!remove[k])
-      shape.push_back(shape_[k]);
-  return Tensor(type_, std::move(shape), runs_);
+      out.push_back(shape[k]);
+  return Tensor(type_, out.data(), out.size(), *this);
 }
 
 Tensor Tensor::reverse(unsigned dim) const {
   requireDim(*this, "reverse", dim);
   if (numElements() == 0)
     return *this;
-  std::vector<AffineDim> dims = rowMajorDims(shape_);
+  const ArrayView<std::size_t> shape = this->shape();
+  AffineDims dims = rowMajorDims(shape);
   std::int64_t base = (dims[dim].size - 1) * dims[dim].step;
   dims[dim].step = -dims[dim].step;
-  return Tensor(type_, shape_, mapAffine(runs_, base, dims));
+  return Tensor(type_, shape.data(), shape.size(),
+                mapAffine(list(), base, dims.data(), dims.size()).release());
 }
 
 Tensor Tensor::subSample(std::size_t stride, unsigned dim) const {
   requireDim(*this, "subSample", dim);
+  const ArrayView<std::size_t> shape = this->shape();
   if (stride == 0)
     throw ShapeError("subSample: stride 0 on dimension " + std::to_string(dim) +
-                     inTensor(shape_) +
+                     inTensor(shape) +
                      " is not allowed; the stride must be at least 1");
-  std::vector<AffineDim> dims = rowMajorDims(shape_);
-  std::vector<std::size_t> shape = shape_;
-  shape[dim] = (shape_[dim] + stride - 1) / stride;
-  dims[dim] = {static_cast<std::int64_t>(shape[dim]),
+  AffineDims dims = rowMajorDims(shape);
+  ShapeDims out(shape.begin(), shape.end());
+  out[dim] = (shape[dim] + stride - 1) / stride;
+  dims[dim] = {static_cast<std::int64_t>(out[dim]),
                dims[dim].step * static_cast<std::int64_t>(stride)};
-  return Tensor(type_, std::move(shape), mapAffine(runs_, 0, dims));
+  return Tensor(type_, out.data(), out.size(),
+                mapAffine(list(), 0, dims.data(), dims.size()).release());
 }
 
 Tensor Tensor::reinterpret(Type type) const {
@@ -387,7 +457,7 @@ Tensor Tensor::reinterpret(Type type) const {
                     " bytes per element but " + std::string(typeName(type)) +
                     " has " + std::to_string(typeSize(type)) +
                     "; reinterpret needs types of the same size");
-  return Tensor(type, shape_, runs_);
+  return Tensor(type, shapeData(), rank(), *this);
 }
 
 namespace {
@@ -433,7 +503,7 @@ Tensor concat(const std::vector<Tensor> &tensors, unsigned dim) {
   const Tensor &first = tensors.front();
   if (tensors.size() == 1)
     return first;
-  std::vector<std::size_t> shape = first.shape();
+  ShapeDims shape(first.shape().begin(), first.shape().end());
   shape[dim] = 0;
   for (const Tensor &t : tensors)
     shape[dim] += t.shape()[dim];
@@ -442,7 +512,8 @@ Tensor concat(const std::vector<Tensor> &tensors, unsigned dim) {
     for (const Tensor &t : tensors)
       for (const Run &r : t.runs())
         builder.push(r);
-    return Tensor(first.elementType(), std::move(shape), builder.finish());
+    return Tensor(first.elementType(), shape.data(), shape.size(),
+                  builder.finish().release());
   }
   // Each tensor is [outer, inner] with the same outer extent: the result
   // takes row o of every tensor in turn.
@@ -450,10 +521,11 @@ Tensor concat(const std::vector<Tensor> &tensors, unsigned dim) {
   for (std::size_t o = 0; o < outer; ++o)
     for (const Tensor &t : tensors) {
       auto inner = static_cast<std::int64_t>(product(t.shape(), dim, t.rank()));
-      builder.pushProgression(*t.runs_, static_cast<std::int64_t>(o) * inner, 1,
+      builder.pushProgression(t.list(), static_cast<std::int64_t>(o) * inner, 1,
                               inner);
     }
-  return Tensor(first.elementType(), std::move(shape), builder.finish());
+  return Tensor(first.elementType(), shape.data(), shape.size(),
+                builder.finish().release());
 }
 
 Tensor concat(const Tensor &a, const Tensor &b, unsigned dim) {
@@ -488,7 +560,7 @@ std::ostream &operator<<(std::ostream &os, const Tensor &tensor) {
   os << typeName(tensor.elementType()) << tensor.shapeToString() << "{";
   // Long run lists are cut short: the head is what a reader needs.
   constexpr std::size_t shown = 16;
-  const std::vector<Run> &runs = tensor.runs();
+  const ArrayView<Run> runs = tensor.runs();
   for (std::size_t i = 0; i < runs.size() && i < shown; ++i)
     os << (i ? ", " : "") << runs[i];
   if (runs.size() > shown)

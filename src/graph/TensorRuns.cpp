@@ -3,20 +3,103 @@
 #include "tessera/support/Error.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <new>
 
 namespace tessera::detail {
+
+namespace {
+
+// Bytes of a list of n runs: the header, the runs, and for n > 1 the ends
+// and an affine block (its dimension count, 0 when the list has no affine
+// form, then var, base and the dimensions).
+std::size_t listBytes(std::size_t n, std::size_t affineDims) {
+  std::size_t bytes = sizeof(TensorRunList) + n * sizeof(Run);
+  if (n > 1)
+    bytes +=
+        n * sizeof(std::int64_t) + sizeof(std::int64_t) +
+        (affineDims ? 2 * sizeof(std::int64_t) + affineDims * sizeof(AffineDim)
+                    : 0);
+  return bytes;
+}
+
+} // namespace
+
+const TensorRunList *TensorRunList::create(const Run *runs, std::size_t n,
+                                           const AffineForm *affine) {
+  if (n == 0)
+    return emptyRunList();
+  TESSERA_INTERNAL_ASSERT(n < (std::size_t{1} << 32), "too many runs");
+  const std::size_t affineDims = n > 1 && affine ? affine->dims.size() : 0;
+  TESSERA_INTERNAL_ASSERT(n == 1 || !affine || affineDims > 1,
+                          "a list of several runs has several dimensions");
+  void *mem = ::operator new(listBytes(n, affineDims));
+  auto *list = new (mem) TensorRunList;
+  list->count = static_cast<std::uint32_t>(n);
+  Run *out = reinterpret_cast<Run *>(list + 1);
+  std::copy(runs, runs + n, out);
+  if (n == 1)
+    return list;
+  auto *ends = reinterpret_cast<std::int64_t *>(out + n);
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    ends[i] = total += runs[i].count;
+  std::int64_t *tail = ends + n;
+  tail[0] = static_cast<std::int64_t>(affineDims);
+  if (affineDims) {
+    tail[1] = affine->var;
+    tail[2] = affine->base;
+    std::copy(affine->dims.begin(), affine->dims.end(),
+              reinterpret_cast<AffineDim *>(tail + 3));
+  }
+  return list;
+}
+
+void destroyRunList(const SharedHeader *list) {
+  ::operator delete(const_cast<SharedHeader *>(list));
+}
+
+RunListRef::~RunListRef() {
+  if (list_ && list_->count &&
+      list_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
+    destroyRunList(list_);
+}
+
+bool TensorRunList::affine(AffineForm &form) const {
+  if (count == 0)
+    return false;
+  if (count == 1) {
+    const Run &r = run(0);
+    form.var = r.var;
+    form.base = r.start;
+    form.dims.clear();
+    if (r.count > 1)
+      form.dims.push_back({r.count, r.stride});
+    return true;
+  }
+  const std::int64_t *tail = ends() + count;
+  if (tail[0] == 0)
+    return false;
+  form.var = static_cast<std::uint32_t>(tail[1]);
+  form.base = tail[2];
+  const auto *dims = reinterpret_cast<const AffineDim *>(tail + 3);
+  form.dims.assign(dims, dims + tail[0]);
+  return true;
+}
 
 std::size_t TensorRunList::findRun(std::int64_t flat) const {
   TESSERA_INTERNAL_ASSERT(flat >= 0 && flat < numElements(),
                           "flat index outside the run list");
+  if (count == 1)
+    return 0;
   return static_cast<std::size_t>(
-      std::upper_bound(ends.begin(), ends.end(), flat) - ends.begin());
+      std::upper_bound(ends(), ends() + count, flat) - ends());
 }
 
-std::int64_t TensorRunList::elementAt(std::size_t run,
+std::int64_t TensorRunList::elementAt(std::size_t idx,
                                       std::int64_t flat) const {
-  const Run &r = runs[run];
-  std::int64_t offset = flat - (ends[run] - r.count);
+  const Run &r = run(idx);
+  std::int64_t offset = count == 1 ? flat : flat - (ends()[idx] - r.count);
   return r.start + offset * r.stride;
 }
 
@@ -47,7 +130,7 @@ bool tryMerge(Run &prev, const Run &next) {
 // The run holding `flat`, which lies after run `idx`. The next element is
 // usually in a nearby run, so the search gallops out from idx before it
 // bisects; a long step that skips runs then costs a few probes, not log n.
-std::size_t findRunAfter(const std::vector<std::int64_t> &ends, std::size_t idx,
+std::size_t findRunAfter(ArrayView<std::int64_t> ends, std::size_t idx,
                          std::int64_t flat) {
   std::size_t lo = idx + 1, width = 1;
   while (lo + width < ends.size() && ends[lo + width - 1] <= flat) {
@@ -61,8 +144,8 @@ std::size_t findRunAfter(const std::vector<std::int64_t> &ends, std::size_t idx,
 }
 
 // The run holding `flat`, which lies before run `idx`.
-std::size_t findRunBefore(const std::vector<std::int64_t> &ends,
-                          std::size_t idx, std::int64_t flat) {
+std::size_t findRunBefore(ArrayView<std::int64_t> ends, std::size_t idx,
+                          std::int64_t flat) {
   std::size_t hi = idx, width = 1;
   for (;;) {
     std::size_t lo = hi > width ? hi - width : 0;
@@ -77,15 +160,44 @@ std::size_t findRunBefore(const std::vector<std::int64_t> &ends,
 
 } // namespace
 
+namespace {
+
+// The buffer builders reuse, and whether a live builder holds it.
+thread_local std::vector<Run> scratchRuns;
+thread_local bool scratchBusy = false;
+// Beyond this many runs the buffer is given back after use, so that one
+// huge list does not pin its memory for the thread's lifetime.
+constexpr std::size_t kScratchKeep = 4096;
+
+} // namespace
+
+RunBuilder::RunBuilder() : runs_(&own_) {
+  if (!scratchBusy) {
+    scratchBusy = borrowed_ = true;
+    runs_ = &scratchRuns;
+    runs_->clear();
+  }
+}
+
+RunBuilder::~RunBuilder() {
+  if (!borrowed_)
+    return;
+  runs_->clear();
+  if (runs_->capacity() > kScratchKeep)
+    std::vector<Run>().swap(*runs_);
+  scratchBusy = false;
+}
+
 void RunBuilder::push(const Run &run) {
   TESSERA_INTERNAL_ASSERT(run.count >= 0, "run with a negative count");
   if (run.count == 0)
     return;
-  if (!runs_.empty() && tryMerge(runs_.back(), run))
+  std::vector<Run> &runs = *runs_;
+  if (!runs.empty() && tryMerge(runs.back(), run))
     return;
-  runs_.push_back(run);
+  runs.push_back(run);
   if (run.count == 1)
-    runs_.back().stride = 1;
+    runs.back().stride = 1;
 }
 
 void RunBuilder::pushProgression(const TensorRunList &source, std::int64_t flat,
@@ -96,19 +208,19 @@ void RunBuilder::pushProgression(const TensorRunList &source, std::int64_t flat,
                               flat + (count - 1) * step >= 0 &&
                               flat + (count - 1) * step < source.numElements(),
                           "progression outside the run list");
-  if (source.runs.size() == 1) {
-    const Run &r = source.runs.front();
+  if (source.count == 1) {
+    const Run &r = source.run(0);
     push({r.var, r.start + flat * r.stride, r.stride * step, count});
     return;
   }
   std::size_t idx = source.findRun(flat);
   if (step == 0) {
-    push({source.runs[idx].var, source.elementAt(idx, flat), 0, count});
+    push({source.run(idx).var, source.elementAt(idx, flat), 0, count});
     return;
   }
-  const std::vector<std::int64_t> &ends = source.ends;
+  const ArrayView<std::int64_t> ends(source.ends(), source.count);
   for (;;) {
-    const Run &r = source.runs[idx];
+    const Run &r = source.run(idx);
     std::int64_t runBegin = ends[idx] - r.count;
     // How many of the remaining elements fall inside this run.
     std::int64_t inRun = step > 0 ? (ends[idx] - 1 - flat) / step + 1
@@ -125,26 +237,9 @@ void RunBuilder::pushProgression(const TensorRunList &source, std::int64_t flat,
   }
 }
 
-std::shared_ptr<const TensorRunList>
-RunBuilder::finish(std::optional<AffineForm> affine) {
-  auto list = std::make_shared<TensorRunList>();
-  if (runs_.capacity() > 2 * runs_.size() + 16)
-    runs_.shrink_to_fit();
-  list->runs = std::move(runs_);
-  runs_ = {};
-  list->ends.reserve(list->runs.size());
-  std::int64_t total = 0;
-  for (const Run &r : list->runs) {
-    total += r.count;
-    list->ends.push_back(total);
-  }
-  if (!affine && list->runs.size() == 1) {
-    const Run &r = list->runs.front();
-    affine = AffineForm{r.var, r.start, {}};
-    if (r.count > 1)
-      affine->dims.push_back({r.count, r.stride});
-  }
-  list->affine = std::move(affine);
+RunListRef RunBuilder::finish(const AffineForm *affine) {
+  RunListRef list(TensorRunList::create(runs_->data(), runs_->size(), affine));
+  runs_->clear();
   return list;
 }
 
@@ -154,11 +249,11 @@ namespace {
 // next dimension continues it, so the two walk as one. After this the
 // innermost dimension is as long as it can be. False when a dimension is
 // empty.
-bool normaliseDims(const std::vector<AffineDim> &dims,
-                   std::vector<AffineDim> &merged) {
+bool normaliseDims(const AffineDim *dims, std::size_t numDims,
+                   AffineDims &merged) {
   merged.clear();
-  merged.reserve(dims.size());
-  for (const AffineDim &d : dims) {
+  for (std::size_t i = 0; i < numDims; ++i) {
+    const AffineDim &d = dims[i];
     if (d.size == 0)
       return false;
     if (d.size == 1)
@@ -174,12 +269,12 @@ bool normaliseDims(const std::vector<AffineDim> &dims,
 // Calls rowFn(rowStart) for every row of the map base + sum(i_k * step_k)
 // over all dimensions but the innermost, in row-major order.
 template <typename RowFn>
-void forEachRow(std::int64_t base, const std::vector<AffineDim> &dims,
-                std::size_t numOuter, RowFn &&rowFn) {
+void forEachRow(std::int64_t base, const AffineDims &dims, std::size_t numOuter,
+                RowFn &&rowFn) {
   std::int64_t numRows = 1;
   for (std::size_t k = 0; k < numOuter; ++k)
     numRows *= dims[k].size;
-  std::vector<std::int64_t> index(numOuter, 0);
+  SmallVec<std::int64_t, 6> index(numOuter, 0);
   std::int64_t rowStart = base;
   for (std::int64_t r = 0; r < numRows; ++r) {
     rowFn(rowStart);
@@ -194,28 +289,30 @@ void forEachRow(std::int64_t base, const std::vector<AffineDim> &dims,
 }
 
 // The view (base, dims) of a source that is itself an affine map of one
-// variable, as an affine map of that variable, when no index of the view
-// carries from one source dimension into the next: then the source
+// variable, as an affine map of that variable (in `form`), when no index of
+// the view carries from one source dimension into the next: then the source
 // multi-index is the mixed-radix digits of the flat index, each an affine
-// function of the view's indices. Otherwise nullopt, and the caller walks
-// the source runs instead.
-std::optional<AffineForm> compose(const AffineForm &source, std::int64_t base,
-                                  const std::vector<AffineDim> &dims) {
-  const std::vector<AffineDim> &chunks = source.dims;
-  std::vector<std::int64_t> flatStep(chunks.size()), low(chunks.size()),
-      high(chunks.size());
+// function of the view's indices. Otherwise false, and the caller walks the
+// source runs instead.
+bool compose(const AffineForm &source, std::int64_t base,
+             const AffineDims &dims, AffineForm &form) {
+  const AffineDims &chunks = source.dims;
+  SmallVec<std::int64_t, 6> flatStep(chunks.size(), 0), low(chunks.size(), 0),
+      high(chunks.size(), 0);
   std::int64_t step = 1;
   for (std::size_t j = chunks.size(); j-- > 0;) {
     flatStep[j] = step;
     low[j] = high[j] = (base / step) % chunks[j].size;
     step *= chunks[j].size;
   }
-  AffineForm form{source.var, source.base, {}};
+  form.var = source.var;
+  form.base = source.base;
+  AffineDims composed;
   for (std::size_t j = 0; j < chunks.size(); ++j)
     form.base += low[j] * chunks[j].step;
   for (const AffineDim &d : dims) {
     if (d.step == 0) {
-      form.dims.push_back({d.size, 0});
+      composed.push_back({d.size, 0});
       continue;
     }
     std::int64_t magnitude = d.step < 0 ? -d.step : d.step;
@@ -223,74 +320,71 @@ std::optional<AffineForm> compose(const AffineForm &source, std::int64_t base,
     while (j < chunks.size() && flatStep[j] > magnitude)
       ++j;
     if (j == chunks.size() || d.step % flatStep[j] != 0)
-      return std::nullopt;
+      return false;
     std::int64_t digitStep = d.step / flatStep[j];
     (digitStep > 0 ? high[j] : low[j]) += (d.size - 1) * digitStep;
-    form.dims.push_back({d.size, digitStep * chunks[j].step});
+    composed.push_back({d.size, digitStep * chunks[j].step});
   }
   for (std::size_t j = 0; j < chunks.size(); ++j)
     if (low[j] < 0 || high[j] >= chunks[j].size)
-      return std::nullopt;
-  std::vector<AffineDim> merged;
-  normaliseDims(form.dims, merged);
-  form.dims = std::move(merged);
-  return form;
+      return false;
+  normaliseDims(composed.data(), composed.size(), form.dims);
+  return true;
 }
 
 } // namespace
 
-std::shared_ptr<const TensorRunList>
-mapAffine(const std::shared_ptr<const TensorRunList> &source, std::int64_t base,
-          const std::vector<AffineDim> &dims) {
-  std::vector<AffineDim> merged;
-  if (!normaliseDims(dims, merged))
-    return emptyRunList();
+RunListRef mapAffine(const TensorRunList &source, std::int64_t base,
+                     const AffineDim *dims, std::size_t numDims) {
+  AffineDims merged;
+  if (!normaliseDims(dims, numDims, merged))
+    return RunListRef(emptyRunList());
   if (merged.size() == 1 && base == 0 && merged[0].step == 1 &&
-      merged[0].size == source->numElements())
-    return source;
+      merged[0].size == source.numElements()) {
+    if (source.count)
+      source.refs.fetch_add(1, std::memory_order_relaxed);
+    return RunListRef(&source);
+  }
   RunBuilder builder;
-  if (source->affine) {
-    if (std::optional<AffineForm> form =
-            compose(*source->affine, base, merged)) {
-      // One run per row of the composed map: the cost is the output runs.
-      if (form->dims.empty()) {
-        builder.push({form->var, form->base, 1, 1});
-        return builder.finish(std::move(form));
-      }
-      const AffineDim row = form->dims.back();
-      const std::uint32_t var = form->var;
-      forEachRow(form->base, form->dims, form->dims.size() - 1,
-                 [&](std::int64_t rowStart) {
-                   builder.push({var, rowStart, row.step, row.size});
-                 });
-      return builder.finish(std::move(form));
+  AffineForm sourceForm, form;
+  if (source.affine(sourceForm) && compose(sourceForm, base, merged, form)) {
+    // One run per row of the composed map: the cost is the output runs.
+    if (form.dims.empty()) {
+      builder.push({form.var, form.base, 1, 1});
+      return builder.finish(&form);
     }
+    const AffineDim row = form.dims.back();
+    const std::uint32_t var = form.var;
+    forEachRow(form.base, form.dims, form.dims.size() - 1,
+               [&](std::int64_t rowStart) {
+                 builder.push({var, rowStart, row.step, row.size});
+               });
+    return builder.finish(&form);
   }
   // Each row is one arithmetic progression through the source's flat
   // elements; it is split where it crosses from one source run to another.
   if (merged.empty()) {
-    builder.pushProgression(*source, base, 1, 1);
+    builder.pushProgression(source, base, 1, 1);
     return builder.finish();
   }
   const AffineDim row = merged.back();
   forEachRow(base, merged, merged.size() - 1, [&](std::int64_t rowStart) {
-    builder.pushProgression(*source, rowStart, row.step, row.size);
+    builder.pushProgression(source, rowStart, row.step, row.size);
   });
   return builder.finish();
 }
 
-std::shared_ptr<const TensorRunList> makeRunList(const std::vector<Run> &runs) {
+RunListRef makeRunList(const Run *runs, std::size_t numRuns) {
   RunBuilder builder;
-  builder.reserve(runs.size());
-  for (const Run &r : runs)
-    builder.push(r);
+  builder.reserve(numRuns);
+  for (std::size_t i = 0; i < numRuns; ++i)
+    builder.push(runs[i]);
   return builder.finish();
 }
 
-const std::shared_ptr<const TensorRunList> &emptyRunList() {
-  static const std::shared_ptr<const TensorRunList> empty =
-      std::make_shared<const TensorRunList>();
-  return empty;
+const TensorRunList *emptyRunList() {
+  static const TensorRunList empty;
+  return &empty;
 }
 
 } // namespace tessera::detail

@@ -140,3 +140,108 @@ TEST(GraphReplication, ReplicaTargetSplitsTheIpus) {
   EXPECT_THROW(Graph(Target::createIPUTarget(4, "ipu2"), replication_factor(3)),
                GraphError);
 }
+
+namespace {
+
+// One list of vectors, one list of single elements and a scalar.
+const char *kListCodelet = R"(
+#include <poplar/Vertex.hpp>
+using namespace poplar;
+class Lists : public Vertex {
+public:
+  Vector<Input<Vector<float>>> rows;
+  Vector<Input<float>> xs;
+  Output<float> out;
+  bool compute() {
+    *out = 0;
+    return true;
+  }
+};
+)";
+
+const FieldBinding &binding(const Graph &g, VertexRef v,
+                            const std::string &name) {
+  const VertexData &d = g.data().vertices.at(v.getId());
+  const auto &fields = d.vertexClass->info.fields;
+  for (std::size_t i = 0; i < fields.size(); ++i)
+    if (fields[i].name == name)
+      return d.fields[i];
+  throw std::runtime_error("no field " + name);
+}
+
+} // namespace
+
+TEST(GraphConnect, ListsAreStoredInOrderWithoutSpareCapacity) {
+  Graph g(smallTarget());
+  g.addCodeletSource(kListCodelet, "lists");
+  Tensor in = g.addVariable(FLOAT, {10}, "in");
+  ComputeSet cs = g.addComputeSet("cs");
+  VertexRef v = g.addVertex(cs, "Lists");
+  const std::vector<Tensor> rows{in.slice(0, 3), in.slice(3, 4),
+                                 in.slice(4, 10)};
+  g.connect(v["rows"], rows);
+  const FieldBinding &r = binding(g, v, "rows");
+  EXPECT_TRUE(r.connected);
+  ASSERT_EQ(r.tensors.size(), 3u);
+  EXPECT_EQ(r.tensors.capacity(), 3u);
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    EXPECT_EQ(r.tensors[i].runs(), rows[i].runs());
+
+  // A list of single elements connected to a whole tensor: one each.
+  g.connect(v["xs"], in.slice(2, 6));
+  const FieldBinding &xs = binding(g, v, "xs");
+  ASSERT_EQ(xs.tensors.size(), 4u);
+  EXPECT_EQ(xs.tensors.capacity(), 4u);
+  EXPECT_EQ(xs.tensors[1].runs(), in.slice(3, 4).runs());
+
+  // One by one up to a declared size: the vector is that size.
+  VertexRef w = g.addVertex(cs, "Lists");
+  g.setFieldSize(w["xs"], 5);
+  for (std::size_t i = 0; i < 5; ++i)
+    g.connect(w["xs"][i], in.slice(i, i + 1));
+  const FieldBinding &one = binding(g, w, "xs");
+  ASSERT_EQ(one.tensors.size(), 5u);
+  EXPECT_EQ(one.tensors.capacity(), 5u);
+  EXPECT_EQ(one.tensors[4].runs(), in.slice(4, 5).runs());
+}
+
+TEST(GraphConnect, ListElementErrorsNameTheFieldAndTheProblem) {
+  Graph g(smallTarget());
+  g.addCodeletSource(kListCodelet, "lists");
+  Tensor f = g.addVariable(FLOAT, {10}, "f");
+  Tensor i = g.addVariable(INT, {2}, "i");
+  VertexRef v = g.addVertex(g.addComputeSet("cs"), "Lists");
+  auto message = [](auto &&fn) {
+    try {
+      fn();
+    } catch (const Error &e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message([&] {
+              g.connect(v["rows"], {f.slice(0, 2), i});
+            }),
+            "connect Lists.rows: the field holds float but the tensor holds "
+            "int");
+  EXPECT_THROW(g.connect(v["rows"], {f.slice(0, 2), i}), TypeError);
+  EXPECT_EQ(message([&] {
+              g.connect(v["xs"], {f[0], f.slice(1, 3)});
+            }),
+            "connect Lists.xs: the field is a single element but the tensor "
+            "has 2 (shape [2])");
+  EXPECT_EQ(message([&] { g.connect(v["rows"], f); }),
+            "connect Lists.rows: the field is a list of vectors; connect a "
+            "std::vector of tensors, or connect v[\"rows\"][i] one by one");
+  g.setFieldSize(v["rows"], 2);
+  EXPECT_EQ(message([&] {
+              g.connect(v["rows"], {f, f, f});
+            }),
+            "connect Lists.rows: the field size is 2 but 3 tensors were given");
+  EXPECT_EQ(message([&] { g.connect(v["rows"][2], f); }),
+            "connect Lists.rows: index 2 is beyond the field size 2 set with "
+            "setFieldSize");
+  EXPECT_EQ(message([&] { g.connect(v["out"][0], f[0]); }),
+            "connect Lists.out: the field is not a list; connect it without "
+            "an index");
+}

@@ -32,7 +32,7 @@ std::size_t count(const Shape &shape) {
                          std::multiplies<>());
 }
 
-std::vector<Elem> elementsOf(const std::vector<tessera::Run> &runs) {
+std::vector<Elem> elementsOf(tessera::ArrayView<tessera::Run> runs) {
   std::vector<Elem> elems;
   for (const tessera::Run &r : runs)
     for (std::int64_t j = 0; j < r.count; ++j)
@@ -281,23 +281,68 @@ TEST(Tensor, BasicQueries) {
 
 TEST(Tensor, ReshapeFlattenExpandSqueezeReinterpretShareTheRunList) {
   Tensor t = contiguous({4, 3}).transpose().reshape({3, 4});
-  const std::vector<tessera::Run> *runs = &t.runs();
-  EXPECT_EQ(&t.reshape({2, 6}).runs(), runs);
-  EXPECT_EQ(&t.flatten().runs(), runs);
-  EXPECT_EQ(&t.flatten(0, 2).runs(), runs);
-  EXPECT_EQ(&t.expand({0, 2}).runs(), runs);
-  EXPECT_EQ(&t.expand({1}).squeeze({1}).runs(), runs);
-  EXPECT_EQ(&t.reinterpret(INT).runs(), runs);
+  const tessera::Run *runs = t.runs().data();
+  EXPECT_EQ(t.reshape({2, 6}).runs().data(), runs);
+  EXPECT_EQ(t.flatten().runs().data(), runs);
+  EXPECT_EQ(t.flatten(0, 2).runs().data(), runs);
+  EXPECT_EQ(t.expand({0, 2}).runs().data(), runs);
+  EXPECT_EQ(t.expand({1}).squeeze({1}).runs().data(), runs);
+  EXPECT_EQ(t.reinterpret(INT).runs().data(), runs);
   EXPECT_EQ(t.reinterpret(INT).elementType(), INT);
 }
 
 TEST(Tensor, IdentityViewsShareTheRunList) {
   Tensor t(FLOAT, {2, 3}, {{0, 0, 1, 3}, {1, 9, -1, 3}});
-  const std::vector<tessera::Run> *runs = &t.runs();
-  EXPECT_EQ(&t.slice(0, 2, 0).runs(), runs);
-  EXPECT_EQ(&t.dimShuffle({0, 1}).runs(), runs);
-  EXPECT_EQ(&t.subSample(1, 1).runs(), runs);
-  EXPECT_EQ(&t.broadcast(1, 0).runs(), runs);
+  const tessera::Run *runs = t.runs().data();
+  EXPECT_EQ(t.slice(0, 2, 0).runs().data(), runs);
+  EXPECT_EQ(t.dimShuffle({0, 1}).runs().data(), runs);
+  EXPECT_EQ(t.subSample(1, 1).runs().data(), runs);
+  EXPECT_EQ(t.broadcast(1, 0).runs().data(), runs);
+}
+
+TEST(Tensor, LongShapesSurviveCopiesMovesAndViews) {
+  // Shapes of more than four dimensions live outside the tensor, in a block
+  // its copies share; each copy must still see its own shape.
+  const Shape six{2, 1, 3, 1, 2, 2};
+  Tensor t = contiguous(six);
+  EXPECT_EQ(t.shape(), six);
+  Tensor copy = t;
+  Tensor moved = std::move(copy);
+  EXPECT_EQ(moved.shape(), six);
+  EXPECT_EQ(moved.rank(), 6u);
+  Tensor assigned;
+  assigned = moved;
+  assigned = assigned; // self-assignment keeps the tensor
+  EXPECT_EQ(assigned.shape(), six);
+  moved = contiguous({3});
+  EXPECT_EQ(assigned.shape(), six);
+  EXPECT_EQ(moved.shape(), Shape{3});
+  const Tensor shuffled = t.dimShuffle({5, 4, 3, 2, 1, 0});
+  EXPECT_EQ(shuffled.shape(), (Shape{2, 2, 1, 3, 1, 2}));
+  expectMatches(shuffled, refShuffle(refOf(t), {5, 4, 3, 2, 1, 0}));
+  EXPECT_EQ(t.squeeze({1, 3}).shape(), (Shape{2, 3, 2, 2}));
+  EXPECT_EQ(t.squeeze({1, 3}).expand({0, 4}).shape(),
+            (Shape{1, 2, 3, 2, 2, 1}));
+  std::vector<Tensor> many(100, t);
+  many.resize(300, shuffled);
+  EXPECT_EQ(many.front().shape(), six);
+  EXPECT_EQ(many.back().shape(), shuffled.shape());
+}
+
+TEST(Tensor, ShapeAndRunsConvertAndCompareLikeVectors) {
+  const Tensor t(FLOAT, {2, 3}, {{0, 0, 1, 3}, {1, 9, -1, 3}});
+  const Shape shape = t.shape();
+  EXPECT_EQ(shape, (Shape{2, 3}));
+  EXPECT_TRUE(t.shape() == shape && shape == t.shape());
+  EXPECT_FALSE(t.shape() != t.transpose().transpose().shape());
+  EXPECT_NE(t.shape(), t.transpose().shape());
+  const std::vector<tessera::Run> runs = t.runs();
+  EXPECT_EQ(runs.size(), 2u);
+  EXPECT_EQ(t.runs().at(1), (tessera::Run{1, 9, -1, 3}));
+  EXPECT_THROW(t.runs().at(2), std::out_of_range);
+  EXPECT_EQ(t.runs().front().var, 0u);
+  EXPECT_EQ(t.runs().back().var, 1u);
+  EXPECT_EQ(t.shape().back(), 3u);
 }
 
 TEST(Tensor, TransposeOf4096SquareIsOneRunPerRow) {
@@ -411,7 +456,7 @@ TEST(Tensor, ConcatAlongInnerDimensionInterleavesRows) {
 
 TEST(Tensor, ConcatOfEmptyAndSingleTensors) {
   Tensor t = contiguous({2, 3});
-  EXPECT_EQ(&concat({t}).runs(), &t.runs());
+  EXPECT_EQ(concat({t}).runs().data(), t.runs().data());
   Tensor e = t.slice(0, 0, 0);
   EXPECT_EQ(concat(e, t).runs(), t.runs());
   EXPECT_EQ(concat(e, e).numElements(), 0u);

@@ -10,10 +10,12 @@
 
 #include "tessera/support/Type.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <iosfwd>
-#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -48,35 +50,142 @@ struct Run {
   bool operator!=(const Run &o) const { return !(*this == o); }
 };
 
+/// A read-only view of consecutive elements owned by something else (a
+/// tensor's shape or runs). It iterates, indexes and compares like the
+/// std::vector it converts to; the owner must outlive it, and a view of a
+/// tensor's shape is valid only while that tensor is neither modified nor
+/// destroyed (copy it into a std::vector to keep it).
+template <typename T> class ArrayView {
+public:
+  using value_type = T;
+  using size_type = std::size_t;
+  using difference_type = std::ptrdiff_t;
+  using const_reference = const T &;
+  using reference = const T &;
+  using const_iterator = const T *;
+  using iterator = const T *;
+
+  ArrayView() = default;
+  ArrayView(const T *data, std::size_t size) : data_(data), size_(size) {}
+  ArrayView(const std::vector<T> &v) : data_(v.data()), size_(v.size()) {}
+
+  const T *begin() const { return data_; }
+  const T *end() const { return data_ + size_; }
+  const T *data() const { return data_; }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const T &operator[](std::size_t i) const { return data_[i]; }
+  /// Element \p i; throws std::out_of_range past the end.
+  const T &at(std::size_t i) const {
+    if (i >= size_)
+      throw std::out_of_range("ArrayView::at: index " + std::to_string(i) +
+                              " is past the end of " + std::to_string(size_) +
+                              " elements");
+    return data_[i];
+  }
+  const T &front() const { return data_[0]; }
+  const T &back() const { return data_[size_ - 1]; }
+  /// A copy of the elements.
+  std::vector<T> vec() const { return std::vector<T>(begin(), end()); }
+  operator std::vector<T>() const { return vec(); }
+
+  // Written out for C++11 user code (no four-iterator std::equal, and no
+  // != derived from ==).
+  friend bool operator==(ArrayView a, ArrayView b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
+  }
+  friend bool operator!=(ArrayView a, ArrayView b) { return !(a == b); }
+
+private:
+  const T *data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
 namespace detail {
+/// The reference count at the head of every shared block a tensor points
+/// to; `count` is the number of elements that follow (runs or dimensions).
+struct SharedHeader {
+  mutable std::atomic<std::uint32_t> refs{1};
+  std::uint32_t count = 0;
+};
 struct TensorRunList; // the runs and their prefix sums, shared between views
+/// Frees a block whose last reference went away.
+void destroyRunList(const SharedHeader *list);
+void destroyShapeBlock(const SharedHeader *block);
 } // namespace detail
 
 /// A view of elements of a graph's variables with a shape and element type.
+/// A tensor is small (48 bytes): shapes of up to four dimensions are kept in
+/// it, longer ones and the run list are blocks shared between copies and
+/// views, each one heap allocation holding its elements.
 class Tensor {
 public:
   Tensor() = default;
   /// A tensor over \p runs; their total count must equal the shape's product.
   /// Runs of zero elements are dropped and adjacent runs that continue each
   /// other are merged.
-  Tensor(Type type, std::vector<std::size_t> shape,
+  Tensor(Type type, const std::vector<std::size_t> &shape,
          const std::vector<Run> &runs);
+  Tensor(const Tensor &o) : type_(o.type_), rank_(o.rank_), runs_(o.runs_) {
+    copyShape(o);
+    retain(runs_);
+  }
+  Tensor(Tensor &&o) noexcept
+      : type_(o.type_), rank_(o.rank_), runs_(o.runs_), shape_(o.shape_) {
+    o.rank_ = 0; // the shape block's reference moves too
+    o.runs_ = nullptr;
+  }
+  Tensor &operator=(const Tensor &o) {
+    if (this != &o) {
+      Tensor copy(o);
+      swap(copy);
+    }
+    return *this;
+  }
+  Tensor &operator=(Tensor &&o) noexcept {
+    if (this != &o) {
+      Tensor moved(std::move(o));
+      swap(moved);
+    }
+    return *this;
+  }
+  ~Tensor() {
+    releaseShape();
+    release(runs_);
+  }
 
   Type elementType() const { return type_; }
-  const std::vector<std::size_t> &shape() const { return shape_; }
-  unsigned rank() const { return static_cast<unsigned>(shape_.size()); }
+  /// The dimensions, outermost first (a view of this tensor's own copy).
+  ArrayView<std::size_t> shape() const { return {shapeData(), rank_}; }
+  unsigned rank() const { return rank_; }
   std::size_t dim(unsigned i) const;
   /// The product of the shape; 0 for a default-constructed tensor.
-  std::size_t numElements() const;
+  std::size_t numElements() const {
+    if (!runs_)
+      return 0;
+    std::size_t n = 1;
+    for (std::size_t d : shape())
+      n *= d;
+    return n;
+  }
   /// False for a default-constructed tensor, which views nothing; views of
   /// it throw GraphError.
   bool valid() const { return runs_ != nullptr; }
   /// True when the elements are consecutive elements of one variable, in
   /// increasing order; false for a tensor without elements.
-  bool isContiguous() const;
+  bool isContiguous() const {
+    // Merging guarantees consecutive elements form one run of stride 1.
+    return runs_ && runs_->count == 1 && runs().front().stride == 1;
+  }
   /// The runs, merged where one continues another (so a contiguous tensor
-  /// has exactly one run, of stride 1).
-  const std::vector<Run> &runs() const;
+  /// has exactly one run, of stride 1). Views that share a run list return
+  /// the same elements (same data()).
+  ArrayView<Run> runs() const {
+    // A run list's runs follow its header.
+    return runs_ ? ArrayView<Run>(reinterpret_cast<const Run *>(runs_ + 1),
+                                  runs_->count)
+                 : ArrayView<Run>();
+  }
   /// Variable ids this tensor touches, sorted and unique.
   std::vector<std::uint32_t> variables() const;
 
@@ -123,13 +232,55 @@ public:
   std::string shapeToString() const;
 
 private:
+  static constexpr unsigned kInlineRank = 4;
   Type type_ = Type::FLOAT;
-  std::vector<std::size_t> shape_;
-  std::shared_ptr<const detail::TensorRunList> runs_;
+  std::uint8_t rank_ = 0;
+  const detail::SharedHeader *runs_ = nullptr;
+  union {
+    std::size_t inline_[kInlineRank];
+    const detail::SharedHeader *block_; // rank_ > kInlineRank
+  } shape_{};
 
-  /// A view over an existing run list, shared rather than copied.
-  Tensor(Type type, std::vector<std::size_t> shape,
-         std::shared_ptr<const detail::TensorRunList> runs);
+  const std::size_t *shapeData() const {
+    return rank_ <= kInlineRank
+               ? shape_.inline_
+               : reinterpret_cast<const std::size_t *>(shape_.block_ + 1);
+  }
+  void copyShape(const Tensor &o) {
+    shape_ = o.shape_;
+    if (rank_ > kInlineRank)
+      shape_.block_->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  void releaseShape() {
+    if (rank_ > kInlineRank &&
+        shape_.block_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
+      detail::destroyShapeBlock(shape_.block_);
+  }
+  // The shared empty list (count 0) is never freed and not counted.
+  static void retain(const detail::SharedHeader *list) {
+    if (list && list->count)
+      list->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  static void release(const detail::SharedHeader *list) {
+    if (list && list->count &&
+        list->refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
+      detail::destroyRunList(list);
+  }
+  void swap(Tensor &o) noexcept {
+    std::swap(type_, o.type_);
+    std::swap(rank_, o.rank_);
+    std::swap(runs_, o.runs_);
+    std::swap(shape_, o.shape_);
+  }
+  void setShape(const std::size_t *dims, std::size_t rank);
+
+  /// A view over a run list whose reference this tensor takes over.
+  Tensor(Type type, const std::size_t *shape, std::size_t rank,
+         const detail::TensorRunList *runs);
+  /// A view over the run list of \p like, shared (reshape and friends).
+  Tensor(Type type, const std::size_t *shape, std::size_t rank,
+         const Tensor &like);
+  const detail::TensorRunList &list() const;
   friend Tensor concat(const std::vector<Tensor> &tensors, unsigned dim);
 };
 
