@@ -31,6 +31,7 @@
 #include "tessera/session/Feeds.hpp"
 #include "tessera/session/Pipeline.hpp"
 
+#include <future>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -202,6 +203,8 @@ private:
   std::unique_ptr<Engine> engine_;
   Infeed *infeed_ = nullptr;
   std::uint64_t runs_ = 0;
+  /// The last build's graph, being freed on another thread (build()).
+  std::future<void> released_;
 };
 
 /// The executable-cache key of a module and config: a hash of the
