@@ -14,6 +14,7 @@
 //   output positions.
 #pragma once
 
+#include "../matmul/MatMulKernel.hpp"
 #include "tessera/support/Half.hpp"
 
 #include <immintrin.h>
@@ -90,28 +91,10 @@ template <int MR> inline void clear(__m256 (&acc)[MR][2]) {
     acc[i][0] = acc[i][1] = _mm256_setzero_ps();
 }
 
-/// Widens \p n elements to float. An inline loop: rows are short, and a
-/// library call per row costs more than the copy.
+/// Widens \p n elements to float; floats are copied as the matmul kernels
+/// copy their short operand pieces (rows here are a few dozen floats).
 inline void toFloat(const float *src, float *dst, std::size_t n) {
-  // Pieces are rows of a few dozen floats: whole vectors, then one last
-  // vector overlapping the previous (or smaller moves under 8). A scalar
-  // tail loop is what GCC turns into a memmove call.
-  if (n >= 8) {
-    const __m256 last = _mm256_loadu_ps(src + n - 8);
-    for (std::size_t i = 0; i + 8 < n; i += 8)
-      _mm256_storeu_ps(dst + i, _mm256_loadu_ps(src + i));
-    _mm256_storeu_ps(dst + n - 8, last);
-  } else if (n >= 4) {
-    const __m128 first = _mm_loadu_ps(src), last = _mm_loadu_ps(src + n - 4);
-    _mm_storeu_ps(dst, first);
-    _mm_storeu_ps(dst + n - 4, last);
-  } else {
-    for (std::size_t i = 0; i < n; ++i) {
-      float v = src[i];
-      asm("" : "+x"(v)); // keeps the loop a loop, not a memmove call
-      dst[i] = v;
-    }
-  }
+  matmul::copyFloats(src, dst, n);
 }
 inline void toFloat(const Half *src, float *dst, std::size_t n) {
   std::size_t i = 0;
