@@ -47,18 +47,6 @@ IPUModel modelFor(const Config &c) {
   return m;
 }
 
-OptionFlags engineFlags(const Config &c) {
-  auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
-  const FloatingPointBehaviour &fp = c.floatingPointBehaviour;
-  OptionFlags flags = c.engineOptions;
-  flags.set({{"engine.hostThreads", std::to_string(c.hostThreads)},
-             {"debug.floatingPointBehaviour.inv", flag(fp.inv)},
-             {"debug.floatingPointBehaviour.div0", flag(fp.div0)},
-             {"debug.floatingPointBehaviour.oflo", flag(fp.oflo)},
-             {"debug.floatingPointBehaviour.nanoo", flag(fp.nanoo)}});
-  return flags;
-}
-
 bool isInput(const ir::Module &m, const std::string &name) {
   const auto id = m.findValue(name);
   return id && m.value(*id).kind == ir::ValueKind::Input;
@@ -182,6 +170,29 @@ Sequence withOffloadedState(Graph &graph, const ir::Module &module,
 }
 
 } // namespace detail
+
+OptionFlags engineFlags(const Config &c) {
+  auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
+  const FloatingPointBehaviour &fp = c.floatingPointBehaviour;
+  OptionFlags flags = c.engineOptions;
+  // hostThreads 0 means "not chosen": an engine.hostThreads the user put
+  // in engineOptions then stands; two different choices are an error
+  // rather than one silently winning.
+  const std::string threads = std::to_string(c.hostThreads);
+  if (flags.contains("engine.hostThreads") && c.hostThreads != 0 &&
+      flags.at("engine.hostThreads") != threads)
+    throw OptionError(
+        fmt::format("session: hostThreads is {} but engineOptions sets "
+                    "engine.hostThreads to {}; set only one of them",
+                    c.hostThreads, flags.at("engine.hostThreads")));
+  if (!flags.contains("engine.hostThreads"))
+    flags.set("engine.hostThreads", threads);
+  flags.set({{"debug.floatingPointBehaviour.inv", flag(fp.inv)},
+             {"debug.floatingPointBehaviour.div0", flag(fp.div0)},
+             {"debug.floatingPointBehaviour.oflo", flag(fp.oflo)},
+             {"debug.floatingPointBehaviour.nanoo", flag(fp.nanoo)}});
+  return flags;
+}
 
 std::string cacheKey(const ir::Module &module, const Config &config,
                      const RunSpec &spec) {

@@ -139,6 +139,25 @@ TEST(Session, CacheKeyChangesWithEngineOptionsThatChangeTheCompile) {
   EXPECT_EQ(cacheKey(m, threads, kSpec), plain);
 }
 
+TEST(Session, EngineThreadsComeFromHostThreadsOrEngineOptions) {
+  Config c = smallConfig();
+  EXPECT_EQ(engineFlags(c).at("engine.hostThreads"), "0");
+  c.engineOptions.set({{"engine.hostThreads", "1"}});
+  EXPECT_EQ(engineFlags(c).at("engine.hostThreads"), "1");
+  c.hostThreads = 1;
+  EXPECT_EQ(engineFlags(c).at("engine.hostThreads"), "1");
+  c.hostThreads = 2;
+  try {
+    engineFlags(c);
+    FAIL() << "two thread counts were accepted";
+  } catch (const OptionError &e) {
+    EXPECT_NE(std::string(e.what()).find("hostThreads is 2 but engineOptions "
+                                         "sets engine.hostThreads to 1"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Session, VariablesSurviveACheckpoint) {
   const std::string path = tempDir("ckpt") + ".ckpt";
   Session s(linearModel(), smallConfig(), kSpec);

@@ -96,7 +96,8 @@ struct Config {
   /// Run without host I/O: inputs keep their last values, so the device's
   /// speed is measured alone.
   bool syntheticData = false;
-  /// Host threads that run the model (0: all cores).
+  /// Host threads that run the model (0: engineOptions' engine.hostThreads
+  /// if set, else all cores).
   unsigned hostThreads = 0;
   /// Further engine options ("autoReport.all", "autoReport.directory", ...;
   /// TESSERA_ENGINE_OPTIONS still overrides them).
@@ -211,5 +212,12 @@ private:
 /// module's text and every setting that changes the executable.
 std::string cacheKey(const ir::Module &module, const Config &config,
                      const RunSpec &spec);
+
+/// The options a session gives its engine: config.engineOptions with
+/// engine.hostThreads from config.hostThreads (unless hostThreads is 0 and
+/// engineOptions sets it) and the floating-point behaviour. Throws
+/// OptionError when hostThreads and engineOptions ask for different
+/// thread counts.
+OptionFlags engineFlags(const Config &config);
 
 } // namespace tessera::session
