@@ -583,7 +583,9 @@ Executable decodeFrames(const Frames &frames, const std::string &what) {
   static_assert(kExecutablePayloadParts == 2);
   Executable exe;
   std::exception_ptr errors[2];
+  double seconds[2] = {};
   const auto decode = [&](int part) {
+    const auto start = std::chrono::steady_clock::now();
     try {
       detail::decodeCompressedPayloadPart(
           part, frames[part].bytes, frames[part].contentBytes,
@@ -591,6 +593,9 @@ Executable decodeFrames(const Frames &frames, const std::string &what) {
     } catch (...) {
       errors[part] = std::current_exception();
     }
+    seconds[part] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
   };
   std::thread first(decode, 0);
   decode(1);
@@ -598,6 +603,8 @@ Executable decodeFrames(const Frames &frames, const std::string &what) {
   for (const std::exception_ptr &e : errors)
     if (e)
       std::rethrow_exception(e);
+  logging::debug("decoded the parts of {} in {:.3f} and {:.3f} s", what,
+                 seconds[0], seconds[1]);
   return exe;
 }
 

@@ -607,11 +607,9 @@ TEST(ExecutableIO, UnknownEnumCodesAreCorrupt) {
   auto payloads = detail::encodeExecutablePayload(richExecutable());
   std::vector<std::byte> &payload = payloads[0];
   // Layout of the first part: arch (1 + 4), numIPUs, tilesPerIPU and
-  // replicationFactor (1 each), bytesPerTile 1024 (2), clockHz (8),
-  // tileBase (count 1, then deltas 0 and 4 x 256: 1 + 4 x 2), initRegions
-  // (1 + {16, 0, 8}: 3 + {300, 8, 4}: 2 + 1 + 1), initData (1 + 12), steps'
+  // replicationFactor (1 each), bytesPerTile 1024 (2), clockHz (8), steps'
   // count (1): the first step's kind follows.
-  const std::size_t kindAt = 5 + 3 + 2 + 8 + 10 + 8 + 13 + 1;
+  const std::size_t kindAt = 5 + 3 + 2 + 8 + 1;
   ASSERT_EQ(payload[kindAt], std::byte{0});      // StepKind::Compute
   ASSERT_EQ(payload[kindAt - 1], std::byte{19}); // steps' count
   payload[kindAt] = std::byte{200};
