@@ -278,6 +278,8 @@ public:
     return offset() <= trusted_ && bytes <= trusted_ - offset();
   }
   const std::byte *data() const { return buf_ + pos_; }
+  // Bytes readable at data() without decompressing more.
+  std::size_t buffered() const { return end_ - pos_; }
   void skip(std::size_t n) { pos_ += n; }
   // Makes \p n bytes readable at data() where the payload has them; returns
   // how many are (fewer only at its end).
@@ -449,9 +451,17 @@ private:
     }
   }
 
-  // A varint that must fit in T's width.
-  template <class T> std::uint64_t varint() {
-    const std::uint64_t at = src_.payloadOffset();
+  // A varint that must fit in T's width. Most are one byte (sizes, small
+  // deltas): that case, with ten bytes in the window, takes no checks.
+  template <class T> [[gnu::always_inline]] std::uint64_t varint() {
+    const std::byte *p = src_.data();
+    if (src_.buffered() >= 10 && std::to_integer<std::uint8_t>(p[0]) < 0x80) {
+      src_.skip(1);
+      return std::to_integer<std::uint8_t>(p[0]);
+    }
+    return longVarint<T>();
+  }
+  template <class T> [[gnu::noinline]] std::uint64_t longVarint() {
     const std::size_t avail = src_.fill(10);
     const std::byte *p = src_.data();
     std::uint64_t v = 0;
@@ -462,15 +472,16 @@ private:
       v |= (b & 0x7f) << (7 * i);
       if (b < 0x80) {
         if ((i == 9 && b > 1) || v > std::numeric_limits<T>::max())
-          src_.fail("the integer at payload byte " + std::to_string(at) +
+          src_.fail("the integer at payload byte " +
+                    std::to_string(src_.payloadOffset()) +
                     " does not fit in its " + std::to_string(8 * sizeof(T)) +
                     "-bit field");
         src_.skip(i + 1);
         return v;
       }
     }
-    src_.fail("the integer at payload byte " + std::to_string(at) +
-              " runs past 10 bytes");
+    src_.fail("the integer at payload byte " +
+              std::to_string(src_.payloadOffset()) + " runs past 10 bytes");
   }
 
   // A count of elements, each at least minBytes long, that must fit in the
