@@ -300,7 +300,8 @@ public:
   // Copies \p n bytes to \p dst; a long run is decompressed straight there.
   void read(std::byte *dst, std::size_t n) {
     const std::size_t have = std::min(end_ - pos_, n);
-    std::memcpy(dst, buf_ + pos_, have);
+    if (have != 0) // an empty payload's data() may be null
+      std::memcpy(dst, buf_ + pos_, have);
     pos_ += have;
     if (have == n)
       return;
