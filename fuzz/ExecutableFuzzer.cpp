@@ -1,6 +1,7 @@
 // Executables. The input is read as an executable file, and then taken as
-// an uncompressed payload: written as a file with a correct header (sizes,
-// both XXH64 checksums) and read back with readExecutableFile, so every
+// an uncompressed payload (its parts joined as fuzz::joinPayload does):
+// written as a file with a correct header (sizes, frames, both XXH64
+// checksums) and read back with readExecutableFile, so every
 // mutation reaches the payload decoder and validateExecutable as a cache
 // entry or a hostile .tsx file would. Property: what decodes encodes to a
 // payload that decodes to the same. Built a second time with
@@ -22,7 +23,7 @@ namespace {
 
 using namespace tessera;
 
-Executable readWithFreshHeader(std::span<const std::byte> payload) {
+Executable readWithFreshHeader(const detail::ExecutablePayload &payload) {
   std::ostringstream out;
   detail::writeExecutableFile(out, payload);
   std::istringstream in(out.str());
@@ -65,8 +66,8 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data,
                                       std::size_t size) {
-  const std::span<const std::byte> payload(
-      reinterpret_cast<const std::byte *>(data), size);
+  const detail::ExecutablePayload payload =
+      fuzz::splitPayload({reinterpret_cast<const std::byte *>(data), size});
   // The input as a whole file too: header checks and decompression.
   fuzz::runOne([&] {
     std::istringstream in(fuzz::bytes(data, size));
@@ -74,8 +75,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data,
   });
   return fuzz::runOne([&] {
     Executable exe = readWithFreshHeader(payload);
-    const std::vector<std::byte> once = detail::encodeExecutablePayload(exe);
-    const std::vector<std::byte> twice =
+    const detail::ExecutablePayload once = detail::encodeExecutablePayload(exe);
+    const detail::ExecutablePayload twice =
         detail::encodeExecutablePayload(readWithFreshHeader(once));
     fuzz::require(once == twice, "an executable's payload does not survive "
                                  "a decode/encode round trip");

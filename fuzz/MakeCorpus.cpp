@@ -15,6 +15,7 @@
 #include "tessera/support/File.hpp"
 
 #include "../tests/ir/IrTestModels.hpp"
+#include "FuzzCommon.hpp"
 
 #include <zlib.h>
 
@@ -148,9 +149,8 @@ void compiledSeeds(const std::string &name, bool sharded) {
   graph.createHostWrite("x", lowered.tensor(*m.findValue("x")));
   graph.createHostRead("y", lowered.tensor(*m.findValue("y")));
   const Executable exe = compileGraph(graph, {prog});
-  const std::vector<std::byte> payload = detail::encodeExecutablePayload(exe);
-  const std::string bytes(reinterpret_cast<const char *>(payload.data()),
-                          payload.size());
+  const std::string bytes =
+      fuzz::joinPayload(detail::encodeExecutablePayload(exe));
   for (const char *h : {"executable", "engine_load"})
     put(h, name + ".payload", bytes);
   std::ostringstream file;

@@ -3,7 +3,8 @@
 # measured): RESULT lines for the compile time of ResNet-50 (32x32 and
 # 224x224, batch 2, float32 and mixed float16), the workshop's CIFAR-10 CNN
 # and `tessera train`'s CNN (batch 64) and the MLP, and ResNet-50's peak
-# RSS, each compiled in its own child process.
+# RSS, each compiled in its own child process; and the time to load each
+# saved executable in a fresh process (RESULT load_*).
 # Usage: run_all.sh [BENCH_DIR]  (default: build/bench)
 # Exits 1 if the benchmark fails or misses a target.
 set -u

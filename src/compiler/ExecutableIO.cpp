@@ -1,20 +1,24 @@
-// Executable files: a checksummed header, a zstd-compressed little-endian
-// payload, and a validation pass that lets the engine trust what it loads.
+// Executable files: a checksummed header, a zstd-compressed payload in
+// parts decoded on two threads (ExecutableCodec.cpp), and a validation
+// pass that lets the engine trust what it loads.
 // The layout is documented in tessera/compiler/ExecutableFormat.hpp.
 
 #include "tessera/compiler/ExecutableFormat.hpp"
 
+#include "ExecutableCodec.hpp"
 #include "tessera/support/Error.hpp"
 #include "tessera/support/File.hpp"
+#include "tessera/support/Logging.hpp"
 
 #include <xxhash.h>
 #include <zstd.h>
 
 #include <algorithm>
-#include <bit>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <istream>
@@ -22,7 +26,7 @@
 #include <memory>
 #include <ostream>
 #include <string_view>
-#include <type_traits>
+#include <thread>
 #include <utility>
 
 namespace tessera {
@@ -31,97 +35,6 @@ namespace {
 constexpr std::string_view kMagic = "TESSERAX";
 constexpr int kCompressionLevel = 3;
 constexpr std::string_view kRedo = "; recompile and save it again";
-
-// Each struct's fields in declaration order; the sizes trip when a field is
-// added so that the lists below (and kExecutableFormatVersion) get updated.
-#if defined(__x86_64__) && defined(__GLIBCXX__) && !defined(_GLIBCXX_DEBUG)
-static_assert(sizeof(Step) == 40 && sizeof(CopyOp) == 40 &&
-                  sizeof(FieldValue) == 16 && sizeof(VertexInstance) == 24 &&
-                  sizeof(VertexClassRef) == 40 &&
-                  sizeof(CodeletSourceRef) == 96 && sizeof(StreamInfo) == 56 &&
-                  sizeof(HostAccessInfo) == 64 &&
-                  sizeof(RemoteBufferInfo) == 56 && sizeof(PrintInfo) == 72 &&
-                  sizeof(InitRegion) == 24 && sizeof(TileMemory) == 48 &&
-                  sizeof(VariableInfo) == 88 && sizeof(StepEstimate) == 40 &&
-                  sizeof(CompilePhase) == 56,
-              "a serialised struct changed: update field() in "
-              "ExecutableIO.cpp and bump kExecutableFormatVersion");
-static_assert(sizeof(Executable) == 736,
-              "Executable changed: update field() in ExecutableIO.cpp and "
-              "bump kExecutableFormatVersion");
-#endif
-
-template <class T> struct IsVector : std::false_type {};
-template <class T> struct IsVector<std::vector<T>> : std::true_type {};
-template <class T> struct IsPair : std::false_type {};
-template <class A, class B> struct IsPair<std::pair<A, B>> : std::true_type {};
-template <class> [[maybe_unused]] inline constexpr bool kNoEncoding = false;
-
-template <class IO, class T> void field(IO &io, T &x);
-
-template <class IO, class... F> void each(IO &io, F &...f) {
-  (field(io, f), ...);
-}
-
-// The one description of the payload, shared by Writer (T const) and Reader
-// (T mutable), so that encoding and decoding cannot disagree.
-template <class IO, class T> void field(IO &io, T &x) {
-  using U = std::remove_const_t<T>;
-  if constexpr (std::is_same_v<U, std::string> ||
-                std::is_same_v<U, std::vector<std::byte>>) {
-    io.scalar(x);
-  } else if constexpr (IsVector<U>::value) {
-    io.sequence(x);
-  } else if constexpr (IsPair<U>::value) {
-    each(io, x.first, x.second);
-  } else if constexpr (std::is_same_v<U, Step>) {
-    each(io, x.kind, x.type, x.hasAddr, x.a, x.b, x.c, x.addr, x.count, x.name);
-  } else if constexpr (std::is_same_v<U, CopyOp>) {
-    each(io, x.src, x.dst, x.srcStride, x.dstStride, x.count, x.elemBytes);
-  } else if constexpr (std::is_same_v<U, FieldValue>) {
-    each(io, x.addr, x.size);
-  } else if constexpr (std::is_same_v<U, VertexInstance>) {
-    each(io, x.vertexClass, x.tile, x.firstField, x.cycles);
-  } else if constexpr (std::is_same_v<U, VertexClassRef>) {
-    each(io, x.name, x.codelet);
-  } else if constexpr (std::is_same_v<U, CodeletSourceRef>) {
-    each(io, x.name, x.source, x.flags);
-  } else if constexpr (std::is_same_v<U, StreamInfo>) {
-    each(io, x.handle, x.type, x.numElements, x.hostToDevice, x.broadcast);
-  } else if constexpr (std::is_same_v<U, HostAccessInfo>) {
-    each(io, x.handle, x.type, x.numElements, x.write, x.firstOp, x.numOps);
-  } else if constexpr (std::is_same_v<U, RemoteBufferInfo>) {
-    each(io, x.handle, x.type, x.numElements, x.repeats);
-  } else if constexpr (std::is_same_v<U, PrintInfo>) {
-    each(io, x.title, x.type, x.shape, x.firstOp, x.numOps);
-  } else if constexpr (std::is_same_v<U, InitRegion>) {
-    each(io, x.addr, x.dataOffset, x.size);
-  } else if constexpr (std::is_same_v<U, TileMemory>) {
-    each(io, x.alwaysLive, x.notAlwaysLive, x.constants, x.temporaries,
-         x.vertexState, x.code);
-  } else if constexpr (std::is_same_v<U, VariableInfo>) {
-    each(io, x.name, x.type, x.shape, x.bytes, x.tiles, x.alwaysLive,
-         x.liveBegin, x.liveEnd);
-  } else if constexpr (std::is_same_v<U, CompilePhase>) {
-    each(io, x.name, x.seconds, x.rssBytes, x.peakRssBytes);
-  } else if constexpr (std::is_same_v<U, StepEstimate>) {
-    each(io, x.ipuCycles, x.firstTileCycle, x.numTileCycles, x.bytesExchanged);
-  } else if constexpr (std::is_same_v<U, Executable>) {
-    each(io, x.arch, x.numIPUs, x.tilesPerIPU, x.replicationFactor,
-         x.bytesPerTile, x.clockHz);
-    each(io, x.tileBase, x.initRegions, x.initData);
-    each(io, x.steps, x.programEntry, x.numCounters, x.switchTable,
-         x.replicaPairs, x.copyOps, x.vertexClasses, x.codelets, x.vertices,
-         x.fields, x.spans, x.stateBytes, x.strings, x.prints, x.stepScopes);
-    each(io, x.streams, x.hostAccesses, x.remoteBuffers);
-    each(io, x.estimates, x.tileCycleTiles, x.tileCycles, x.tileMemory,
-         x.variables, x.computeSetNames, x.compilePhases);
-  } else if constexpr (std::is_enum_v<U> || std::is_arithmetic_v<U>) {
-    io.scalar(x);
-  } else {
-    static_assert(kNoEncoding<U>, "no payload encoding for this type");
-  }
-}
 
 void putLE(std::byte *p, std::uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i)
@@ -135,145 +48,10 @@ std::uint64_t getLE(const std::byte *p, int bytes) {
   return v;
 }
 
-class Writer {
-public:
-  template <class T>
-  requires std::is_integral_v<T> || std::is_enum_v<T>
-  void scalar(T v) {
-    std::byte buf[sizeof(T)];
-    if constexpr (std::is_same_v<T, bool>)
-      buf[0] = std::byte{v ? std::uint8_t{1} : std::uint8_t{0}};
-    else
-      putLE(buf, static_cast<std::uint64_t>(v), sizeof(T));
-    out_.insert(out_.end(), buf, buf + sizeof(T));
-  }
-  void scalar(double v) { scalar(std::bit_cast<std::uint64_t>(v)); }
-  void scalar(const std::string &s) {
-    scalar(std::uint64_t{s.size()});
-    const auto *p = reinterpret_cast<const std::byte *>(s.data());
-    out_.insert(out_.end(), p, p + s.size());
-  }
-  void scalar(const std::vector<std::byte> &v) {
-    scalar(std::uint64_t{v.size()});
-    out_.insert(out_.end(), v.begin(), v.end());
-  }
-  template <class T> void sequence(const std::vector<T> &v) {
-    scalar(std::uint64_t{v.size()});
-    for (const T &e : v)
-      field(*this, e);
-  }
-  std::size_t size() const { return out_.size(); }
-  std::vector<std::byte> take() { return std::move(out_); }
-
-private:
-  std::vector<std::byte> out_;
-};
-
-// Bytes the smallest element of T encodes to (empty strings and vectors):
-// a count can be checked against the bytes left before anything is
-// allocated.
-template <class T> std::size_t minEncodedBytes() {
-  static const std::size_t bytes = [] {
-    Writer w;
-    const T empty{};
-    field(w, empty);
-    return w.size();
-  }();
-  return bytes;
-}
-
 std::string corruptMessage(const std::string &what,
                            const std::string &problem) {
-  return what + " is corrupt: " + problem + std::string(kRedo);
+  return detail::corruptExecutableMessage(what, problem);
 }
-
-class Reader {
-public:
-  Reader(std::span<const std::byte> data, const std::string &what)
-      : data_(data), what_(what) {}
-
-  template <class T>
-  requires std::is_integral_v<T> || std::is_enum_v<T>
-  void scalar(T &v) {
-    need(sizeof(T));
-    const std::uint64_t raw = getLE(data_.data() + pos_, sizeof(T));
-    if constexpr (std::is_same_v<T, bool>) {
-      if (raw > 1)
-        fail("byte " + std::to_string(pos_) + " should be a bool but is " +
-             std::to_string(raw));
-      v = raw == 1;
-    } else if constexpr (std::is_same_v<T, Type>) {
-      if (raw >= numTypes)
-        fail("byte " + std::to_string(pos_) + " holds element type code " +
-             std::to_string(raw) + " but there are only " +
-             std::to_string(numTypes) + " types");
-      v = static_cast<Type>(raw);
-    } else if constexpr (std::is_same_v<T, StepKind>) {
-      if (raw > static_cast<std::uint64_t>(StepKind::End))
-        fail("byte " + std::to_string(pos_) + " holds step kind code " +
-             std::to_string(raw) + ", which no Tessera step has");
-      v = static_cast<StepKind>(raw);
-    } else {
-      v = static_cast<T>(raw);
-    }
-    pos_ += sizeof(T);
-  }
-  void scalar(double &v) {
-    std::uint64_t bits = 0;
-    scalar(bits);
-    v = std::bit_cast<double>(bits);
-  }
-  void scalar(std::string &s) {
-    const std::uint64_t n = count(1);
-    s.assign(reinterpret_cast<const char *>(data_.data() + pos_), n);
-    pos_ += n;
-  }
-  void scalar(std::vector<std::byte> &v) {
-    const std::uint64_t n = count(1);
-    v.assign(data_.begin() + pos_, data_.begin() + pos_ + n);
-    pos_ += n;
-  }
-  template <class T> void sequence(std::vector<T> &v) {
-    v.clear();
-    v.resize(count(minEncodedBytes<T>()));
-    for (T &e : v)
-      field(*this, e);
-  }
-
-  void expectEnd() const {
-    if (pos_ != data_.size())
-      fail(std::to_string(data_.size() - pos_) +
-           " unexpected bytes follow the last field of the payload");
-  }
-
-private:
-  // A count of elements, each at least minBytes long, that must fit in the
-  // bytes left: a corrupt count fails here instead of allocating.
-  std::uint64_t count(std::size_t minBytes) {
-    std::uint64_t n = 0;
-    const std::size_t at = pos_;
-    scalar(n);
-    const std::size_t left = data_.size() - pos_;
-    if (n > left / minBytes)
-      fail("the count at payload byte " + std::to_string(at) + " says " +
-           std::to_string(n) + " elements of at least " +
-           std::to_string(minBytes) + " bytes, but only " +
-           std::to_string(left) + " bytes are left");
-    return n;
-  }
-  void need(std::size_t n) const {
-    if (n > data_.size() - pos_)
-      fail("the payload ends inside a field at byte " + std::to_string(pos_) +
-           " of " + std::to_string(data_.size()));
-  }
-  [[noreturn]] void fail(const std::string &problem) const {
-    throw SerializationError(corruptMessage(what_, problem));
-  }
-
-  std::span<const std::byte> data_;
-  std::size_t pos_ = 0;
-  const std::string &what_;
-};
 
 } // namespace
 
@@ -671,88 +449,58 @@ private:
 
 namespace {
 
-struct ZstdDCtxFree {
-  void operator()(ZSTD_DCtx *c) const { ZSTD_freeDCtx(c); }
-};
-
-// At most this many payload bytes per compressed byte are allocated before
-// they are produced. Executables compress about 7 to 1 (a ResNet-50 one: 1.16
-// GB to 165 MB); zeros compress far better, so a claim above this bound is
-// not refused, only grown into as the output arrives.
-constexpr std::uint64_t kTrustedRatio = 64;
-
-// Decompresses into a buffer that grows with the output actually produced,
-// never past the size the header claims, so a lying header cannot make the
-// reader allocate more than the data really holds (beyond kTrustedRatio
-// times the compressed bytes, which are already in memory). A plausible
-// claim is allocated at once: growing a gigabyte by doubling copied and
-// zeroed it several times, most of a large executable's load.
-std::vector<std::byte> decompress(std::span<const std::byte> src,
-                                  std::uint64_t claimed,
-                                  const std::string &what) {
-  std::unique_ptr<ZSTD_DCtx, ZstdDCtxFree> ctx(ZSTD_createDCtx());
-  TESSERA_INTERNAL_ASSERT(ctx != nullptr, "ZSTD_createDCtx failed");
-  std::vector<std::byte> out;
-  if (claimed / kTrustedRatio <= src.size())
-    out.resize(static_cast<std::size_t>(claimed));
-  std::size_t produced = 0;
-  ZSTD_inBuffer in{src.data(), src.size(), 0};
-  for (;;) {
-    if (produced == out.size() && out.size() < claimed)
-      out.resize(static_cast<std::size_t>(std::min<std::uint64_t>(
-          claimed, std::max<std::size_t>(out.size() * 2, 1 << 20))));
-    const bool full = produced == out.size();
-    std::byte spill{};
-    ZSTD_outBuffer ob = full ? ZSTD_outBuffer{&spill, 1, 0}
-                             : ZSTD_outBuffer{out.data(), out.size(), produced};
-    const std::size_t inBefore = in.pos, outBefore = ob.pos;
-    const std::size_t r = ZSTD_decompressStream(ctx.get(), &ob, &in);
-    if (ZSTD_isError(r))
-      throw SerializationError(corruptMessage(
-          what, std::string("the payload does not decompress (") +
-                    ZSTD_getErrorName(r) + ")"));
-    if (full && ob.pos > 0)
-      throw SerializationError(corruptMessage(
-          what, "the payload decompresses to more than the " +
-                    std::to_string(claimed) + " bytes the header says"));
-    if (!full)
-      produced = ob.pos;
-    if (r == 0)
-      break;
-    if (in.pos == inBefore && ob.pos == outBefore)
-      throw SerializationError(
-          corruptMessage(what, "the compressed payload ends mid-frame"));
-  }
-  if (in.pos != in.size)
-    throw SerializationError(corruptMessage(
-        what, std::to_string(in.size - in.pos) +
-                  " bytes follow the compressed payload's frame"));
-  if (produced != claimed)
-    throw SerializationError(corruptMessage(
-        what, "the payload decompresses to " + std::to_string(produced) +
-                  " bytes but the header says " + std::to_string(claimed)));
-  return out;
-}
-
 std::uint64_t hashBytes(const void *data, std::size_t size) {
   return XXH64(data, size, 0);
 }
 
-// Reads up to `size` bytes in bounded chunks, so a header that claims more
-// than the stream holds costs no more memory than the stream has.
-std::vector<std::byte> readUpTo(std::istream &in, std::uint64_t size) {
-  constexpr std::size_t kChunk = std::size_t{1} << 20;
-  std::vector<std::byte> data;
-  while (data.size() < size && in) {
-    const std::size_t chunk = static_cast<std::size_t>(
-        std::min<std::uint64_t>(kChunk, size - data.size()));
-    const std::size_t old = data.size();
-    data.resize(old + chunk);
-    in.read(reinterpret_cast<char *>(data.data() + old),
-            static_cast<std::streamsize>(chunk));
-    data.resize(old + static_cast<std::size_t>(in.gcount()));
+// Bytes a stream holds after its position, or -1 where it cannot say (a
+// pipe). Asked of the buffer, so the stream's state and exceptions are
+// left alone.
+std::int64_t bytesLeft(std::istream &in) {
+  std::streambuf *buf = in.rdbuf();
+  if (!buf || !in.good())
+    return -1;
+  const auto here = buf->pubseekoff(0, std::ios::cur, std::ios::in);
+  if (here == std::streampos(-1))
+    return -1;
+  const auto end = buf->pubseekoff(0, std::ios::end, std::ios::in);
+  buf->pubseekpos(here, std::ios::in);
+  return end == std::streampos(-1) ? -1 : std::int64_t(end - here);
+}
+
+// The compressed payload, uninitialised until read.
+struct Compressed {
+  std::unique_ptr<std::byte[]> data;
+  std::size_t size = 0;
+  std::span<const std::byte> bytes() const { return {data.get(), size}; }
+};
+
+// Reads up to `size` bytes, so a header that claims more than the stream
+// holds costs no more memory than the stream has: at once where the stream
+// says how much it holds (a file), else in bounded chunks.
+Compressed readUpTo(std::istream &in, std::uint64_t size) {
+  Compressed c;
+  const std::int64_t left = bytesLeft(in);
+  std::uint64_t capacity =
+      std::min<std::uint64_t>(size, std::uint64_t{1} << 20);
+  if (left >= 0)
+    capacity = std::min<std::uint64_t>(size, std::uint64_t(left));
+  c.data.reset(new std::byte[capacity]);
+  while (c.size < size && in) {
+    if (c.size == capacity) {
+      // Only a stream that could not say its size gets here.
+      capacity = std::min<std::uint64_t>(size, capacity * 2);
+      std::unique_ptr<std::byte[]> grown(new std::byte[capacity]);
+      std::memcpy(grown.get(), c.data.get(), c.size);
+      c.data = std::move(grown);
+    }
+    in.read(reinterpret_cast<char *>(c.data.get() + c.size),
+            static_cast<std::streamsize>(capacity - c.size));
+    c.size += static_cast<std::size_t>(in.gcount());
+    if (left >= 0 && c.size == capacity)
+      break;
   }
-  return data;
+  return c;
 }
 
 // Before anything is read or allocated: the payload the header claims is
@@ -776,23 +524,88 @@ void checkClaimedSizes(const detail::ExecutableFileHeader &header,
                   std::to_string(kMaxZstdExpansion) + " times at most)"));
 }
 
-// The frame records the size it decompresses to (the writer's ZSTD_compress
-// always does): it must be the header's, checked before decompressing.
-void checkFrameContentSize(std::span<const std::byte> compressed,
-                           std::uint64_t claimed, const std::string &what) {
-  const unsigned long long size =
-      ZSTD_getFrameContentSize(compressed.data(), compressed.size());
-  if (size == ZSTD_CONTENTSIZE_ERROR)
-    throw SerializationError(corruptMessage(
-        what, "the compressed payload does not start with a zstd frame"));
-  if (size == ZSTD_CONTENTSIZE_UNKNOWN)
-    throw SerializationError(corruptMessage(
-        what, "the compressed payload's zstd frame does not record its size"));
-  if (size != claimed)
-    throw SerializationError(corruptMessage(
-        what, "the compressed payload's zstd frame says it holds " +
-                  std::to_string(size) + " bytes but the header says " +
-                  std::to_string(claimed)));
+// One frame of the compressed payload and the size it records.
+struct Frame {
+  std::span<const std::byte> bytes;
+  std::uint64_t contentBytes = 0;
+};
+using Frames = std::array<Frame, kExecutablePayloadParts>;
+
+// Splits the compressed payload into its frames, each of which records the
+// size it decompresses to (the writer's ZSTD_compress always does): they
+// must add up to the header's, checked before decompressing. The last frame
+// takes the rest; its decoder reports bytes after its end.
+Frames splitFrames(std::span<const std::byte> compressed, std::uint64_t claimed,
+                   const std::string &what) {
+  const auto fail = [&](const std::string &problem) {
+    throw SerializationError(corruptMessage(what, problem));
+  };
+  Frames frames;
+  std::uint64_t total = 0;
+  for (int k = 0; k < kExecutablePayloadParts; ++k) {
+    const std::string which = "the compressed payload's frame " +
+                              std::to_string(k + 1) + " of " +
+                              std::to_string(kExecutablePayloadParts);
+    if (compressed.empty())
+      fail(which + " is missing");
+    std::size_t n = compressed.size();
+    if (k + 1 < kExecutablePayloadParts) {
+      n = ZSTD_findFrameCompressedSize(compressed.data(), compressed.size());
+      if (ZSTD_isError(n))
+        fail(which + " is not a whole zstd frame (" + ZSTD_getErrorName(n) +
+             ")");
+    }
+    const unsigned long long size =
+        ZSTD_getFrameContentSize(compressed.data(), n);
+    if (size == ZSTD_CONTENTSIZE_ERROR)
+      fail(which + " does not start a zstd frame");
+    if (size == ZSTD_CONTENTSIZE_UNKNOWN)
+      fail(which + " does not record its size");
+    frames[k] = {compressed.first(n), size};
+    total =
+        size > claimed - std::min(total, claimed) ? claimed + 1 : total + size;
+    compressed = compressed.subspan(n);
+  }
+  if (total != claimed) {
+    std::string sizes;
+    for (const Frame &f : frames)
+      sizes += (sizes.empty() ? "" : " + ") + std::to_string(f.contentBytes);
+    fail("the compressed payload's zstd frames say they hold " + sizes +
+         " bytes but the header says " + std::to_string(claimed));
+  }
+  return frames;
+}
+
+// Decodes the parts, the first on a thread of its own; a failure of the
+// first part is reported before one of the second, as a reader going
+// through the file in order would.
+Executable decodeFrames(const Frames &frames, const std::string &what) {
+  static_assert(kExecutablePayloadParts == 2);
+  Executable exe;
+  std::exception_ptr errors[2];
+  double seconds[2] = {};
+  const auto decode = [&](int part) {
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      detail::decodeCompressedPayloadPart(
+          part, frames[part].bytes, frames[part].contentBytes,
+          part == 0 ? 0 : frames[0].contentBytes, exe, what);
+    } catch (...) {
+      errors[part] = std::current_exception();
+    }
+    seconds[part] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+  };
+  std::thread first(decode, 0);
+  decode(1);
+  first.join();
+  for (const std::exception_ptr &e : errors)
+    if (e)
+      std::rethrow_exception(e);
+  logging::debug("decoded the parts of {} in {:.3f} and {:.3f} s", what,
+                 seconds[0], seconds[1]);
+  return exe;
 }
 
 detail::ExecutableFileHeader
@@ -855,18 +668,14 @@ encodeExecutableHeader(const ExecutableFileHeader &header) {
   return h;
 }
 
-std::vector<std::byte> encodeExecutablePayload(const Executable &exe) {
-  Writer w;
-  field(w, exe);
-  return w.take();
-}
-
-Executable decodeExecutablePayload(std::span<const std::byte> payload,
+Executable decodeExecutablePayload(const ExecutablePayload &payload,
                                    const std::string &what) {
   Executable exe;
-  Reader r(payload, what);
-  field(r, exe);
-  r.expectEnd();
+  std::uint64_t origin = 0;
+  for (int part = 0; part < kExecutablePayloadParts; ++part) {
+    decodePayloadPart(part, payload[part], origin, exe, what);
+    origin += payload[part].size();
+  }
   validateExecutable(exe, what);
   return exe;
 }
@@ -875,18 +684,28 @@ void validateExecutable(const Executable &exe, const std::string &what) {
   Validator(exe, what).run();
 }
 
-void writeExecutableFile(std::ostream &out, std::span<const std::byte> payload,
+void writeExecutableFile(std::ostream &out, const ExecutablePayload &payload,
                          std::uint32_t version) {
-  std::vector<std::byte> compressed(ZSTD_compressBound(payload.size()));
-  const std::size_t n =
-      ZSTD_compress(compressed.data(), compressed.size(), payload.data(),
-                    payload.size(), kCompressionLevel);
-  TESSERA_INTERNAL_ASSERT(!ZSTD_isError(n), std::string("ZSTD_compress: ") +
-                                                ZSTD_getErrorName(n));
+  std::uint64_t payloadBytes = 0;
+  std::size_t bound = 0;
+  for (const std::vector<std::byte> &part : payload) {
+    payloadBytes += part.size();
+    bound += ZSTD_compressBound(part.size());
+  }
+  std::vector<std::byte> compressed(bound);
+  std::size_t n = 0;
+  for (const std::vector<std::byte> &part : payload) {
+    const std::size_t k =
+        ZSTD_compress(compressed.data() + n, compressed.size() - n, part.data(),
+                      part.size(), kCompressionLevel);
+    TESSERA_INTERNAL_ASSERT(!ZSTD_isError(k), std::string("ZSTD_compress: ") +
+                                                  ZSTD_getErrorName(k));
+    n += k;
+  }
   compressed.resize(n);
   ExecutableFileHeader header;
   header.version = version;
-  header.payloadBytes = payload.size();
+  header.payloadBytes = payloadBytes;
   header.compressedBytes = n;
   header.compressedHash = hashBytes(compressed.data(), n);
   const auto h = encodeExecutableHeader(header);
@@ -902,8 +721,9 @@ void writeExecutableFile(std::ostream &out, std::span<const std::byte> payload,
 
 Executable readExecutableFile(std::istream &in, const std::string &what) {
   std::array<std::byte, kExecutableHeaderBytes> h{};
-  std::vector<std::byte> compressed;
+  Compressed compressed;
   ExecutableFileHeader header;
+  const auto t0 = std::chrono::steady_clock::now();
   // A stream with exceptions enabled reports a short read by throwing; it is
   // the same truncation, and gets the same error type.
   try {
@@ -915,17 +735,30 @@ Executable readExecutableFile(std::istream &in, const std::string &what) {
                              "); check the file, or recompile and save it "
                              "again");
   }
-  if (compressed.size() < header.compressedBytes)
+  if (compressed.size < header.compressedBytes)
     throw SerializationError(
         what + " is truncated: the header says " +
         std::to_string(header.compressedBytes) + " compressed bytes but only " +
-        std::to_string(compressed.size()) + " follow" + std::string(kRedo));
-  if (hashBytes(compressed.data(), compressed.size()) != header.compressedHash)
+        std::to_string(compressed.size) + " follow" + std::string(kRedo));
+  if (hashBytes(compressed.data.get(), compressed.size) !=
+      header.compressedHash)
     throw SerializationError(corruptMessage(what, "checksum mismatch"));
-  checkFrameContentSize(compressed, header.payloadBytes, what);
-  const std::vector<std::byte> payload =
-      decompress(compressed, header.payloadBytes, what);
-  return decodeExecutablePayload(payload, what);
+  const Frames frames =
+      splitFrames(compressed.bytes(), header.payloadBytes, what);
+  const auto t1 = std::chrono::steady_clock::now();
+  Executable exe = decodeFrames(frames, what);
+  compressed = {};
+  const auto t2 = std::chrono::steady_clock::now();
+  validateExecutable(exe, what);
+  const auto seconds = [](auto a, auto b) {
+    return std::chrono::duration<double>(b - a).count();
+  };
+  logging::debug("read {}: {} compressed bytes in {:.3f} s, {} payload bytes "
+                 "decoded in {:.3f} s, validated in {:.3f} s",
+                 what, header.compressedBytes, seconds(t0, t1),
+                 header.payloadBytes, seconds(t1, t2),
+                 seconds(t2, std::chrono::steady_clock::now()));
+  return exe;
 }
 
 } // namespace detail

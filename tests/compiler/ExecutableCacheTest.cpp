@@ -6,6 +6,7 @@
 
 #include "tessera/compiler/Compiler.hpp"
 #include "tessera/compiler/ExecutableCache.hpp"
+#include "tessera/compiler/ExecutableFormat.hpp"
 #include "tessera/support/Error.hpp"
 #include "tessera/support/File.hpp"
 
@@ -13,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -89,6 +91,40 @@ TEST(ExecutableCache, CorruptEntryIsRecompiledAndReplaced) {
   cache.getOrCompile(
       key, [&] { return compileCopy(compiles); }, &outcome);
   EXPECT_EQ(outcome, ExecutableCache::Outcome::Hit);
+}
+
+// An entry an older Tessera wrote (another format version) is not an
+// error: it is recompiled and replaced, and the next request is a hit.
+TEST(ExecutableCache, EntryOfAnOlderFormatIsRecompiledAndReplaced) {
+  ExecutableCache cache(freshDir("version"));
+  int compiles = 0;
+  const std::string key = ExecutableCache::keyOf("copy");
+  cache.getOrCompile(key, [&] { return compileCopy(compiles); });
+  // The entry: "TSXENTRY", the key's length (4 bytes), the key, the file.
+  std::string bytes = readFile(cache.pathFor(key));
+  const std::size_t at = 8 + 4 + key.size();
+  const auto field = [&](std::size_t offset) {
+    std::uint64_t v = 0;
+    std::memcpy(&v, bytes.data() + at + offset, sizeof v);
+    return v;
+  };
+  detail::ExecutableFileHeader old;
+  old.version = kExecutableFormatVersion - 1;
+  old.payloadBytes = field(16);
+  old.compressedBytes = field(24);
+  old.compressedHash = field(32);
+  const auto h = detail::encodeExecutableHeader(old);
+  std::memcpy(bytes.data() + at, h.data(), h.size());
+  writeFileAtomically(cache.pathFor(key), bytes);
+  ExecutableCache::Outcome outcome;
+  cache.getOrCompile(
+      key, [&] { return compileCopy(compiles); }, &outcome);
+  EXPECT_EQ(outcome, ExecutableCache::Outcome::Corrupt);
+  EXPECT_EQ(compiles, 2);
+  cache.getOrCompile(
+      key, [&] { return compileCopy(compiles); }, &outcome);
+  EXPECT_EQ(outcome, ExecutableCache::Outcome::Hit);
+  EXPECT_EQ(compiles, 2);
 }
 
 TEST(ExecutableCache, KeysAreStableAndDistinct) {

@@ -4,6 +4,8 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <xxhash.h>
+#include <zstd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -260,7 +262,7 @@ std::string serialized(const Executable &e) {
   return out.str();
 }
 
-std::string fileAround(std::span<const std::byte> payload,
+std::string fileAround(const detail::ExecutablePayload &payload,
                        std::uint32_t version = kExecutableFormatVersion) {
   std::ostringstream out;
   detail::writeExecutableFile(out, payload, version);
@@ -294,13 +296,22 @@ std::string decodeError(const Executable &e) {
   return {};
 }
 
+// An unsigned integer as the payload stores it: a LEB128 varint.
+void putVarint(std::vector<std::byte> &out, std::uint64_t v) {
+  for (; v >= 0x80; v >>= 7)
+    out.push_back(static_cast<std::byte>(v | 0x80));
+  out.push_back(static_cast<std::byte>(v));
+}
 void putU64(std::vector<std::byte> &out, std::uint64_t v) {
   for (int i = 0; i < 8; ++i)
     out.push_back(static_cast<std::byte>(v >> (8 * i)));
 }
-void putU32(std::vector<std::byte> &out, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i)
-    out.push_back(static_cast<std::byte>(v >> (8 * i)));
+
+std::size_t payloadBytes(const detail::ExecutablePayload &payload) {
+  std::size_t n = 0;
+  for (const auto &part : payload)
+    n += part.size();
+  return n;
 }
 
 constexpr std::uint64_t kHuge = std::uint64_t{1} << 60;
@@ -345,6 +356,50 @@ TEST(ExecutableIO, StreamCanHoldTwoExecutablesBackToBack) {
   second.serialize(io);
   expectSameExecutable(first, Executable::deserialize(io));
   expectSameExecutable(second, Executable::deserialize(io));
+}
+
+// The delta coding of the large tables wraps modulo the fields' widths:
+// neighbours at opposite ends of the range, and the extremes of every
+// field, come back as they were. Copy ops no step uses, table entries no
+// vertex reads and estimates are not checked against memory, so they can
+// hold any value.
+TEST(ExecutableIO, ExtremeValuesInDeltaCodedTablesRoundTrip) {
+  Executable e = richExecutable();
+  constexpr std::uint64_t kMax64 = UINT64_MAX;
+  constexpr std::uint32_t kMax32 = UINT32_MAX;
+  e.copyOps.push_back({kMax64, 0, INT64_MIN, INT64_MAX, kMax32, kMax32});
+  e.copyOps.push_back({0, kMax64, INT64_MAX, INT64_MIN, 0, 0});
+  e.copyOps.push_back({kMax64 / 2, kMax64 / 2 + 1, -1, 1, 1, 1});
+  e.fields.insert(e.fields.end(), {{kMax64, kMax32}, {0, 0}, {kMax64, 1}});
+  e.spans.insert(e.spans.end(), {{0, kMax32}, {kMax64, 0}, {1, 1}});
+  e.vertices.push_back({1, 0, 3, kMax64});
+  e.vertices.push_back({0, 3, 0, 0});
+  e.tileCycles = {kMax64, 0, kMax64, 1};
+  e.stepScopes.assign(e.steps.size(), Executable::kNoScope);
+  e.stepScopes[3] = 0;
+  e.stepScopes[4] = 3;
+  expectSameExecutable(e, fromBytes(serialized(e)));
+  EXPECT_EQ(fromBytes(serialized(e)).stepScopes, e.stepScopes);
+}
+
+// Tables far larger than the reader's decompression window, of values that
+// do not compress, so that fields straddle every window boundary.
+TEST(ExecutableIO, LargeTablesRoundTripAcrossDecompressionWindows) {
+  Executable e = richExecutable();
+  std::mt19937_64 rng(11);
+  const auto any = [&](int bits) { return rng() >> (64 - bits); };
+  for (int i = 0; i < 200000; ++i) {
+    const int bits = 1 + static_cast<int>(rng() % 64);
+    e.spans.push_back({any(bits), static_cast<std::uint32_t>(any(32))});
+    e.copyOps.push_back({any(bits), any(bits),
+                         static_cast<std::int64_t>(any(64)),
+                         static_cast<std::int64_t>(any(bits)),
+                         static_cast<std::uint32_t>(any(32)),
+                         static_cast<std::uint32_t>(any(8))});
+  }
+  const std::string bytes = serialized(e);
+  ASSERT_GT(bytes.size(), std::size_t{4} << 20);
+  expectSameExecutable(e, fromBytes(bytes));
 }
 
 // ---------------------------------------------------------------------------
@@ -417,7 +472,7 @@ TEST(ExecutableIO, UnknownFlagsAreRejected) {
   detail::ExecutableFileHeader header;
   header.flags = 4;
   header.payloadBytes =
-      detail::encodeExecutablePayload(richExecutable()).size();
+      payloadBytes(detail::encodeExecutablePayload(richExecutable()));
   header.compressedBytes = good.size() - kExecutableHeaderBytes;
   std::memcpy(&header.compressedHash, good.data() + 32, 8);
   const auto h = detail::encodeExecutableHeader(header);
@@ -427,40 +482,52 @@ TEST(ExecutableIO, UnknownFlagsAreRejected) {
 }
 
 TEST(ExecutableIO, HugeStringLengthInPayloadThrowsWithoutAllocating) {
-  std::vector<std::byte> payload;
-  putU64(payload, kHuge); // arch's length
-  payload.resize(payload.size() + 16, std::byte{'a'});
+  detail::ExecutablePayload payload;
+  putVarint(payload[0], kHuge); // arch's length
+  payload[0].resize(payload[0].size() + 16, std::byte{'a'});
   const std::string message = readError(fileAround(payload));
   EXPECT_THAT(message, HasSubstr("is corrupt"));
   EXPECT_THAT(message, HasSubstr(std::to_string(kHuge)));
 }
 
 TEST(ExecutableIO, HugeVectorCountInPayloadThrowsWithoutAllocating) {
-  std::vector<std::byte> payload;
-  putU64(payload, 4); // arch
+  detail::ExecutablePayload payload;
+  std::vector<std::byte> &first = payload[0];
+  putVarint(first, 4); // arch
   for (char c : std::string("ipu2"))
-    payload.push_back(static_cast<std::byte>(c));
-  putU32(payload, 1);     // numIPUs
-  putU32(payload, 4);     // tilesPerIPU
-  putU32(payload, 1);     // replicationFactor
-  putU64(payload, 256);   // bytesPerTile
-  putU64(payload, 0);     // clockHz
-  putU64(payload, kHuge); // tileBase's count
-  payload.resize(payload.size() + 64);
+    first.push_back(static_cast<std::byte>(c));
+  putVarint(first, 1);     // numIPUs
+  putVarint(first, 4);     // tilesPerIPU
+  putVarint(first, 1);     // replicationFactor
+  putVarint(first, 256);   // bytesPerTile
+  putU64(first, 0);        // clockHz
+  putVarint(first, kHuge); // tileBase's count
+  first.resize(first.size() + 64);
   EXPECT_THAT(readError(fileAround(payload)),
               HasSubstr("says " + std::to_string(kHuge) + " elements"));
 }
 
+// A huge value, as 8 little-endian bytes or as a varint, written over the
+// payload anywhere: a SerializationError or a valid executable, never a
+// crash or an allocation of what the value says.
 TEST(ExecutableIO, HugeValueAtAnyPayloadOffsetIsHandled) {
   const auto good = detail::encodeExecutablePayload(richExecutable());
-  for (std::size_t at = 0; at + 8 <= good.size(); ++at) {
-    SCOPED_TRACE(at);
-    auto payload = good;
-    for (int i = 0; i < 8; ++i)
-      payload[at + i] = static_cast<std::byte>(kHuge >> (8 * i));
-    try {
-      detail::decodeExecutablePayload(payload, "test payload");
-    } catch (const SerializationError &) {
+  std::vector<std::byte> varint;
+  putVarint(varint, kHuge);
+  for (std::size_t part = 0; part < good.size(); ++part) {
+    for (std::size_t at = 0; at + 9 <= good[part].size(); ++at) {
+      SCOPED_TRACE(at);
+      for (bool asVarint : {false, true}) {
+        auto payload = good;
+        for (int i = 0; i < 8; ++i)
+          payload[part][at + i] = static_cast<std::byte>(kHuge >> (8 * i));
+        if (asVarint)
+          std::copy(varint.begin(), varint.end(), payload[part].begin() + at);
+        try {
+          detail::decodeExecutablePayload(payload, "test payload");
+        } catch (const SerializationError &) {
+        }
+      }
     }
   }
 }
@@ -502,15 +569,16 @@ TEST(ExecutableIO, HeaderSizeOtherThanTheFramesIsCorrupt) {
   std::string bytes = fileAround(payload);
   detail::ExecutableFileHeader header;
   header.compressedBytes = bytes.size() - kExecutableHeaderBytes;
-  header.payloadBytes = payload.size() + 1000;
+  header.payloadBytes = payloadBytes(payload) + 1000;
   std::memcpy(&header.compressedHash, bytes.data() + 32, 8);
   const auto h = detail::encodeExecutableHeader(header);
   std::memcpy(bytes.data(), h.data(), h.size());
   EXPECT_THAT(readError(bytes),
-              HasSubstr("the compressed payload's zstd frame says it holds " +
-                        std::to_string(payload.size()) +
+              HasSubstr("the compressed payload's zstd frames say they hold " +
+                        std::to_string(payload[0].size()) + " + " +
+                        std::to_string(payload[1].size()) +
                         " bytes but the header says " +
-                        std::to_string(payload.size() + 1000)));
+                        std::to_string(payloadBytes(payload) + 1000)));
 }
 
 TEST(ExecutableIO, HeaderClaimingHugeCompressedSizeIsTruncated) {
@@ -526,28 +594,114 @@ TEST(ExecutableIO, HeaderClaimingHugeCompressedSizeIsTruncated) {
 }
 
 TEST(ExecutableIO, TrailingPayloadBytesAreCorrupt) {
-  auto payload = detail::encodeExecutablePayload(richExecutable());
-  payload.push_back(std::byte{0});
-  EXPECT_THAT(readError(fileAround(payload)),
-              HasSubstr("1 unexpected bytes follow the last field"));
+  for (std::size_t part = 0; part < kExecutablePayloadParts; ++part) {
+    SCOPED_TRACE(part);
+    auto payload = detail::encodeExecutablePayload(richExecutable());
+    payload[part].push_back(std::byte{0});
+    EXPECT_THAT(readError(fileAround(payload)),
+                HasSubstr("1 unexpected bytes follow the last field"));
+  }
 }
 
 TEST(ExecutableIO, UnknownEnumCodesAreCorrupt) {
-  auto payload = detail::encodeExecutablePayload(richExecutable());
-  // Layout: arch (8 + 4), 3 x u32, u64, f64, tileBase (8 + 5 x 8), then
-  // initRegions (8 + 2 x 24), initData (8 + 12), steps' count: the first
-  // step's kind follows.
-  const std::size_t kindAt = 12 + 12 + 16 + 48 + 56 + 20 + 8;
-  ASSERT_EQ(payload[kindAt], std::byte{0}); // StepKind::Compute
+  auto payloads = detail::encodeExecutablePayload(richExecutable());
+  std::vector<std::byte> &payload = payloads[0];
+  // Layout of the first part: arch (1 + 4), numIPUs, tilesPerIPU and
+  // replicationFactor (1 each), bytesPerTile 1024 (2), clockHz (8), steps'
+  // count (1): the first step's kind follows.
+  const std::size_t kindAt = 5 + 3 + 2 + 8 + 1;
+  ASSERT_EQ(payload[kindAt], std::byte{0});      // StepKind::Compute
+  ASSERT_EQ(payload[kindAt - 1], std::byte{19}); // steps' count
   payload[kindAt] = std::byte{200};
-  EXPECT_THAT(readError(fileAround(payload)), HasSubstr("step kind code 200"));
+  EXPECT_THAT(readError(fileAround(payloads)), HasSubstr("step kind code 200"));
   payload[kindAt] = std::byte{0};
   payload[kindAt + 1] = std::byte{10};
-  EXPECT_THAT(readError(fileAround(payload)),
+  EXPECT_THAT(readError(fileAround(payloads)),
               HasSubstr("element type code 10"));
   payload[kindAt + 1] = std::byte{0};
   payload[kindAt + 2] = std::byte{2};
-  EXPECT_THAT(readError(fileAround(payload)), HasSubstr("should be a bool"));
+  EXPECT_THAT(readError(fileAround(payloads)), HasSubstr("should be a bool"));
+}
+
+TEST(ExecutableIO, IntegerTooWideForItsFieldIsCorrupt) {
+  const auto prefix = [] {
+    detail::ExecutablePayload payload;
+    putVarint(payload[0], 4); // arch
+    for (char c : std::string("ipu2"))
+      payload[0].push_back(static_cast<std::byte>(c));
+    return payload;
+  };
+  auto payload = prefix();
+  putVarint(payload[0], std::uint64_t{1} << 32); // numIPUs
+  EXPECT_THAT(readError(fileAround(payload)),
+              HasSubstr("the integer at payload byte 5 does not fit in its "
+                        "32-bit field"));
+  // Ten bytes carry 70 bits: the tenth may only add bit 63.
+  payload = prefix();
+  payload[0].insert(payload[0].end(), 9, std::byte{0xff});
+  payload[0].push_back(std::byte{0x02});
+  EXPECT_THAT(readError(fileAround(payload)),
+              HasSubstr("does not fit in its 32-bit field"));
+  payload = prefix();
+  payload[0].insert(payload[0].end(), 12, std::byte{0x80});
+  EXPECT_THAT(readError(fileAround(payload)),
+              HasSubstr("the integer at payload byte 5 runs past 10 bytes"));
+}
+
+// Files whose compressed payload has been rebuilt with a valid checksum but
+// without its frames as written: one frame per part, nothing after them.
+class ReframedFile : public ::testing::Test {
+protected:
+  // A file of \p compressed bytes, its header consistent with them.
+  static std::string fileOf(const std::string &compressed,
+                            std::uint64_t payloadBytes) {
+    detail::ExecutableFileHeader header;
+    header.payloadBytes = payloadBytes;
+    header.compressedBytes = compressed.size();
+    header.compressedHash = XXH64(compressed.data(), compressed.size(), 0);
+    const auto h = detail::encodeExecutableHeader(header);
+    return std::string(reinterpret_cast<const char *>(h.data()), h.size()) +
+           compressed;
+  }
+  void SetUp() override {
+    payload_ = detail::encodeExecutablePayload(richExecutable());
+    compressed_ = fileAround(payload_).substr(kExecutableHeaderBytes);
+    firstFrame_ =
+        ZSTD_findFrameCompressedSize(compressed_.data(), compressed_.size());
+    ASSERT_FALSE(ZSTD_isError(firstFrame_));
+    ASSERT_LT(firstFrame_, compressed_.size());
+  }
+  detail::ExecutablePayload payload_;
+  std::string compressed_;
+  std::size_t firstFrame_ = 0;
+};
+
+TEST_F(ReframedFile, TheFrameOfAPartIsMissing) {
+  EXPECT_THAT(
+      readError(fileOf(compressed_.substr(0, firstFrame_), payload_[0].size())),
+      HasSubstr("the compressed payload's frame 2 of 2 is missing"));
+}
+
+TEST_F(ReframedFile, AFirstFrameCutShortIsCorrupt) {
+  EXPECT_THAT(readError(fileOf(compressed_.substr(0, firstFrame_ - 4),
+                               payload_[0].size())),
+              HasSubstr("the compressed payload's frame 1 of 2 is not a "
+                        "whole zstd frame"));
+}
+
+TEST_F(ReframedFile, BytesAfterTheLastFrameAreCorrupt) {
+  EXPECT_THAT(readError(fileOf(compressed_ + "abc", payloadBytes(payload_))),
+              HasSubstr("3 bytes follow the compressed payload's last frame"));
+}
+
+TEST_F(ReframedFile, PartsInOneFrameAreCorrupt) {
+  std::vector<std::byte> whole = payload_[0];
+  whole.insert(whole.end(), payload_[1].begin(), payload_[1].end());
+  std::string frame(ZSTD_compressBound(whole.size()), '\0');
+  frame.resize(
+      ZSTD_compress(frame.data(), frame.size(), whole.data(), whole.size(), 3));
+  EXPECT_THAT(readError(fileOf(frame, whole.size())),
+              HasSubstr("frame 2 of 2 is missing"));
 }
 
 // ---------------------------------------------------------------------------

@@ -16,11 +16,24 @@
 /// |     40 |     8 | xxhash64 (seed 0) of header bytes 0..39            |
 ///
 /// Every version keeps the magic and the version field where they are, so a
-/// reader can always say which version wrote a file. The payload encodes
-/// every field of Executable but `registry`, in declaration order: integers
-/// little-endian at their declared width, enums and bools as one byte,
-/// doubles as their IEEE bits, strings and vectors as a u64 count followed
-/// by their elements, structs field by field.
+/// reader can always say which version wrote a file. The payload is
+/// kExecutablePayloadParts parts, each compressed to one zstd frame that
+/// records its size, the frames back to back; a reader decodes the parts on
+/// threads of their own. Together the parts encode every field of
+/// Executable but `registry`: the first part the target, code (vertex
+/// tables excepted), host interface and estimates, the second the memory
+/// (tileBase, initRegions, initData), vertex classes, codelets, vertices,
+/// fields, spans and vertex state, each part in declaration order. Unsigned
+/// integers wider than a byte are LEB128 varints (7 bits a byte, low bits
+/// first), signed ones zigzag-mapped first; enums and bools are one byte;
+/// doubles their IEEE bits, 8 bytes little-endian; strings and vectors a varint
+/// count followed by their elements; structs field by field. The elements of
+/// vectors of u32, u64, FieldValue, VertexInstance and CopyOp are delta coded
+/// against the element before (a default element before the first): a u32 or
+/// u64, a FieldValue's addr, a vertex's tile and firstField are stored as the
+/// zigzag-mapped difference (modulo their width) from the previous
+/// element's; a CopyOp's src and dst as the difference from the previous
+/// op's src and dst plus its count times elemBytes.
 #pragma once
 
 #include "tessera/compiler/Executable.hpp"
@@ -37,7 +50,10 @@ namespace tessera {
 
 /// The payload encoding and header layout this Tessera writes and reads.
 /// Bump it whenever either changes, Executable's fields included.
-inline constexpr std::uint32_t kExecutableFormatVersion = 4;
+inline constexpr std::uint32_t kExecutableFormatVersion = 5;
+
+/// Parts of the payload, each compressed to a frame of its own.
+inline constexpr int kExecutablePayloadParts = 2;
 
 /// Bytes of the file header that precedes the compressed payload.
 inline constexpr std::size_t kExecutableHeaderBytes = 48;
@@ -83,17 +99,21 @@ struct ExecutableFileHeader {
 std::array<std::byte, kExecutableHeaderBytes>
 encodeExecutableHeader(const ExecutableFileHeader &header);
 
+/// The uncompressed payload, part by part.
+using ExecutablePayload =
+    std::array<std::vector<std::byte>, kExecutablePayloadParts>;
+
 /// The uncompressed payload of \p exe.
-std::vector<std::byte> encodeExecutablePayload(const Executable &exe);
+ExecutablePayload encodeExecutablePayload(const Executable &exe);
 
 /// Decodes a payload and checks the result with validateExecutable. \p what
 /// names the source in messages (`executable file "x.tsx"`).
-Executable decodeExecutablePayload(std::span<const std::byte> payload,
+Executable decodeExecutablePayload(const ExecutablePayload &payload,
                                    const std::string &what);
 
 /// Writes header and compressed payload; \p version is a parameter so tests
 /// can write files that claim another version.
-void writeExecutableFile(std::ostream &out, std::span<const std::byte> payload,
+void writeExecutableFile(std::ostream &out, const ExecutablePayload &payload,
                          std::uint32_t version = kExecutableFormatVersion);
 
 /// Reads one executable from \p in; \p what names the source in messages.
