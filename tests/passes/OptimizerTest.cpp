@@ -343,3 +343,43 @@ TEST(Optimizer, SameProgramComparesEverythingButTheRuntimeHyperParameters) {
   EXPECT_FALSE(sameProgram(a, SGD{}, &why));
   EXPECT_EQ(why, "Adam and SGD");
 }
+
+namespace {
+
+// The ops with a scalar result in a training step of \p weights weights of
+// 4 elements each, trained by \p o.
+std::size_t scalarOps(const TrainingOptions &o, int weights) {
+  Module m("weights");
+  Builder b(m);
+  Value loss;
+  for (int i = 0; i < weights; ++i) {
+    Value w = b.variable("w" + std::to_string(i), {4}, init::constant(0.5));
+    Value term = reduceSum(w * w);
+    loss = i ? loss + term : term;
+  }
+  makeTrainingStep(m, loss, o);
+  std::size_t n = 0;
+  for (const Op &op : m.ops())
+    n += !op.results.empty() && m.typeOf(op.results[0]).shape.empty();
+  return n;
+}
+
+} // namespace
+
+// A scalar op per weight is a vertex per weight on the one tile that holds
+// the scalar: Adam's bias corrections and the loss-scaling gate (ok and
+// 1 - ok) are computed once per step, whatever the number of weights.
+TEST(Optimizer, ScalarWorkDoesNotGrowWithTheNumberOfWeights) {
+  TrainingOptions adam;
+  adam.optimizer = Adam{0.01};
+  TrainingOptions gated = adam;
+  gated.dynamicLossScaling = DynamicLossScaling{1024, 100};
+  for (const TrainingOptions &o : {adam, gated}) {
+    // Each weight adds two to the forward pass (its sum and the add of
+    // that to the loss) and, before the fix, 8 (Adam) or 11 (gated Adam)
+    // to the step.
+    const std::size_t two = scalarOps(o, 2), six = scalarOps(o, 6);
+    EXPECT_EQ(six - two, 4 * 2u) << "scalar ops: " << two << " for two "
+                                 << "weights, " << six << " for six";
+  }
+}
