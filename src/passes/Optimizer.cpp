@@ -135,7 +135,7 @@ public:
     const ir::Value v1 = v * o.beta2 + g * g * (1 - o.beta2);
     update(m, m1);
     update(v, v1);
-    const auto &[c1, c2] = biasCorrections(o, t);
+    const auto &[c1, c2] = biasCorrections(o, t, w.dtype());
     const ir::Value step = (m1 / c1) / (sqrt(v1 / c2) + o.epsilon) * lr;
     update(w, base - step);
   }
@@ -184,14 +184,23 @@ private:
     return it->second;
   }
 
-  // Adam's 1 - beta1^t and 1 - beta2^t with t a device value:
-  // beta^t = exp(t ln beta).
-  const std::pair<ir::Value, ir::Value> &biasCorrections(const Adam &o,
-                                                         const ir::Value &t) {
-    if (!corrections_)
-      corrections_.emplace(1.0 - exp(t * std::log(o.beta1)),
-                           1.0 - exp(t * std::log(o.beta2)));
-    return *corrections_;
+  // Adam's 1 - beta1^t and 1 - beta2^t in type \p dtype, with t a FLOAT
+  // device value: beta^t = exp(t ln beta), computed in float and cast for
+  // other weight types.
+  const std::pair<ir::Value, ir::Value> &
+  biasCorrections(const Adam &o, const ir::Value &t, Type dtype) {
+    auto it = corrections_.find(dtype);
+    if (it != corrections_.end())
+      return it->second;
+    if (dtype == t.dtype())
+      return corrections_
+          .emplace(dtype, std::make_pair(1.0 - exp(t * std::log(o.beta1)),
+                                         1.0 - exp(t * std::log(o.beta2))))
+          .first->second;
+    const auto &[c1, c2] = biasCorrections(o, t, t.dtype());
+    return corrections_
+        .emplace(dtype, std::make_pair(cast(c1, dtype), cast(c2, dtype)))
+        .first->second;
   }
 
   ir::Builder b_;
@@ -199,7 +208,7 @@ private:
   std::vector<VariableUpdate> &updates_;
   std::optional<ir::Value> ok_;
   std::map<Type, std::pair<ir::Value, ir::Value>> gates_;
-  std::optional<std::pair<ir::Value, ir::Value>> corrections_;
+  std::map<Type, std::pair<ir::Value, ir::Value>> corrections_;
 };
 
 void checkOptions(const TrainingOptions &o) {

@@ -30,13 +30,15 @@ const std::vector<double> kW0{1.0, 2.0, -3.0};
 // are keyed by.
 using Schedule = std::map<int, std::vector<std::pair<std::string, double>>>;
 
-// Runs `steps` training steps through the interpreter; returns w.
+// Runs `steps` training steps through the interpreter, with w and c of
+// type \p dtype; returns w.
 std::vector<double> trainInterpreted(const TrainingOptions &o, int steps,
-                                     const Schedule &schedule = {}) {
+                                     const Schedule &schedule = {},
+                                     Type dtype = FLOAT) {
   Module m("quadratic");
   Builder b(m);
-  Value w = b.variable("w", {3}, init::values(kW0));
-  Value c = b.constant(kC, {3});
+  Value w = b.variable("w", {3}, init::values(kW0), dtype);
+  Value c = b.constant(kC, {3}, dtype);
   Value loss = reduceSum(w * c) + reduceSum(w * w) * 0.5;
   makeTrainingStep(m, loss, o);
   Feeds feeds;
@@ -127,6 +129,21 @@ TEST(Optimizer, AdamAndAdamWWithBiasCorrection) {
                  const double vh = v[i] / (1 - std::pow(0.999, t));
                  return base - 0.01 * mh / (std::sqrt(vh) + 1e-8);
                }));
+  }
+}
+
+// Keras' "float16" policy: half weights, so half Adam state and a half
+// step; the bias corrections (computed from the float step count) are
+// cast to the weights' type.
+TEST(Optimizer, AdamTrainsHalfWeights) {
+  TrainingOptions o;
+  o.optimizer = Adam{0.01};
+  const std::vector<double> half = trainInterpreted(o, 7, {}, HALF);
+  const std::vector<double> single = trainInterpreted(o, 7);
+  ASSERT_EQ(half.size(), single.size());
+  for (std::size_t i = 0; i < half.size(); ++i) {
+    EXPECT_NEAR(half[i], single[i], 1e-2) << "element " << i;
+    EXPECT_NE(half[i], kW0[i]) << "element " << i << " did not move";
   }
 }
 
