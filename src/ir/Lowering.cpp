@@ -79,6 +79,8 @@ private:
   LoweredModule out_;
   std::map<unsigned, std::unique_ptr<Graph>> shards_;
   std::map<std::pair<ValueId, unsigned>, Tensor> constants_;
+  /// Per IPU: where its next linearly mapped leaf or constant starts.
+  std::map<unsigned, detail::TileSpreader> spreaders_;
   /// (value, reading program) -> its boundary tensor's index.
   std::map<std::pair<ValueId, unsigned>, std::size_t> boundaryIndex_;
   /// (value, IPU, program) -> its copy there.
@@ -275,7 +277,8 @@ Tensor Lowering::constantOn(ValueId v, unsigned ipu) {
   // Constants are cheap to duplicate, so each IPU gets its own rather than
   // a copy over the IPU-links.
   Tensor t = detail::addConstantTensor(graphFor(ipu), m_.typeOf(v),
-                                       m_.constantOf(v).data, nameOf(v));
+                                       m_.constantOf(v).data, nameOf(v),
+                                       &spreaders_[ipu]);
   if (!out_.tensors_[v].valid()) {
     out_.tensors_[v] = t;
     out_.ipus_[v] = ipu;
@@ -300,7 +303,7 @@ void Lowering::createLeaf(ValueId v, unsigned ipu, const Op *op,
   }
   if (!t.valid()) {
     t = g.addVariable(info.type.dtype, info.type.shape, nameOf(v));
-    mapTensorLinearly(g, t);
+    spreaders_[home].map(g, t);
   }
   if (info.kind == ValueKind::Variable && options_.initialiseVariables &&
       std::find(options_.uninitialised.begin(), options_.uninitialised.end(),

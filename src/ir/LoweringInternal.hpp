@@ -66,10 +66,25 @@ Tensor preferredLayout(Graph &graph, const Op &op, unsigned operand,
 void setInitialValues(Graph &graph, const Tensor &t,
                       const std::vector<double> &values);
 
+/// Maps the tensors given to it linearly over a graph's tiles
+/// (mapTensorLinearly's grains and minimum per tile), each starting on the
+/// tile after the last one the one before used, wrapping round. Mapped
+/// from tile 0 every time, a model's small tensors (biases, norm
+/// parameters, their optimizer state, scalars) all share the first tiles,
+/// and so does a vertex of every op on them.
+class TileSpreader {
+public:
+  void map(Graph &graph, const Tensor &t);
+
+private:
+  unsigned next_ = 0;
+};
+
 /// A constant tensor holding \p values (one per element, or one for all),
-/// mapped linearly.
+/// mapped linearly from tile 0, or by \p spreader when given.
 Tensor addConstantTensor(Graph &graph, const ValueType &t,
                          const std::vector<double> &values,
-                         const DebugContext &dc);
+                         const DebugContext &dc,
+                         TileSpreader *spreader = nullptr);
 
 } // namespace tessera::ir::detail

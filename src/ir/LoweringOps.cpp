@@ -15,6 +15,8 @@
 #include "tessera/ops/Random.hpp"
 #include "tessera/ops/Reduce.hpp"
 
+#include <algorithm>
+
 namespace tessera::ir::detail {
 
 void setInitialValues(Graph &graph, const Tensor &t,
@@ -30,13 +32,35 @@ void setInitialValues(Graph &graph, const Tensor &t,
     graph.setInitialValue(t, std::vector<int>(values.begin(), values.end()));
 }
 
+void TileSpreader::map(Graph &graph, const Tensor &t) {
+  const unsigned tiles = graph.getTarget().getNumTiles();
+  mapTensorLinearly(graph, t);
+  if (t.numElements() == 0)
+    return;
+  // mapTensorLinearly fills tiles 0, 1, ... in order: turn its mapping
+  // round so that its first tile is next_.
+  TileMapping m = graph.getTileMapping(t);
+  unsigned used = 0;
+  while (used < tiles && !m[used].empty())
+    ++used;
+  const unsigned first = next_ % tiles;
+  next_ = (first + used) % tiles;
+  if (first == 0)
+    return;
+  std::rotate(m.begin(), m.end() - first, m.end());
+  graph.setTileMapping(t, m);
+}
+
 Tensor addConstantTensor(Graph &graph, const ValueType &t,
                          const std::vector<double> &values,
-                         const DebugContext &dc) {
+                         const DebugContext &dc, TileSpreader *spreader) {
   // A graph variable with an initial value rather than a graph constant:
   // the same bytes and mapping, and one code path for every type.
   Tensor c = graph.addVariable(t.dtype, t.shape, dc);
-  mapTensorLinearly(graph, c);
+  if (spreader)
+    spreader->map(graph, c);
+  else
+    mapTensorLinearly(graph, c);
   std::vector<double> all = values;
   if (all.size() == 1)
     all.assign(t.numElements(), values[0]);

@@ -72,19 +72,18 @@ double largestFinite(Type t) {
   return t == HALF ? 65504.0 : 3.4028234663852886e38;
 }
 
-// ok ? next : old (okOr) for a FLOAT 0/1 scalar \p ok, from elementwise ops
-// (the IR has no select). \p next may hold infinities or NaNs on a skipped
-// step: clamping first makes it finite, so next * 0 is 0, not NaN. The clamp
-// leans on min and max returning their second operand when the first is
-// NaN (Elementwise.def: a < b ? a : b), which maps NaN to the bound. With
-// ok = 1 the sum is next + 0 and with ok = 0 it is 0 + old: either exact.
-ir::Value okOr(const ir::Value &ok, const ir::Value &next,
-               const ir::Value &old) {
+// ok ? next : old for a 0/1 scalar \p okT and \p notOkT = 1 - okT, both of
+// next's type, from elementwise ops (the IR has no select). \p next may
+// hold infinities or NaNs on a skipped step: clamping first makes it
+// finite, so next * 0 is 0, not NaN. The clamp leans on min and max
+// returning their second operand when the first is NaN (Elementwise.def:
+// a < b ? a : b), which maps NaN to the bound. With ok = 1 the sum is
+// next + 0 and with ok = 0 it is 0 + old: either exact.
+ir::Value okOr(const ir::Value &okT, const ir::Value &notOkT,
+               const ir::Value &next, const ir::Value &old) {
   const double big = largestFinite(next.dtype());
-  const ir::Value okT =
-      ok.dtype() == next.dtype() ? ok : cast(ok, next.dtype());
   const ir::Value finite = max(min(next, big), -big);
-  return finite * okT + old * (1.0 - okT);
+  return finite * okT + old * notOkT;
 }
 
 class StepBuilder {
@@ -97,7 +96,11 @@ public:
   void gateUpdates(ir::Value ok) { ok_ = ok; }
 
   void update(const ir::Value &v, const ir::Value &next) {
-    const ir::Value gated = ok_ ? okOr(*ok_, next, v) : next;
+    ir::Value gated = next;
+    if (ok_) {
+      const auto &[okT, notOkT] = gate(next.dtype());
+      gated = okOr(okT, notOkT, next, v);
+    }
     b_.update(v, gated);
     updates_.push_back({v, gated});
   }
@@ -132,9 +135,7 @@ public:
     const ir::Value v1 = v * o.beta2 + g * g * (1 - o.beta2);
     update(m, m1);
     update(v, v1);
-    // 1 - beta^t with t a device value: beta^t = exp(t ln beta).
-    const ir::Value c1 = 1.0 - exp(t * std::log(o.beta1));
-    const ir::Value c2 = 1.0 - exp(t * std::log(o.beta2));
+    const auto &[c1, c2] = biasCorrections(o, t, w.dtype());
     const ir::Value step = (m1 / c1) / (sqrt(v1 / c2) + o.epsilon) * lr;
     update(w, base - step);
   }
@@ -169,10 +170,45 @@ private:
     return hyper_.get(kLearningRate, value, w.dtype());
   }
 
+  // Scalars that depend on no weight are made once, not once per weight:
+  // each would be a scalar op, and a model's many scalar ops all land on
+  // the tiles their one element lives on.
+
+  // ok and 1 - ok in type \p dtype, for gating updates of that type.
+  const std::pair<ir::Value, ir::Value> &gate(Type dtype) {
+    auto it = gates_.find(dtype);
+    if (it == gates_.end()) {
+      const ir::Value okT = ok_->dtype() == dtype ? *ok_ : cast(*ok_, dtype);
+      it = gates_.emplace(dtype, std::make_pair(okT, 1.0 - okT)).first;
+    }
+    return it->second;
+  }
+
+  // Adam's 1 - beta1^t and 1 - beta2^t in type \p dtype, with t a FLOAT
+  // device value: beta^t = exp(t ln beta), computed in float and cast for
+  // other weight types.
+  const std::pair<ir::Value, ir::Value> &
+  biasCorrections(const Adam &o, const ir::Value &t, Type dtype) {
+    auto it = corrections_.find(dtype);
+    if (it != corrections_.end())
+      return it->second;
+    if (dtype == t.dtype())
+      return corrections_
+          .emplace(dtype, std::make_pair(1.0 - exp(t * std::log(o.beta1)),
+                                         1.0 - exp(t * std::log(o.beta2))))
+          .first->second;
+    const auto &[c1, c2] = biasCorrections(o, t, t.dtype());
+    return corrections_
+        .emplace(dtype, std::make_pair(cast(c1, dtype), cast(c2, dtype)))
+        .first->second;
+  }
+
   ir::Builder b_;
   HyperParameters hyper_;
   std::vector<VariableUpdate> &updates_;
   std::optional<ir::Value> ok_;
+  std::map<Type, std::pair<ir::Value, ir::Value>> gates_;
+  std::map<Type, std::pair<ir::Value, ir::Value>> corrections_;
 };
 
 void checkOptions(const TrainingOptions &o) {
@@ -239,8 +275,14 @@ ir::Annotations whereComputed(const ir::Module &m, ir::ValueId g) {
 
 // 1 (FLOAT) when every gradient is finite, else 0: one reduction per
 // element type and place over a concatenation of the flattened gradients
-// there (a view, not a copy). g * 0 is 0 for finite g and NaN for an
-// infinity or NaN, and a NaN anywhere makes the sum NaN.
+// there (a view, not a copy). An infinity or NaN anywhere makes the sum
+// infinite or NaN. A float sum of finite gradients overflows only past
+// 3.4e38 (and then the halved scale passes again a step or two later), so
+// float gradients are summed as they are: a map to g * 0 first would cost
+// a copy of every gradient and, on each tile, a vertex listing every
+// gradient's regions there (80 KB of vertex state a tile in ResNet-50).
+// Half gradients are summed as g * 0: 0 for finite g, NaN otherwise,
+// as a half sum of them overflows at 65504.
 ir::Value allFinite(ir::Module &m, const std::vector<ir::Value> &grads,
                     const std::vector<ir::Annotations> &where) {
   using Key =
@@ -258,7 +300,8 @@ ir::Value allFinite(ir::Module &m, const std::vector<ir::Value> &grads,
     const auto &[a, flat] = group;
     const detail::WithAnnotations scope(m, a);
     const ir::Value all = flat.size() == 1 ? flat[0] : concat(flat, 0);
-    finite.push_back(isFinite(reduceSum(all * 0.0)));
+    const bool asIs = std::get<0>(key) == FLOAT;
+    finite.push_back(isFinite(reduceSum(asIs ? all : all * 0.0)));
   }
   // Scalars from every place meet outside any stage, as the weight
   // update's other readers of several stages do.

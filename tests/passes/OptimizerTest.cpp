@@ -30,13 +30,15 @@ const std::vector<double> kW0{1.0, 2.0, -3.0};
 // are keyed by.
 using Schedule = std::map<int, std::vector<std::pair<std::string, double>>>;
 
-// Runs `steps` training steps through the interpreter; returns w.
+// Runs `steps` training steps through the interpreter, with w and c of
+// type \p dtype; returns w.
 std::vector<double> trainInterpreted(const TrainingOptions &o, int steps,
-                                     const Schedule &schedule = {}) {
+                                     const Schedule &schedule = {},
+                                     Type dtype = FLOAT) {
   Module m("quadratic");
   Builder b(m);
-  Value w = b.variable("w", {3}, init::values(kW0));
-  Value c = b.constant(kC, {3});
+  Value w = b.variable("w", {3}, init::values(kW0), dtype);
+  Value c = b.constant(kC, {3}, dtype);
   Value loss = reduceSum(w * c) + reduceSum(w * w) * 0.5;
   makeTrainingStep(m, loss, o);
   Feeds feeds;
@@ -127,6 +129,21 @@ TEST(Optimizer, AdamAndAdamWWithBiasCorrection) {
                  const double vh = v[i] / (1 - std::pow(0.999, t));
                  return base - 0.01 * mh / (std::sqrt(vh) + 1e-8);
                }));
+  }
+}
+
+// Keras' "float16" policy: half weights, so half Adam state and a half
+// step; the bias corrections (computed from the float step count) are
+// cast to the weights' type.
+TEST(Optimizer, AdamTrainsHalfWeights) {
+  TrainingOptions o;
+  o.optimizer = Adam{0.01};
+  const std::vector<double> half = trainInterpreted(o, 7, {}, HALF);
+  const std::vector<double> single = trainInterpreted(o, 7);
+  ASSERT_EQ(half.size(), single.size());
+  for (std::size_t i = 0; i < half.size(); ++i) {
+    EXPECT_NEAR(half[i], single[i], 1e-2) << "element " << i;
+    EXPECT_NE(half[i], kW0[i]) << "element " << i << " did not move";
   }
 }
 
@@ -342,4 +359,44 @@ TEST(Optimizer, SameProgramComparesEverythingButTheRuntimeHyperParameters) {
   EXPECT_EQ(why, "beta2 0.999 and 0.99");
   EXPECT_FALSE(sameProgram(a, SGD{}, &why));
   EXPECT_EQ(why, "Adam and SGD");
+}
+
+namespace {
+
+// The ops with a scalar result in a training step of \p weights weights of
+// 4 elements each, trained by \p o.
+std::size_t scalarOps(const TrainingOptions &o, int weights) {
+  Module m("weights");
+  Builder b(m);
+  Value loss;
+  for (int i = 0; i < weights; ++i) {
+    Value w = b.variable("w" + std::to_string(i), {4}, init::constant(0.5));
+    Value term = reduceSum(w * w);
+    loss = i ? loss + term : term;
+  }
+  makeTrainingStep(m, loss, o);
+  std::size_t n = 0;
+  for (const Op &op : m.ops())
+    n += !op.results.empty() && m.typeOf(op.results[0]).shape.empty();
+  return n;
+}
+
+} // namespace
+
+// A scalar op per weight is a vertex per weight on the one tile that holds
+// the scalar: Adam's bias corrections and the loss-scaling gate (ok and
+// 1 - ok) are computed once per step, whatever the number of weights.
+TEST(Optimizer, ScalarWorkDoesNotGrowWithTheNumberOfWeights) {
+  TrainingOptions adam;
+  adam.optimizer = Adam{0.01};
+  TrainingOptions gated = adam;
+  gated.dynamicLossScaling = DynamicLossScaling{1024, 100};
+  for (const TrainingOptions &o : {adam, gated}) {
+    // Each weight adds two to the forward pass (its sum and the add of
+    // that to the loss) and, before the fix, 8 (Adam) or 11 (gated Adam)
+    // to the step.
+    const std::size_t two = scalarOps(o, 2), six = scalarOps(o, 6);
+    EXPECT_EQ(six - two, 4 * 2u) << "scalar ops: " << two << " for two "
+                                 << "weights, " << six << " for six";
+  }
 }
