@@ -205,22 +205,69 @@ OperandPart operandPart(const Tensor &t, std::size_t b, std::size_t e,
   return p;
 }
 
+// Whether \p runs are one run of consecutive elements inside one interval
+// of their variable's tile mapping. An operand of fewer elements than its
+// region is read where it lies (its exchange only costed) when it is such
+// a run; elements from two tiles would need a gather, which the separate
+// regions' single elements do not.
+bool inOneInterval(const Graph &graph, const std::vector<Run> &runs) {
+  if (runs.size() != 1 || (runs[0].stride != 1 && runs[0].count != 1))
+    return false;
+  const Run &r = runs[0];
+  const auto &m = graph.data().variables[r.var].mapping;
+  auto it = std::upper_bound(m.begin(), m.end(), r.start,
+                             [](std::int64_t x, const TileInterval &iv) {
+                               return x < static_cast<std::int64_t>(iv.end);
+                             });
+  return it != m.end() && static_cast<std::int64_t>(it->begin) <= r.start &&
+         static_cast<std::int64_t>(it->end) >= r.start + r.count;
+}
+
 // Whether region part `r` may join `last`, which ends where it begins in
 // the memory of every operand: each joined operand is one run, or repeats
-// each of its elements as often in both.
-bool follows(const std::vector<OperandPart> &last,
+// each of its elements as often in both and its joined elements are one
+// run in one tile interval (see inOneInterval).
+bool follows(const Graph &graph, const std::vector<OperandPart> &last,
              const std::vector<OperandPart> &r) {
   for (std::size_t k = 0; k < r.size(); ++k) {
     if (r[k].scalar)
       continue;
     if (r[k].repeat == 0 || last[k].repeat != r[k].repeat)
       return false;
-    if (r[k].repeat == 1) {
-      const Run &a = last[k].elements.back(), &n = r[k].elements.front();
-      if (n.var != a.var || n.start != a.start + a.count)
-        return false;
-    }
+    const Run &a = last[k].elements.back(), &n = r[k].elements.front();
+    if (n.var != a.var || n.start != a.start + a.count)
+      return false;
+    if (r[k].repeat > 1 &&
+        (last[k].elements.size() != 1 || r[k].elements.size() != 1 ||
+         !inOneInterval(graph,
+                        {Run{a.var, a.start, 1, n.start + n.count - a.start}})))
+      return false;
   }
+  return true;
+}
+
+// A region as joinRegions builds it.
+struct Built {
+  std::size_t begin;
+  std::vector<OperandPart> parts;
+};
+
+Built buildPart(const std::vector<Tensor> &operands,
+                const std::vector<bool> &grouped, std::size_t b, std::size_t e,
+                std::size_t length) {
+  Built r{b, {}};
+  for (std::size_t k = 0; k < operands.size(); ++k)
+    r.parts.push_back(operandPart(operands[k], b, e, length, grouped[k]));
+  return r;
+}
+
+// Whether a group's repeating operands each give one run in one tile
+// interval (see inOneInterval).
+bool groupable(const Graph &graph, const Built &r,
+               const std::vector<bool> &grouped) {
+  for (std::size_t k = 0; k < r.parts.size(); ++k)
+    if (grouped[k] && !inOneInterval(graph, r.parts[k].elements))
+      return false;
   return true;
 }
 
@@ -232,14 +279,10 @@ bool follows(const std::vector<OperandPart> &last,
 // repeating operands give one element per part: a tile's channels of
 // batch norm are one region, not one per channel. Scalar inputs stay
 // whole. `join` allows joins that leave the output's index order.
-std::vector<Region> joinRegions(const Ranges &regions,
+std::vector<Region> joinRegions(const Graph &graph, const Ranges &regions,
                                 const std::vector<Tensor> &operands,
                                 const std::vector<const Tensor *> &repeating,
                                 bool join) {
-  struct Built {
-    std::size_t begin;
-    std::vector<OperandPart> parts;
-  };
   std::vector<Built> built;
   std::vector<bool> cut;
   std::vector<bool> grouped(operands.size());
@@ -255,12 +298,13 @@ std::vector<Region> joinRegions(const Ranges &regions,
       std::size_t j = i + 1;
       while (j + 1 < cuts.size() && cuts[j + 1] - cuts[j] == length)
         ++j;
-      Built r{cuts[i], {}};
-      for (std::size_t k = 0; k < operands.size(); ++k)
-        r.parts.push_back(
-            operandPart(operands[k], cuts[i], cuts[j], length, grouped[k]));
+      Built r = buildPart(operands, grouped, cuts[i], cuts[j], length);
+      if (j > i + 1 && !groupable(graph, r, grouped)) {
+        j = i + 1; // the group's elements lie apart: its parts one by one
+        r = buildPart(operands, grouped, cuts[i], cuts[j], length);
+      }
       const bool joins =
-          join && !built.empty() && follows(built.back().parts, r.parts);
+          join && !built.empty() && follows(graph, built.back().parts, r.parts);
       i = j;
       if (!joins) {
         built.push_back(std::move(r));
@@ -473,7 +517,7 @@ void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
     // The index an element's value may depend on is its place in the
     // output, so only maps without it join regions out of that order.
     for (const Region &r :
-         joinRegions(regions, operands, repeating, !code.usesIndex())) {
+         joinRegions(graph, regions, operands, repeating, !code.usesIndex())) {
       const auto begin = r.operands.begin();
       f.in.insert(f.in.end(), begin, begin + data.size());
       f.flagIn.insert(f.flagIn.end(), begin + data.size(),
