@@ -130,6 +130,19 @@ std::unique_ptr<nn::Model> buildModel(const std::string &name) {
   return std::make_unique<nn::Sequential>(tools::buildTrainModel(name, 1));
 }
 
+// A process's resident bytes (VmRSS) or its peak so far (VmHWM).
+std::optional<long> residentBytes(pid_t pid, const char *what = "VmRSS:") {
+  std::ifstream status(fmt::format("/proc/{}/status", pid));
+  std::string key;
+  long kb = 0;
+  while (status >> key) {
+    if (key == what && status >> kb)
+      return kb * 1024L;
+    status.ignore(1 << 16, '\n');
+  }
+  return std::nullopt;
+}
+
 // The child: prints "key value" lines as it goes, so that the parent knows
 // how far a child it had to kill got.
 int runCase(const Case &c, const char *savePath) {
@@ -161,6 +174,10 @@ int runCase(const Case &c, const char *savePath) {
   const Executable &exe = s.engine().getExecutable();
   std::printf("compile_s %.3f\nvertices %zu\ntotal_s %.3f\n", secondsSince(t1),
               exe.vertices.size(), secondsSince(t0));
+  // The peak so far, before the executable is saved for the load test
+  // (saving takes more memory of its own).
+  std::printf("compile_peak_rss %.0f\n",
+              double(residentBytes(::getpid(), "VmHWM:").value_or(0)));
   std::size_t busiest = 0, over = 0;
   for (std::size_t t = 0; t < exe.tileMemory.size(); ++t) {
     over += exe.tileMemory[t].total() > exe.bytesPerTile;
@@ -207,18 +224,6 @@ struct Outcome {
   double wallSeconds = 0;
   std::string failure; // empty: compiled
 };
-
-std::optional<long> residentBytes(pid_t pid) {
-  std::ifstream status(fmt::format("/proc/{}/status", pid));
-  std::string key;
-  long kb = 0;
-  while (status >> key) {
-    if (key == "VmRSS:" && status >> kb)
-      return kb * 1024L;
-    status.ignore(1 << 16, '\n');
-  }
-  return std::nullopt;
-}
 
 // Runs this program as `self ARG1 ARG2 [ARG3]` in a child, under the RSS cap
 // and \p timeLimitSeconds.
@@ -311,6 +316,10 @@ bool report(const Case &c, const Outcome &o) {
       "%-17s host bytes per IR op %s, per vertex %s\n", c.name,
       shown(o.peakRssBytes / ops, "{:.0f}").c_str(),
       shown(vertices < 0 ? -1 : o.peakRssBytes / vertices, "{:.0f}").c_str());
+  if (fig("compile_peak_rss") > 0)
+    std::printf("%-17s peak RSS at the end of compiling (before saving the "
+                "executable): %.2f GiB\n",
+                c.name, fig("compile_peak_rss") / kGiB);
   if (fig("tiles_over") >= 0)
     std::printf("%-17s fits on one IPU: %s (busiest tile %.0f: %.0f of %.0f "
                 "bytes, %.0f of them vertex state; %.0f tiles over)\n",
