@@ -363,6 +363,37 @@ TEST(CompilerExchange, RemoteOperandIsReadCorrectlyAndKeepsItsMemory) {
   EXPECT_EQ(sum, 499500.0f);
 }
 
+TEST(CompilerExchange, StepsOfManyCopyOpsKeepTheirOwnRanges) {
+  // x's elements alternate between tiles 0 and 1, so copying it to y takes
+  // a copy op per element (more than the resolver's chunks of 65536 ops);
+  // the copy from y to z after it must find its own ops, not x's.
+  const std::size_t n = 70000;
+  Device device = modelDevice();
+  Graph g(device.getTarget());
+  Tensor x = g.addVariable(FLOAT, {n}, "x");
+  Tensor y = g.addVariable(FLOAT, {n}, "y");
+  Tensor z = g.addVariable(FLOAT, {n}, "z");
+  for (std::size_t i = 0; i < n; ++i)
+    g.setTileMapping(x.slice(i, i + 1), static_cast<unsigned>(i % 2));
+  g.setTileMapping(y, 2);
+  g.setTileMapping(z, 3);
+  std::vector<float> init(n);
+  for (std::size_t i = 0; i < n; ++i)
+    init[i] = float(i);
+  g.setInitialValue(x, init);
+  g.createHostRead("z", z);
+  Executable exe =
+      compileGraph(g, {Sequence{Copy(x, y), Copy(y.reverse(0), z)}});
+  EXPECT_GT(exe.copyOps.size(), n);
+  Engine e(std::move(exe));
+  e.load(device);
+  e.run();
+  std::vector<float> out(n);
+  e.readTensor("z", out.data(), out.data() + n);
+  for (std::size_t i = 0; i < n; ++i)
+    ASSERT_EQ(out[i], float(n - 1 - i)) << i;
+}
+
 TEST(CompilerExchange, OperandWrittenInTheSameComputeSetIsReadBeforeTheWrite) {
   Device device = modelDevice();
   Graph g(device.getTarget());

@@ -165,6 +165,51 @@ TEST(ElementwiseMap, BroadcastBiasBringsOneElementPerRegionPart) {
   EXPECT_LE(r.exchangedBytes, 2 * 4 * (c + 3));
 }
 
+TEST(ElementwiseMap, ChannelStatisticsOverATilesChannelsAreOneRegion) {
+  // Batch norm's whitening (x - mean) * istd of x [2, 8, 12] with per-channel
+  // statistics [8, 1]: each of 2 tiles holds one batch's 8 channels of 12
+  // elements. Each tile runs them as one region whose statistics give one
+  // element per channel (each repeated 12 times), not 8 regions; on 3
+  // tiles a channel cut by a tile boundary adds at most two more a tile.
+  // The values are the same either way.
+  const std::size_t n = 2, c = 8, s = 12, size = n * c * s;
+  auto x = spread(size, -2, 2), mean = spread(c, -1, 1), istd = spread(c, 1, 3);
+  for (unsigned tiles : {2u, 3u}) {
+    std::size_t regions = 0, vertices = 0;
+    using namespace expr;
+    RunResult r = runOp(
+        tiles, {{FLOAT, {n, c, s}, x}, {FLOAT, {c}, mean}, {FLOAT, {c}, istd}},
+        [&](Graph &g, const auto &in, program::Sequence &p) {
+          const std::size_t before = g.getNumVertices();
+          Tensor out =
+              map(g, (_1 - _2) * _3,
+                  {in[0], in[1].reshape({c, 1}), in[2].reshape({c, 1})}, p);
+          for (std::size_t v = before; v < g.getNumVertices(); ++v) {
+            const VertexData &vd = g.data().vertices[v];
+            if (g.data().computeSets[vd.computeSet].isHostKernel)
+              continue;
+            ++vertices;
+            const auto &fields = vd.vertexClass->info.fields;
+            for (std::size_t f = 0; f < fields.size(); ++f)
+              if (fields[f].name == "out")
+                regions += vd.fields[f].tensors.size();
+          }
+          return std::vector<Tensor>{out};
+        });
+    EXPECT_EQ(vertices, tiles);
+    if (tiles == 2) {
+      EXPECT_EQ(regions, 2u);
+    }
+    EXPECT_LE(regions, 3u * tiles);
+    for (std::size_t i = 0; i < size; ++i) {
+      const std::size_t ch = i / s % c;
+      ASSERT_FLOAT_EQ(r.outputs[0][i],
+                      (float(x[i]) - float(mean[ch])) * float(istd[ch]))
+          << i;
+    }
+  }
+}
+
 TEST(ElementwiseMap, SmallMapOnManyTilesRunsAsAHostKernelWithTheSameBytes) {
   // 3000 elements on 1472 tiles: two or three a tile, so the host runs the
   // map in a few vertices; the values and the estimate are the tiles'.

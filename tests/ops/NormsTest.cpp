@@ -175,6 +175,60 @@ TEST(NormsStatistics, StableAlgorithmKeepsPrecisionFarFromZero) {
   expectClose(1e-2, r.outputs[0], want.invStdDev, "stable invStdDev");
 }
 
+TEST(NormsLayout, StatisticsInPiecesLetMapsTakeATilesChannelsAtOnce) {
+  // x [2, 64, 8, 4] laid out as [2, 8, 64, 4] over 16 tiles (as a
+  // convolution lays out its output by rows): each tile holds one row of
+  // all 64 channels. The statistics are copied into pieces of 32 channels,
+  // so whitening reads a tile's channels as a list element per piece and
+  // runs them as a region or two, not one region per channel.
+  const std::size_t n = 2, c = 64, h = 8, w = 4;
+  std::size_t maxRegions = 0, maxStatsPerTile = 0;
+  const auto values = spread(n * c * h * w, -1, 1);
+  RunResult r = runOp(
+      16, {{FLOAT, {n, c, h, w}, values}},
+      [&](Graph &g, const auto &in, program::Sequence &p) {
+        Tensor rows = g.addVariable(FLOAT, {n, h, c, w}, "rows");
+        mapTensorLinearly(g, rows);
+        Tensor x = rows.dimShuffle({0, 2, 1, 3});
+        p.add(program::Copy(in[0], x));
+        const std::size_t before = g.getNumVertices();
+        auto st = batchNormStatistics(g, x, 1e-3f, p, false, true);
+        Tensor gamma = g.addVariable(FLOAT, {c}, "gamma");
+        Tensor beta = g.addVariable(FLOAT, {c}, "beta");
+        mapTensorLinearly(g, gamma);
+        mapTensorLinearly(g, beta);
+        g.setInitialValue(gamma, std::vector<float>(c, 1.0f));
+        g.setInitialValue(beta, std::vector<float>(c, 0.0f));
+        auto out = batchNormalise(g, x, gamma, beta, st.first, st.second, p);
+        for (const auto &tile : g.getTileMapping(st.first)) {
+          std::size_t k = 0;
+          for (const Interval &iv : tile)
+            k += iv.size();
+          maxStatsPerTile = std::max(maxStatsPerTile, k);
+        }
+        for (std::size_t v = before; v < g.getNumVertices(); ++v) {
+          const VertexData &vd = g.data().vertices[v];
+          const auto &cs = g.data().computeSets[vd.computeSet];
+          if (cs.isHostKernel || cs.name.find("whiten") == std::string::npos)
+            continue;
+          const auto &fields = vd.vertexClass->info.fields;
+          for (std::size_t f = 0; f < fields.size(); ++f)
+            if (fields[f].name == "out")
+              maxRegions = std::max(maxRegions, vd.fields[f].tensors.size());
+        }
+        return std::vector<Tensor>{out.first};
+      });
+  EXPECT_LE(maxStatsPerTile, 32u);
+  EXPECT_GE(maxRegions, 1u);
+  EXPECT_LE(maxRegions, 2u);
+  const auto st =
+      reference::normStatistics(values, {n, c, h, w}, 0, 1e-3, false);
+  const auto want =
+      reference::normalise(values, {n, c, h, w}, 0, std::vector<double>(c, 1.0),
+                           std::vector<double>(c, 0.0), st);
+  expectClose(1e-4, r.outputs[0], want.first, "normalised");
+}
+
 // L = sum(dy * out(x, gamma, beta)) with statistics from x, in double.
 double lossOf(Kind k, const std::vector<double> &x,
               const std::vector<std::size_t> &shape,

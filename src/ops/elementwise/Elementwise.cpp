@@ -80,33 +80,18 @@ Tensor inOutputLayout(Graph &graph, const Tensor &t, const Tensor &out,
   return like;
 }
 
-// A region's piece of an operand that repeats one element (a bias
-// broadcast along a row) as that element, which the vertex broadcasts: the
-// exchange then brings one element, not the row, as PopLibs' broadcast
-// vertices read each bias element once. Other pieces as they are.
-Tensor oneIfRepeated(const Tensor &piece) {
-  const auto &rs = piece.runs();
-  if (piece.numElements() > 1 && rs.size() == 1 && rs[0].stride == 0)
-    return Tensor(piece.elementType(), {1},
-                  {Run{rs[0].var, rs[0].start, 1, 1}});
-  return piece;
-}
-
-// Joins consecutive regions of a tile that follow each other in the memory
-// of the output and of every input (the rows of a tile's block of a matmul
-// operand are not consecutive elements but are consecutive in memory); each
-// joined region's operands are given as one run. Scalar inputs stay whole.
+// A tile's regions as its map vertex runs them. An operand of a region
+// either gives one element per region element, or fewer: then each of its
+// elements repeats region size / its size times in a row (a channel's
+// statistic over the channel's rows), as the vertex reads it.
 struct Region {
   std::size_t begin = 0;        ///< the flat output index of its first element
   std::vector<Tensor> operands; ///< data inputs, flag inputs, then out
-  /// Per operand, its one run when every non-scalar operand is one
-  /// contiguous run (scalars: an empty run); empty otherwise.
-  std::vector<Run> runs;
 };
 using Ranges = std::vector<std::pair<std::size_t, std::size_t>>;
 
 // The operands that repeat some element (stride-0 runs: a broadcast),
-// whose pieces cutAtRepeats may cut at.
+// whose pieces repeatCuts may cut at.
 std::vector<const Tensor *> repeatingOperands(const std::vector<Tensor> &ts) {
   std::vector<const Tensor *> out;
   for (const Tensor &t : ts)
@@ -117,79 +102,244 @@ std::vector<const Tensor *> repeatingOperands(const std::vector<Tensor> &ts) {
   return out;
 }
 
-// The regions cut where a repeating operand's piece moves on to its next
-// element (a bias over rows of several channels), so that each part's piece
-// repeats one element and oneIfRepeated can give it as that element. Only
-// parts of kMinRepeat elements or more on average are worth a region each.
+// The points where region [b, e) is cut because a repeating operand's
+// piece moves on to its next element (a bias over rows of several
+// channels), b and e included, sorted; `cut` says which operands cut it.
+// Only operands whose parts have kMinRepeat elements or more on average
+// cut: a part is a region more for a worker to set up.
 constexpr std::size_t kMinRepeat = 8;
+std::vector<std::size_t>
+repeatCuts(std::size_t b, std::size_t e,
+           const std::vector<const Tensor *> &repeating,
+           std::vector<bool> *cut = nullptr) {
+  std::vector<std::size_t> cuts{b, e};
+  if (cut)
+    cut->assign(repeating.size(), false);
+  for (std::size_t k = 0; k < repeating.size(); ++k) {
+    const Tensor piece = repeating[k]->slice(b, e);
+    const auto &rs = piece.runs();
+    if (rs.size() < 2 || e - b < kMinRepeat * rs.size() ||
+        !std::all_of(rs.begin(), rs.end(), [](const Run &r) {
+          return r.stride == 0 || r.count == 1;
+        }))
+      continue;
+    if (cut)
+      (*cut)[k] = true;
+    std::size_t at = b;
+    for (const Run &r : rs)
+      cuts.push_back(at += static_cast<std::size_t>(r.count));
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  return cuts;
+}
+
+// The regions cut at repeats: what a worker sets up, one by one, on the
+// IPU (the estimates count these).
 Ranges cutAtRepeats(const Ranges &regions,
                     const std::vector<const Tensor *> &repeating) {
   if (repeating.empty())
     return regions;
   Ranges out;
-  std::vector<std::size_t> cuts;
   for (const auto &[b, e] : regions) {
-    cuts.assign({b, e});
-    for (const Tensor *t : repeating) {
-      const Tensor piece = t->slice(b, e);
-      const auto &rs = piece.runs();
-      if (rs.size() < 2 || e - b < kMinRepeat * rs.size() ||
-          !std::all_of(rs.begin(), rs.end(), [](const Run &r) {
-            return r.stride == 0 || r.count == 1;
-          }))
-        continue;
-      std::size_t at = b;
-      for (const Run &r : rs)
-        cuts.push_back(at += static_cast<std::size_t>(r.count));
-    }
-    std::sort(cuts.begin(), cuts.end());
-    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    const std::vector<std::size_t> cuts = repeatCuts(b, e, repeating);
     for (std::size_t i = 0; i + 1 < cuts.size(); ++i)
       out.emplace_back(cuts[i], cuts[i + 1]);
   }
   return out;
 }
 
-// `regions` as the vertex runs them: cut by cutAtRepeats, then joined.
-std::vector<Region> joinRegions(const Ranges &regions,
+// Appends the element at (var, start) to a list of runs, extending the last
+// run where the element follows it.
+void appendElement(std::vector<Run> &runs, std::uint32_t var,
+                   std::int64_t start) {
+  if (!runs.empty()) {
+    Run &last = runs.back();
+    if (last.var == var && last.stride == 1 &&
+        last.start + last.count == start) {
+      ++last.count;
+      return;
+    }
+  }
+  runs.push_back(Run{var, start, 1, 1});
+}
+
+// One operand of a region as joinRegions builds it: the whole of a single
+// element operand; a contiguous run of one element per region element
+// (`repeat` 1); each of `elements` repeated `repeat` times; or, when none
+// of these, the piece as it is (`repeat` 0).
+struct OperandPart {
+  Tensor piece;
+  std::vector<Run> elements;
+  std::size_t repeat = 0;
+  bool scalar = false;
+};
+
+OperandPart operandPart(const Tensor &t, std::size_t b, std::size_t e,
+                        std::size_t length, bool grouped) {
+  OperandPart p;
+  if (t.numElements() == 1) {
+    p.scalar = true;
+    p.piece = t;
+    return p;
+  }
+  const Tensor piece = t.slice(b, e);
+  const auto &rs = piece.runs();
+  if (grouped) { // one element per part of `length`: see repeatCuts
+    for (const Run &r : rs)
+      for (std::int64_t k = 0; k < r.count;
+           k += static_cast<std::int64_t>(length))
+        appendElement(p.elements, r.var, r.start + k * r.stride);
+    p.repeat = length;
+    return p;
+  }
+  if (rs.size() == 1 && (rs[0].stride == 0 || rs[0].count == 1)) {
+    appendElement(p.elements, rs[0].var, rs[0].start);
+    p.repeat = e - b;
+  } else if (rs.size() == 1 && rs[0].stride == 1) {
+    p.elements.assign(rs.begin(), rs.end());
+    p.repeat = 1;
+  } else {
+    p.piece = piece;
+  }
+  return p;
+}
+
+// Whether \p runs are one run of consecutive elements inside one interval
+// of their variable's tile mapping. An operand of fewer elements than its
+// region is read where it lies (its exchange only costed) when it is such
+// a run; elements from two tiles would need a gather, which the separate
+// regions' single elements do not.
+bool inOneInterval(const Graph &graph, const std::vector<Run> &runs) {
+  if (runs.size() != 1 || (runs[0].stride != 1 && runs[0].count != 1))
+    return false;
+  const Run &r = runs[0];
+  const auto &m = graph.data().variables[r.var].mapping;
+  auto it = std::upper_bound(m.begin(), m.end(), r.start,
+                             [](std::int64_t x, const TileInterval &iv) {
+                               return x < static_cast<std::int64_t>(iv.end);
+                             });
+  return it != m.end() && static_cast<std::int64_t>(it->begin) <= r.start &&
+         static_cast<std::int64_t>(it->end) >= r.start + r.count;
+}
+
+// Whether region part `r` may join `last`, which ends where it begins in
+// the memory of every operand: each joined operand is one run, or repeats
+// each of its elements as often in both and its joined elements are one
+// run in one tile interval (see inOneInterval).
+bool follows(const Graph &graph, const std::vector<OperandPart> &last,
+             const std::vector<OperandPart> &r) {
+  for (std::size_t k = 0; k < r.size(); ++k) {
+    if (r[k].scalar)
+      continue;
+    if (r[k].repeat == 0 || last[k].repeat != r[k].repeat)
+      return false;
+    const Run &a = last[k].elements.back(), &n = r[k].elements.front();
+    if (n.var != a.var || n.start != a.start + a.count)
+      return false;
+    if (r[k].repeat > 1 &&
+        (last[k].elements.size() != 1 || r[k].elements.size() != 1 ||
+         !inOneInterval(graph,
+                        {Run{a.var, a.start, 1, n.start + n.count - a.start}})))
+      return false;
+  }
+  return true;
+}
+
+// A region as joinRegions builds it.
+struct Built {
+  std::size_t begin;
+  std::vector<OperandPart> parts;
+};
+
+Built buildPart(const std::vector<Tensor> &operands,
+                const std::vector<bool> &grouped, std::size_t b, std::size_t e,
+                std::size_t length) {
+  Built r{b, {}};
+  for (std::size_t k = 0; k < operands.size(); ++k)
+    r.parts.push_back(operandPart(operands[k], b, e, length, grouped[k]));
+  return r;
+}
+
+// Whether a group's repeating operands each give one run in one tile
+// interval (see inOneInterval).
+bool groupable(const Graph &graph, const Built &r,
+               const std::vector<bool> &grouped) {
+  for (std::size_t k = 0; k < r.parts.size(); ++k)
+    if (grouped[k] && !inOneInterval(graph, r.parts[k].elements))
+      return false;
+  return true;
+}
+
+// Joins consecutive regions of a tile that follow each other in the memory
+// of the output and of every input (the rows of a tile's block of a matmul
+// operand are not consecutive elements but are consecutive in memory).
+// Regions are first cut where a repeating operand moves on to its next
+// element, and the parts of equal size are run as one region whose
+// repeating operands give one element per part: a tile's channels of
+// batch norm are one region, not one per channel. Scalar inputs stay
+// whole. `join` allows joins that leave the output's index order.
+std::vector<Region> joinRegions(const Graph &graph, const Ranges &regions,
                                 const std::vector<Tensor> &operands,
                                 const std::vector<const Tensor *> &repeating,
                                 bool join) {
-  std::vector<Region> out;
-  for (const auto &[b, e] : cutAtRepeats(regions, repeating)) {
-    Region r{b, {}, {}};
-    bool contiguous = join;
-    for (const Tensor &t : operands) {
-      r.operands.push_back(t.numElements() == 1 ? t
-                                                : oneIfRepeated(t.slice(b, e)));
-      const auto &rs = r.operands.back().runs();
-      const bool scalar = t.numElements() == 1;
-      contiguous =
-          contiguous && (scalar || (rs.size() == 1 && rs[0].stride == 1 &&
-                                    r.operands.back().numElements() == e - b));
-      r.runs.push_back(contiguous && !scalar ? rs[0] : Run{});
-    }
-    if (!contiguous)
-      r.runs.clear();
-    Region *last = out.empty() ? nullptr : &out.back();
-    bool follows = contiguous && last && !last->runs.empty();
-    for (std::size_t k = 0; follows && k < operands.size(); ++k)
-      follows = operands[k].numElements() == 1 ||
-                (r.runs[k].var == last->runs[k].var &&
-                 r.runs[k].start == last->runs[k].start + last->runs[k].count);
-    if (!follows) {
-      out.push_back(std::move(r));
-      continue;
-    }
+  std::vector<Built> built;
+  std::vector<bool> cut;
+  std::vector<bool> grouped(operands.size());
+  for (const auto &[b, e] : regions) {
+    const std::vector<std::size_t> cuts = repeatCuts(b, e, repeating, &cut);
     for (std::size_t k = 0; k < operands.size(); ++k) {
-      if (operands[k].numElements() == 1)
-        continue;
-      Run &joined = last->runs[k];
-      joined.count += r.runs[k].count;
-      last->operands[k] =
-          Tensor(operands[k].elementType(),
-                 {static_cast<std::size_t>(joined.count)}, {joined});
+      grouped[k] = false;
+      for (std::size_t j = 0; j < repeating.size(); ++j)
+        grouped[k] = grouped[k] || (cut[j] && repeating[j] == &operands[k]);
     }
+    for (std::size_t i = 0; i + 1 < cuts.size();) {
+      const std::size_t length = cuts[i + 1] - cuts[i];
+      std::size_t j = i + 1;
+      while (j + 1 < cuts.size() && cuts[j + 1] - cuts[j] == length)
+        ++j;
+      Built r = buildPart(operands, grouped, cuts[i], cuts[j], length);
+      if (j > i + 1 && !groupable(graph, r, grouped)) {
+        j = i + 1; // the group's elements lie apart: its parts one by one
+        r = buildPart(operands, grouped, cuts[i], cuts[j], length);
+      }
+      const bool joins =
+          join && !built.empty() && follows(graph, built.back().parts, r.parts);
+      i = j;
+      if (!joins) {
+        built.push_back(std::move(r));
+        continue;
+      }
+      for (std::size_t k = 0; k < operands.size(); ++k) {
+        OperandPart &into = built.back().parts[k];
+        if (into.scalar)
+          continue;
+        if (into.repeat == 1)
+          into.elements.back().count += r.parts[k].elements.front().count;
+        else
+          for (const Run &el : r.parts[k].elements)
+            for (std::int64_t n = 0; n < el.count; ++n)
+              appendElement(into.elements, el.var, el.start + n);
+      }
+    }
+  }
+  std::vector<Region> out;
+  out.reserve(built.size());
+  for (Built &r : built) {
+    Region region{r.begin, {}};
+    for (std::size_t k = 0; k < operands.size(); ++k) {
+      OperandPart &p = r.parts[k];
+      if (p.scalar || p.repeat == 0) {
+        region.operands.push_back(std::move(p.piece));
+        continue;
+      }
+      std::size_t n = 0;
+      for (const Run &el : p.elements)
+        n += static_cast<std::size_t>(el.count);
+      region.operands.push_back(
+          Tensor(operands[k].elementType(), {n}, std::move(p.elements)));
+    }
+    out.push_back(std::move(region));
   }
   return out;
 }
@@ -367,7 +517,7 @@ void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
     // The index an element's value may depend on is its place in the
     // output, so only maps without it join regions out of that order.
     for (const Region &r :
-         joinRegions(regions, operands, repeating, !code.usesIndex())) {
+         joinRegions(graph, regions, operands, repeating, !code.usesIndex())) {
       const auto begin = r.operands.begin();
       f.in.insert(f.in.end(), begin, begin + data.size());
       f.flagIn.insert(f.flagIn.end(), begin + data.size(),

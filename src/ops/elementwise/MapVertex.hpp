@@ -133,9 +133,11 @@ inline void convert(const S *__restrict src, D *__restrict dst, unsigned n,
 } // namespace mapcode
 
 /// Runs a fused map over its tile's regions: out[i] = f(in[0][i], ...).
-/// An input of one element is broadcast. A MultiVertex: on the IPU its six
-/// workers share the regions (its estimate is the busiest worker's); on the
-/// host worker 0 runs them all, which is faster than six small calls.
+/// A region's input of fewer elements than its output repeats each element
+/// output size / input size times in a row (one element: a broadcast). A
+/// MultiVertex: on the IPU its six workers share the regions (its estimate is
+/// the busiest worker's); on the host worker 0 runs them all, which is faster
+/// than six small calls.
 template <typename InT, typename OutT> class MapVertex : public MultiVertex {
 public:
   using E = std::conditional_t<
@@ -322,18 +324,29 @@ private:
     const auto &f0 = list[segs[0].region * perRegion + slot];
     using T = std::remove_cv_t<std::remove_reference_t<decltype(f0[0])>>;
     if constexpr (std::is_same_v<T, E>)
-      if (numSegs == 1 && f0.size() != 1) {
+      if (numSegs == 1 && f0.size() == out[segs[0].region].size()) {
         view[d] = f0.data() + segs[0].offset;
         return;
       }
     for (unsigned s = 0, k = 0; s < numSegs; ++s) {
       const auto &f = list[segs[s].region * perRegion + slot];
       const unsigned n = segs[s].size;
-      if (f.size() == 1)
-        std::fill(regs[d] + k, regs[d] + k + n, mapcode::load<T, E>(f[0]));
-      else
+      const unsigned total = static_cast<unsigned>(out[segs[s].region].size());
+      if (f.size() == total) {
         mapcode::convert(f.data() + segs[s].offset, regs[d] + k, n,
                          mapcode::load<T, E>);
+        k += n;
+        continue;
+      }
+      // Fewer elements than the region: each repeats total / size times.
+      const unsigned repeat = total / static_cast<unsigned>(f.size());
+      for (unsigned j = 0; j < n;) {
+        const unsigned at = segs[s].offset + j;
+        const unsigned len = std::min(n - j, repeat - at % repeat);
+        std::fill(regs[d] + k + j, regs[d] + k + j + len,
+                  mapcode::load<T, E>(f[at / repeat]));
+        j += len;
+      }
       k += n;
     }
     view[d] = regs[d];

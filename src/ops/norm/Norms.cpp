@@ -7,10 +7,13 @@
 
 #include "OpsInternal.hpp"
 
+#include "tessera/device/Target.hpp"
 #include "tessera/ops/Elementwise.hpp"
 #include "tessera/ops/Reduce.hpp"
 #include "tessera/support/Error.hpp"
 #include "tessera/support/OptionParser.hpp"
+
+#include <algorithm>
 
 namespace tessera::ops {
 namespace {
@@ -109,6 +112,42 @@ void noOptions(const std::string &op, const OptionFlags &options) {
   OptionParser(op).parse(options);
 }
 
+// Per-channel statistics copied into a variable mapped linearly, so that
+// the channels a tile's activations need lie in one run on one or two
+// tiles: a map broadcasting them over the activations then takes a tile's
+// channels as one list element read where it lies (Elementwise.cpp),
+// rather than one element per channel from as many tiles as the
+// reduction spread them over.
+Tensor channelsLinear(Graph &graph, const View &v, const Tensor &t,
+                      Sequence &prog, const DebugContext &dc) {
+  if (!v.perChannel || t.numElements() < 2)
+    return t;
+  Tensor out =
+      graph.addVariable(t.elementType(), t.shape(), DebugContext(dc, "linear"));
+  // Pieces of 32 channels (128 bytes of float, Poplar's least a tile),
+  // spread over the IPU from a tile that moves with each new variable, so
+  // that the statistics of every layer do not all land on tile 0.
+  // They stay on the IPU of the statistics they copy.
+  const std::size_t n = t.numElements(), piece = 32;
+  const TileMapping from = graph.getTileMapping(t);
+  std::size_t source = 0;
+  while (source + 1 < from.size() && from[source].empty())
+    ++source;
+  const std::size_t tiles = std::min<std::size_t>(
+      graph.getTarget().getTilesPerIPU(), graph.getTarget().getNumTiles());
+  const std::size_t base = source - source % tiles;
+  const std::size_t pieces = (n + piece - 1) / piece;
+  const std::size_t step = std::max<std::size_t>(tiles / pieces, 1);
+  const std::size_t first = out.runs()[0].var % step;
+  const Tensor flat = out.flatten();
+  for (std::size_t p = 0; p < pieces; ++p)
+    graph.setTileMapping(
+        flat.slice(p * piece, std::min(n, (p + 1) * piece)),
+        static_cast<unsigned>(base + (first + p * step) % tiles));
+  prog.add(program::Copy(t, out, false, DebugContext(dc, "linear")));
+  return out;
+}
+
 std::pair<Tensor, Tensor> statistics(Graph &graph, const View &v, Type type,
                                      float eps, bool unbiased, bool stable,
                                      Type partialsType, Sequence &prog,
@@ -123,9 +162,12 @@ std::pair<Tensor, Tensor> statistics(Graph &graph, const View &v, Type type,
   const float scale = 1.0f / static_cast<float>(v.count);
   const double correction =
       unbiased ? double(v.count) / double(v.count - 1) : 1.0;
-  Tensor mean = reduce(graph, v.x, partialsType, v.dims,
-                       ReduceParams(Operation::ADD, false, scale), prog,
-                       DebugContext(dc, "mean"), ro);
+  Tensor mean =
+      channelsLinear(graph, v,
+                     reduce(graph, v.x, partialsType, v.dims,
+                            ReduceParams(Operation::ADD, false, scale), prog,
+                            DebugContext(dc, "mean"), ro),
+                     prog, DebugContext(dc, "mean"));
   Tensor istd;
   if (stable) {
     Tensor centred = map(graph, _1 - _2, {v.x, mean.reshape(v.statBroadcast)},
@@ -147,6 +189,7 @@ std::pair<Tensor, Tensor> statistics(Graph &graph, const View &v, Type type,
   }
   if (mean.elementType() != type)
     mean = cast(graph, mean, type, prog, DebugContext(dc, "meanCast"));
+  istd = channelsLinear(graph, v, istd, prog, DebugContext(dc, "invStdDev"));
   return {mean.reshape(v.statShape), istd.reshape(v.statShape)};
 }
 
@@ -191,11 +234,16 @@ NormGradients gradients(Graph &graph, const View &v, const Tensor &whitened,
   if (v.perChannel) {
     // The batch's means of dy and dy * xhat are the deltas over the count.
     const Const inv(1.0 / double(v.count));
-    gradsOut =
-        map(graph, _5 * _6 * (_1 - (_4 + _2 * _3) * inv),
-            {dy, xh, gammaDelta.reshape({v.c, 1}), betaDelta.reshape({v.c, 1}),
-             g, istd.reshape(v.statBroadcast)},
-            prog, DebugContext(dc, "gradsOut"));
+    gradsOut = map(graph, _5 * _6 * (_1 - (_4 + _2 * _3) * inv),
+                   {dy, xh,
+                    channelsLinear(graph, v, gammaDelta, prog,
+                                   DebugContext(dc, "gammaDelta"))
+                        .reshape({v.c, 1}),
+                    channelsLinear(graph, v, betaDelta, prog,
+                                   DebugContext(dc, "betaDelta"))
+                        .reshape({v.c, 1}),
+                    g, istd.reshape(v.statBroadcast)},
+                   prog, DebugContext(dc, "gradsOut"));
   } else {
     // Group statistics: the means of dxhat = dy * gamma and of dxhat * xhat
     // over each group.
