@@ -5,11 +5,9 @@
 
 #include "tessera/support/Error.hpp"
 #include "tessera/support/Logging.hpp"
+#include "tessera/support/Memory.hpp"
 
 #include <sys/resource.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 #include <algorithm>
 #include <cstdio>
@@ -180,16 +178,6 @@ void releaseTouches(compiler::State &s) {
   }
   for (compiler::Draft &d : s.drafts)
     d.touches = nullptr;
-}
-
-// Gives the pages of freed heap memory back to the OS. glibc keeps freed
-// small blocks in its heap, so the compiler's state, freed, would still
-// count in the process's memory while the engine loads (ResNet-50 at
-// 224x224: about 1 GB).
-void returnFreedMemory() {
-#ifdef __GLIBC__
-  malloc_trim(0);
-#endif
 }
 
 } // namespace

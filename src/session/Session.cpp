@@ -13,6 +13,7 @@
 #include "tessera/session/Progress.hpp"
 #include "tessera/support/Error.hpp"
 #include "tessera/support/Hash.hpp"
+#include "tessera/support/Memory.hpp"
 
 #include <fmt/format.h>
 
@@ -318,8 +319,12 @@ Executable Session::build(std::ostream *progress) {
   if (bar)
     bar->finish();
   released_ =
-      std::async(std::launch::async,
-                 [scratch = std::move(scratch)]() mutable { scratch.reset(); });
+      std::async(std::launch::async, [scratch = std::move(scratch)]() mutable {
+        scratch.reset();
+        // Otherwise the freed graph (about 5 GB for ResNet-50 at
+        // 224x224) stays resident while the engine runs.
+        returnFreedMemory();
+      });
   return exe;
 }
 
