@@ -3,12 +3,13 @@
 // on the thread count. The inner loop allocates nothing and looks nothing up.
 #include "Runtime.hpp"
 
+#include "../support/Copy.hpp"
+
 #include "tessera/device/CostFormulas.hpp"
 
 #include "tessera/support/Convert.hpp"
 #include "tessera/support/Error.hpp"
 
-#include <immintrin.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -68,49 +69,6 @@ void stridedCopy(const std::byte *s, std::byte *d, std::int64_t ss,
                  std::int64_t ds, std::uint32_t count) {
   for (std::uint32_t k = 0; k < count; ++k, s += ss, d += ds)
     std::memcpy(d, s, N);
-}
-
-// Copies n bytes of ops that do not overlap. Exchanges move many pieces
-// of tens of bytes (a tile's row of a block): a memcpy call costs more
-// than the move; whole vectors and one last overlapping vector (or two
-// overlapping smaller moves) do not. Large pieces go to memcpy.
-inline void copyBytes(std::byte *d, const std::byte *s, std::size_t n) {
-  const auto move = [](std::byte *to, const std::byte *from, auto word) {
-    std::memcpy(&word, from, sizeof word);
-    std::memcpy(to, &word, sizeof word);
-  };
-  if (n >= 32) {
-    if (n > 512) {
-      std::memcpy(d, s, n);
-      return;
-    }
-    __m256i last;
-    std::memcpy(&last, s + n - 32, 32);
-    for (std::size_t i = 0; i + 32 < n; i += 32)
-      move(d + i, s + i, __m256i{});
-    std::memcpy(d + n - 32, &last, 32);
-  } else if (n >= 16) {
-    __m128i first, last;
-    std::memcpy(&first, s, 16);
-    std::memcpy(&last, s + n - 16, 16);
-    std::memcpy(d, &first, 16);
-    std::memcpy(d + n - 16, &last, 16);
-  } else if (n >= 8) {
-    std::uint64_t first, last;
-    std::memcpy(&first, s, 8);
-    std::memcpy(&last, s + n - 8, 8);
-    std::memcpy(d, &first, 8);
-    std::memcpy(d + n - 8, &last, 8);
-  } else if (n >= 4) {
-    std::uint32_t first, last;
-    std::memcpy(&first, s, 4);
-    std::memcpy(&last, s + n - 4, 4);
-    std::memcpy(d, &first, 4);
-    std::memcpy(d + n - 4, &last, 4);
-  } else {
-    for (std::size_t i = 0; i < n; ++i)
-      move(d + i, s + i, std::uint8_t{});
-  }
 }
 
 } // namespace
@@ -480,7 +438,8 @@ void Runtime::applyOps(const CopyOp *ops, std::size_t n, const std::byte *src,
     const std::byte *s = src + op.src;
     std::byte *d = dst + op.dst;
     if (op.count == 1) {
-      copyBytes(d, s, op.elemBytes);
+      // Exchanges move many pieces of tens of bytes.
+      support::copyBytes(d, s, op.elemBytes);
       continue;
     }
     switch (op.elemBytes) {

@@ -6,6 +6,7 @@
 // with OpenBLAS on the same block shape.
 #pragma once
 
+#include "../../support/Copy.hpp"
 #include "tessera/support/Half.hpp"
 
 #include <immintrin.h>
@@ -26,33 +27,10 @@ void gemm(std::size_t m, std::size_t n, std::size_t k,
           const float *const *aRows, const float *const *bRows, float *c,
           std::size_t ldc, bool accumulate, bool roundToHalf = false);
 
-/// Copies \p n floats that do not overlap. Host kernels move many pieces
-/// of a few floats (a tile's row of a block): whole vectors and one
-/// overlapping last vector (or smaller moves for a piece under 8) cost a
-/// few instructions where a memcpy call or a scalar loop costs tens.
+/// Copies \p n floats that do not overlap (host kernels move many pieces
+/// of a few floats: a tile's row of a block).
 inline void copyFloats(const float *src, float *dst, std::size_t n) {
-  if (n >= 8) {
-    if (n > 256) {
-      std::memcpy(dst, src, n * sizeof(float));
-      return;
-    }
-    const __m256 last = _mm256_loadu_ps(src + n - 8);
-    for (std::size_t i = 0; i + 8 < n; i += 8)
-      _mm256_storeu_ps(dst + i, _mm256_loadu_ps(src + i));
-    _mm256_storeu_ps(dst + n - 8, last);
-  } else if (n >= 4) {
-    const __m128 first = _mm_loadu_ps(src), last = _mm_loadu_ps(src + n - 4);
-    _mm_storeu_ps(dst, first);
-    _mm_storeu_ps(dst + n - 4, last);
-  } else if (n >= 2) {
-    std::uint64_t first, last;
-    std::memcpy(&first, src, 8);
-    std::memcpy(&last, src + n - 2, 8);
-    std::memcpy(dst, &first, 8);
-    std::memcpy(dst + n - 2, &last, 8);
-  } else if (n == 1) {
-    *dst = *src;
-  }
+  support::copyBytes(dst, src, n * sizeof(float));
 }
 
 /// Converts \p n halves to floats (F16C, 8 at a time).
