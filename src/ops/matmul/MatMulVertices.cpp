@@ -16,6 +16,8 @@
 
 #include "tessera/Vertex.hpp"
 
+#include <immintrin.h>
+
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -234,6 +236,45 @@ public:
   }
 };
 
+// sums[0, len) = the float partials' elements [at, at + len) added in
+// partial order, ((p0 + p1) + p2) + ..., as the rounding of the tiles'
+// sums requires. Each vector of sums stays in a register while the
+// partials are added, so the sums are written once and nothing is copied.
+template <typename List>
+void addFloatPartials(const List &partials, std::size_t at, std::size_t len,
+                      float *sums) {
+  const std::size_t np = partials.size();
+  std::size_t i = 0;
+  for (; i + 32 <= len; i += 32) {
+    const float *p0 = partials[0].data() + at + i;
+    __m256 s0 = _mm256_loadu_ps(p0), s1 = _mm256_loadu_ps(p0 + 8);
+    __m256 s2 = _mm256_loadu_ps(p0 + 16), s3 = _mm256_loadu_ps(p0 + 24);
+    for (std::size_t p = 1; p < np; ++p) {
+      const float *x = partials[p].data() + at + i;
+      s0 = _mm256_add_ps(s0, _mm256_loadu_ps(x));
+      s1 = _mm256_add_ps(s1, _mm256_loadu_ps(x + 8));
+      s2 = _mm256_add_ps(s2, _mm256_loadu_ps(x + 16));
+      s3 = _mm256_add_ps(s3, _mm256_loadu_ps(x + 24));
+    }
+    _mm256_storeu_ps(sums + i, s0);
+    _mm256_storeu_ps(sums + i + 8, s1);
+    _mm256_storeu_ps(sums + i + 16, s2);
+    _mm256_storeu_ps(sums + i + 24, s3);
+  }
+  for (; i + 8 <= len; i += 8) {
+    __m256 s = _mm256_loadu_ps(partials[0].data() + at + i);
+    for (std::size_t p = 1; p < np; ++p)
+      s = _mm256_add_ps(s, _mm256_loadu_ps(partials[p].data() + at + i));
+    _mm256_storeu_ps(sums + i, s);
+  }
+  for (; i < len; ++i) {
+    float s = partials[0][at + i];
+    for (std::size_t p = 1; p < np; ++p)
+      s += partials[p][at + i];
+    sums[i] = s;
+  }
+}
+
 // The sum of the partials over [0, n), in float, chunk by chunk, passed to
 // `emit(offset, sums, count)`. Float partials are added where they lie.
 template <typename PartialsT, typename List, typename Emit>
@@ -242,19 +283,24 @@ void sumPartials(const List &partials, std::size_t n, Emit &&emit) {
   alignas(32) float acc[kChunk], tmp[kChunk];
   for (std::size_t b = 0; b < n; b += kChunk) {
     const std::size_t len = std::min(kChunk, n - b);
-    toFloat(partials[0].data() + b, acc, len);
-    for (std::size_t p = 1; p < partials.size(); ++p) {
-      const float *x = tmp;
-      if constexpr (std::is_same_v<PartialsT, float>)
-        x = partials[p].data() + b;
-      else
+    if constexpr (std::is_same_v<PartialsT, float>) {
+      addFloatPartials(partials, b, len, acc);
+    } else {
+      toFloat(partials[0].data() + b, acc, len);
+      for (std::size_t p = 1; p < partials.size(); ++p) {
         toFloat(partials[p].data() + b, tmp, len);
-      for (std::size_t i = 0; i < len; ++i)
-        acc[i] += x[i];
+        for (std::size_t i = 0; i < len; ++i)
+          acc[i] += tmp[i];
+      }
     }
     emit(b, acc, len);
   }
 }
+
+// Float partials summed into a float output: straight into the output.
+template <typename OutT, typename PartialsT>
+constexpr bool bothFloat =
+    std::is_same_v<OutT, float> &&std::is_same_v<PartialsT, float>;
 
 template <typename List> bool sizesMatch(const List &partials, std::size_t n) {
   for (std::size_t p = 0; p < partials.size(); ++p)
@@ -291,6 +337,10 @@ public:
       return true;
     if (partials.size() == 0 || !sizesMatch(partials, out.size()))
       return false;
+    if constexpr (bothFloat<OutT, PartialsT>) {
+      addFloatPartials(partials, 0, out.size(), out.data());
+      return true;
+    }
     sumPartials<PartialsT>(
         partials, out.size(),
         [&](std::size_t at, const float *sums, std::size_t len) {
@@ -337,6 +387,11 @@ public:
       n += out[i].size();
     if (partials.size() == 0 || !sizesMatch(partials, n))
       return false;
+    if constexpr (bothFloat<OutT, PartialsT>) {
+      for (std::size_t i = 0, at = 0; i < out.size(); at += out[i++].size())
+        addFloatPartials(partials, at, out[i].size(), out[i].data());
+      return true;
+    }
     std::size_t piece = 0, off = 0; // where the next sum goes
     sumPartials<PartialsT>(
         partials, n, [&](std::size_t, const float *sums, std::size_t len) {
