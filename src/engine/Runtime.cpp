@@ -154,6 +154,26 @@ void Runtime::resolveClasses() {
 
 namespace {
 
+// Boundaries of chunks of the n ops (\p total bytes) for \p threads
+// threads. Chunks of at least 64 KiB: a smaller share of a copy is over
+// before a sleeping worker would have woken for it.
+void byteChunks(const CopyOp *ops, std::uint32_t n, std::uint64_t total,
+                unsigned threads, std::vector<std::uint32_t> &c) {
+  const std::uint64_t target =
+      threads == 1 ? total + 1
+                   : std::max<std::uint64_t>(total / (threads * 2), 64 << 10);
+  c.push_back(0);
+  std::uint64_t acc = 0;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    acc += std::uint64_t(ops[i].count) * ops[i].elemBytes;
+    if (acc >= target && i + 1 < n) {
+      c.push_back(i + 1);
+      acc = 0;
+    }
+  }
+  c.push_back(n);
+}
+
 // [offset, offset + size) lies inside [0, limit), without overflow.
 bool fits(std::uint64_t offset, std::uint64_t size, std::uint64_t limit) {
   return offset <= limit && size <= limit - offset;
@@ -340,6 +360,7 @@ void Runtime::planChunks() {
   // Compute steps: ~4 chunks a thread of about equal estimated cycles.
   // Exchange steps: chunks of about equal bytes, and whether their sources
   // and destinations overlap (then they go through a scratch buffer).
+  // Stream steps: chunks of about equal bytes.
   const unsigned threads = pool_->size();
   chunks_.assign(exe_.steps.size(), {});
   staged_.assign(exe_.steps.size(), false);
@@ -363,6 +384,15 @@ void Runtime::planChunks() {
       }
       if (c.back() != n)
         c.push_back(n);
+    } else if (st.kind == StepKind::StreamIn ||
+               st.kind == StepKind::StreamOut) {
+      // A batch of inputs is scattered to (outputs gathered from) many
+      // tiles: a large transfer's pieces are shared out as an exchange's.
+      const CopyOp *ops = exe_.copyOps.data() + st.b;
+      std::uint64_t total = 0;
+      for (std::uint32_t i = 0; i < st.c; ++i)
+        total += std::uint64_t(ops[i].count) * ops[i].elemBytes;
+      byteChunks(ops, st.c, total, threads, c);
     } else if (st.kind == StepKind::Exchange) {
       std::vector<std::pair<std::uint64_t, std::uint64_t>> src, dst;
       std::uint64_t total = 0;
@@ -409,23 +439,7 @@ void Runtime::planChunks() {
       staged_[pc] = overlap;
       if (overlap)
         maxStaged = std::max<std::size_t>(maxStaged, total);
-      // Chunks of at least 64 KiB: a smaller share of a copy is over
-      // before a sleeping worker would have woken for it.
-      const std::uint64_t target =
-          threads == 1
-              ? total + 1
-              : std::max<std::uint64_t>(total / (threads * 2), 64 << 10);
-      c.push_back(0);
-      std::uint64_t acc = 0;
-      for (std::uint32_t i = 0; i < st.b; ++i) {
-        const CopyOp &op = exe_.copyOps[st.a + i];
-        acc += std::uint64_t(op.count) * op.elemBytes;
-        if (acc >= target && i + 1 < st.b) {
-          c.push_back(i + 1);
-          acc = 0;
-        }
-      }
-      c.push_back(st.b);
+      byteChunks(exe_.copyOps.data() + st.a, st.b, total, threads, c);
     }
   }
   scratch_.resize(maxStaged);
@@ -546,10 +560,10 @@ template <bool Timed> void Runtime::runSteps(unsigned prog) {
       exchange(st, pc);
       break;
     case StepKind::StreamIn:
-      streamIn(st);
+      streamIn(st, pc);
       break;
     case StepKind::StreamOut:
-      streamOut(st);
+      streamOut(st, pc);
       break;
     case StepKind::RemoteIn:
       remoteCopy(st, true);
@@ -673,15 +687,20 @@ void Runtime::exchange(const Step &st, std::size_t pc) {
       scatterOps(ops, st.b, scratch_.data(), mem);
       continue;
     }
-    const std::vector<std::uint32_t> &c = chunks_[pc];
-    if (c.size() <= 2) {
-      applyOps(ops, st.b, mem, mem);
-    } else {
-      pool_->parallelFor(c.size() - 1, [&](std::size_t k, unsigned) {
-        applyOps(ops + c[k], c[k + 1] - c[k], mem, mem);
-      });
-    }
+    applyChunked(pc, ops, st.b, mem, mem);
   }
+}
+
+void Runtime::applyChunked(std::size_t pc, const CopyOp *ops, std::size_t n,
+                           const std::byte *src, std::byte *dst) {
+  const std::vector<std::uint32_t> &c = chunks_[pc];
+  if (c.size() <= 2) {
+    applyOps(ops, n, src, dst);
+    return;
+  }
+  pool_->parallelFor(c.size() - 1, [&](std::size_t k, unsigned) {
+    applyOps(ops + c[k], c[k + 1] - c[k], src, dst);
+  });
 }
 
 void Runtime::crossReplica(const Step &st) {
@@ -805,7 +824,7 @@ const std::byte *Runtime::takeTransfer(StreamConnection &c, std::size_t bytes) {
   return src;
 }
 
-void Runtime::streamIn(const Step &st) {
+void Runtime::streamIn(const Step &st, std::size_t pc) {
   const StreamInfo &info = exe_.streams[st.a];
   const std::size_t bytes = info.numElements * typeSize(info.type);
   const CopyOp *ops = exe_.copyOps.data() + st.b;
@@ -817,7 +836,7 @@ void Runtime::streamIn(const Step &st) {
     StreamConnection &c = streams_[st.a][own ? r : localBegin()];
     if (own)
       src = takeTransfer(c, bytes);
-    applyOps(ops, st.c, src, replicaMemory(r));
+    applyChunked(pc, ops, st.c, src, replicaMemory(r));
     if (own && c.kind == StreamConnection::Kind::Callback)
       c.callback->complete();
   }
@@ -854,7 +873,7 @@ void Runtime::invalidatePrefetched() {
     }
 }
 
-void Runtime::streamOut(const Step &st) {
+void Runtime::streamOut(const Step &st, std::size_t pc) {
   const StreamInfo &info = exe_.streams[st.a];
   const std::size_t bytes = info.numElements * typeSize(info.type);
   const CopyOp *ops = exe_.copyOps.data() + st.b;
@@ -862,17 +881,17 @@ void Runtime::streamOut(const Step &st) {
     StreamConnection &c = streams_[st.a][r];
     switch (c.kind) {
     case StreamConnection::Kind::Buffer:
-      applyOps(ops, st.c, replicaMemory(r), c.begin + c.pos);
+      applyChunked(pc, ops, st.c, replicaMemory(r), c.begin + c.pos);
       c.pos = (c.pos + bytes) % static_cast<std::size_t>(c.end - c.begin);
       break;
     case StreamConnection::Kind::Pointer:
-      applyOps(ops, st.c, replicaMemory(r), c.begin);
+      applyChunked(pc, ops, st.c, replicaMemory(r), c.begin);
       break;
     case StreamConnection::Kind::Function:
     case StreamConnection::Kind::Callback:
       ++counts_.hostActivity.callbackTransfers;
       transfer_.resize(bytes);
-      applyOps(ops, st.c, replicaMemory(r), transfer_.data());
+      applyChunked(pc, ops, st.c, replicaMemory(r), transfer_.data());
       if (c.kind == StreamConnection::Kind::Function) {
         c.function(transfer_.data());
       } else {

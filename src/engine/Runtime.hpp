@@ -136,8 +136,12 @@ private:
     return {st.a, st.b};
   }
   void exchange(const Step &st, std::size_t pc);
-  void streamIn(const Step &st);
-  void streamOut(const Step &st);
+  /// Applies ops [0, n) from src to dst in step pc's chunks, on the pool
+  /// when there are several.
+  void applyChunked(std::size_t pc, const CopyOp *ops, std::size_t n,
+                    const std::byte *src, std::byte *dst);
+  void streamIn(const Step &st, std::size_t pc);
+  void streamOut(const Step &st, std::size_t pc);
   void remoteCopy(const Step &st, bool in);
   void crossReplica(const Step &st);
   void crossInstance(const Step &st, std::size_t bytes);
