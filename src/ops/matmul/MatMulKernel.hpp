@@ -17,6 +17,10 @@
 
 namespace tessera::ops::matmul {
 
+/// B blocks of at most this many floats (256 KiB) are read in place; gemm
+/// packs larger ones.
+constexpr std::size_t kDirectMaxB = 64 * 1024;
+
 /// C = A B (or C += A B when \p accumulate) for an m x n block over k.
 /// Row r of A is aRows[r][0..k), row q of B is bRows[q][0..n), C is
 /// row-major with leading dimension \p ldc. When \p roundToHalf, every
@@ -26,6 +30,17 @@ namespace tessera::ops::matmul {
 void gemm(std::size_t m, std::size_t n, std::size_t k,
           const float *const *aRows, const float *const *bRows, float *c,
           std::size_t ldc, bool accumulate, bool roundToHalf = false);
+
+/// gemm with B and C given per 16-column panel: panel p holds columns
+/// [16p, min(n, 16p + 16)); row q of its B is bPanels[p * k + q] and row r
+/// of its C is cPanels[p * m + r], each pointing at the panel's first
+/// column. Every sum is gemm's, term for term, so the operands of a tile's
+/// block, which arrive as pieces of 16 columns, are read and written where
+/// they lie.
+void gemmPanels(std::size_t m, std::size_t n, std::size_t k,
+                const float *const *aRows, const float *const *bPanels,
+                float *const *cPanels, bool accumulate,
+                bool roundToHalf = false);
 
 /// Copies \p n floats that do not overlap (host kernels move many pieces
 /// of a few floats: a tile's row of a block).

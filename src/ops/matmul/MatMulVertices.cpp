@@ -35,6 +35,10 @@ std::vector<const float *> &rowPointers(unsigned which) {
   thread_local std::vector<const float *> rows[2];
   return rows[which];
 }
+std::vector<float *> &outPointers() {
+  thread_local std::vector<float *> rows;
+  return rows;
+}
 
 template <typename T> void toFloat(const T *src, float *dst, std::size_t n) {
   if constexpr (std::is_same_v<T, float>)
@@ -202,6 +206,35 @@ public:
   }
 };
 
+constexpr std::size_t kPanel = 16; // matmul::gemmPanels' panel width
+
+// Whether the pieces are the 16-column panels of a `rows` x n matrix, row
+// by row (row r's panel p is piece r * panels + p): how a block's operand
+// spread over tiles of 16 columns arrives.
+template <typename List>
+bool arePanels(const List &pieces, std::size_t rows, std::size_t n) {
+  const std::size_t panels = (n + kPanel - 1) / kPanel;
+  if (n == 0 || pieces.size() != rows * panels)
+    return false;
+  for (std::size_t i = 0; i < pieces.size(); ++i)
+    if (pieces[i].size() != std::min(kPanel, n - kPanel * (i % panels)))
+      return false;
+  return true;
+}
+
+// Panel pointers (panel p's row r at out[p * rows + r]) over a `rows` x n
+// matrix given as panel pieces, or else as row pointers.
+template <typename P, typename List>
+void panelsOf(const List &pieces, bool asPieces, P *const *rowPtrs,
+              std::size_t rows, std::size_t n, std::vector<P *> &out) {
+  const std::size_t panels = (n + kPanel - 1) / kPanel;
+  out.resize(panels * rows);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t p = 0; p < panels; ++p)
+      out[p * rows + r] =
+          asPieces ? pieces[r * panels + p].data() : rowPtrs[r] + p * kPanel;
+}
+
 /// The host kernel of a block-product compute set (Graph::setHostKernel):
 /// a band of m rows of one K-slice's product over all n columns, with
 /// MatMulBlock's fields, kernel and order of sums, so it writes exactly the
@@ -220,8 +253,12 @@ public:
     std::size_t total = 0;
     for (std::size_t i = 0; i < c.size(); ++i)
       total += c[i].size();
-    if (total != std::size_t(m) * n ||
-        !operandRows<InT>(a, b, m, k, n, transA, transB))
+    if (total != std::size_t(m) * n)
+      return false;
+    if constexpr (std::is_same_v<InT, float> && std::is_same_v<OutT, float>)
+      if (std::size_t(k) * n <= matmul::kDirectMaxB)
+        return inPlace();
+    if (!operandRows<InT>(a, b, m, k, n, transA, transB))
       return false;
     std::vector<float> &out = scratch(2);
     out.resize(std::max(out.size(), total));
@@ -232,6 +269,40 @@ public:
       fromFloat(from, c[i].data(), c[i].size());
       from += c[i].size();
     }
+    return true;
+  }
+
+private:
+  // Float operands whose B slice is read in place by gemm: B and C are
+  // read and written where they lie when they arrive as 16-column panels
+  // (matmul::gemmPanels), else assembled as rows. Every sum is gemm's.
+  bool inPlace() {
+    auto &aRows = rowPointers(0), &bRows = rowPointers(1);
+    const bool bPieces = !transB && arePanels(b, k, n);
+    if (!(transA ? transposedRowsOf<InT>(a, k, m, scratch(0), aRows)
+                 : rowsOf<InT>(a, m, k, scratch(0), aRows)))
+      return false;
+    if (!bPieces && !(transB ? transposedRowsOf<InT>(b, n, k, scratch(1), bRows)
+                             : rowsOf<InT>(b, k, n, scratch(1), bRows)))
+      return false;
+    thread_local std::vector<const float *> bPanels;
+    panelsOf(b, bPieces, bRows.data(), k, n, bPanels);
+    const bool cPieces = arePanels(c, m, n);
+    std::vector<float> &out = scratch(2);
+    std::vector<float *> &rows = outPointers();
+    if (!cPieces) {
+      out.resize(std::max(out.size(), std::size_t(m) * n));
+      rows.resize(m);
+      for (std::size_t r = 0; r < m; ++r)
+        rows[r] = out.data() + r * n;
+    }
+    thread_local std::vector<float *> cPanels;
+    panelsOf(c, cPieces, rows.data(), m, n, cPanels);
+    matmul::gemmPanels(m, n, k, aRows.data(), bPanels.data(), cPanels.data(),
+                       false, std::is_same_v<PartialsT, Half>);
+    if (!cPieces)
+      for (std::size_t i = 0, at = 0; i < c.size(); at += c[i++].size())
+        matmul::copyFloats(out.data() + at, c[i].data(), c[i].size());
     return true;
   }
 };
