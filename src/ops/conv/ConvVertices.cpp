@@ -717,10 +717,14 @@ public:
         entryBegin += out[entry++].size();
       const std::size_t e = out[entry].size(), off = pos - entryBegin;
       const std::size_t len = std::min({e - off, end - pos, kChunk});
-      kernels::zero(acc, len);
-      for (std::size_t p = 0; p < parts->size(); ++p)
-        kernels::addTo((*parts)[p].data() + pos, acc, len);
-      kernels::fromFloat(acc, out[entry].data() + off, len);
+      if constexpr (std::is_same_v<PT, float> && std::is_same_v<OutT, float>) {
+        kernels::sumFrom0(*parts, pos, len, out[entry].data() + off);
+      } else {
+        kernels::zero(acc, len);
+        for (std::size_t p = 0; p < parts->size(); ++p)
+          kernels::addTo((*parts)[p].data() + pos, acc, len);
+        kernels::fromFloat(acc, out[entry].data() + off, len);
+      }
       pos += len;
     }
     return true;
