@@ -14,6 +14,7 @@
 #include "tessera/Vertex.hpp"
 
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace tessera::ops {
@@ -71,17 +72,27 @@ public:
     const std::size_t outW = g[pOutW];
     const auto type = static_cast<PoolingType>(g[pType]);
     PoolScratch &s = poolScratch();
-    float *acc = sized(s.acc, outW);
+    float *const scratchAcc = sized(s.acc, outW);
     int *count = sized(s.count, outW);
+    // Only an average needs the counts; a float max runs in its output
+    // row, which then needs no copy.
+    const bool avg = type == PoolingType::AVG;
+    constexpr bool inPlace = std::is_same_v<T, float>;
     for (std::size_t it = items * worker / kWorkers;
          it < items * (worker + 1) / kWorkers; ++it) {
       const std::size_t plane = it / rows, r = it % rows;
       const long oh = g[pRowBegin] + static_cast<long>(r);
+      T *const dst = out[plane].data() + r * outW;
+      float *acc = scratchAcc;
+      if constexpr (inPlace)
+        if (!avg)
+          acc = dst;
       std::fill(acc, acc + outW,
                 type == PoolingType::MAX
                     ? -std::numeric_limits<float>::infinity()
                     : 0.0f);
-      std::fill(count, count + outW, 0);
+      if (avg)
+        std::fill(count, count + outW, 0);
       for (long kh = 0; kh < g[pKH]; ++kh) {
         const long ih = oh * g[pSH] - g[pPlH] + kh;
         if (ih < 0 || ih >= g[pInH])
@@ -98,14 +109,16 @@ public:
             for (std::size_t ow = cols.begin; ow < cols.end; ++ow)
               acc[ow] += static_cast<float>(src[long(ow) * sW + off]);
           }
-          for (std::size_t ow = cols.begin; ow < cols.end; ++ow)
-            ++count[ow];
+          if (avg)
+            for (std::size_t ow = cols.begin; ow < cols.end; ++ow)
+              ++count[ow];
         }
       }
-      if (type == PoolingType::AVG)
+      if (avg)
         for (std::size_t ow = 0; ow < outW; ++ow)
           acc[ow] = count[ow] ? acc[ow] / static_cast<float>(count[ow]) : 0;
-      kernels::fromFloat(acc, out[plane].data() + r * outW, outW);
+      if (acc != static_cast<void *>(dst))
+        kernels::fromFloat(acc, dst, outW);
     }
     return true;
   }
