@@ -685,15 +685,15 @@ TEST(ConvEstimates, ManyTilesBeatOneTile) {
 } // namespace
 
 // The reduction's register sums are zero() then addTo() per part, bit for
-// bit: -0 parts sum to +0, and every length runs through the 32-, 8- and
-// 1-wide loops.
+// bit: -0 parts sum to +0, lengths cross the vector and 256-float chunk
+// edges, and 9 parts take three passes.
 TEST(ConvKernels, SumFrom0IsZeroThenAddToPerPart) {
   struct Part {
     const float *p;
     const float *data() const { return p; }
   };
-  for (std::size_t n : {1, 7, 8, 31, 32, 45, 77}) {
-    std::vector<std::vector<float>> rows(3, std::vector<float>(n + 5));
+  for (std::size_t n : {1, 7, 8, 31, 32, 45, 77, 256, 300}) {
+    std::vector<std::vector<float>> rows(9, std::vector<float>(n + 5));
     for (std::size_t r = 0; r < rows.size(); ++r)
       for (std::size_t i = 0; i < rows[r].size(); ++i)
         rows[r][i] = i % 5 == 0 ? -0.0f : 0.1f * float(i) - 0.37f * float(r);

@@ -639,3 +639,31 @@ TEST(MatMulKernel, PanelsGiveGemmsBitsWithPiecesApart) {
       }
   }
 }
+
+// The partial sums start from the first part, ((p0 + p1) + p2) + ..., in
+// part order, bit for bit, over 1 to 9 parts (one to three passes of four)
+// and lengths that cross the vector and chunk edges.
+TEST(MatMulKernel, SumRowsAddsPartsInOrder) {
+  struct Part {
+    const float *p;
+    const float *data() const { return p; }
+  };
+  for (std::size_t np : {1, 2, 4, 5, 9})
+    for (std::size_t n : {1, 9, 256, 263}) {
+      std::vector<std::vector<float>> rows(np, std::vector<float>(n + 3));
+      std::vector<Part> parts;
+      for (std::size_t r = 0; r < np; ++r) {
+        for (std::size_t i = 0; i < rows[r].size(); ++i)
+          rows[r][i] = 1e-3f * float(i * 7 % 13) + float(r) * 1e4f - 0.3f;
+        parts.push_back({rows[r].data()});
+      }
+      std::vector<float> got(n);
+      ops::matmul::sumRows<false>(parts, 3, n, got.data());
+      for (std::size_t i = 0; i < n; ++i) {
+        float want = rows[0][3 + i];
+        for (std::size_t r = 1; r < np; ++r)
+          want += rows[r][3 + i];
+        ASSERT_EQ(got[i], want) << "parts " << np << " n " << n << " i " << i;
+      }
+    }
+}

@@ -137,39 +137,11 @@ inline void addTo(const Half *src, float *acc, std::size_t n) {
 
 /// dst[0, n) = ((0 + p0) + p1) + ... of the float rows parts[i].data() +
 /// at, as zero() then addTo() for each part computes them (the 0 turns a
-/// -0 sum to +0), with each vector of sums in a register until it is
-/// stored: one pass over the parts and one store.
+/// -0 sum to +0), written once (matmul::sumRows).
 template <typename Parts>
 inline void sumFrom0(const Parts &parts, std::size_t at, std::size_t n,
                      float *dst) {
-  const std::size_t np = parts.size();
-  std::size_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    for (std::size_t p = 0; p < np; ++p) {
-      const float *x = parts[p].data() + at + i;
-      s0 = _mm256_add_ps(s0, _mm256_loadu_ps(x));
-      s1 = _mm256_add_ps(s1, _mm256_loadu_ps(x + 8));
-      s2 = _mm256_add_ps(s2, _mm256_loadu_ps(x + 16));
-      s3 = _mm256_add_ps(s3, _mm256_loadu_ps(x + 24));
-    }
-    _mm256_storeu_ps(dst + i, s0);
-    _mm256_storeu_ps(dst + i + 8, s1);
-    _mm256_storeu_ps(dst + i + 16, s2);
-    _mm256_storeu_ps(dst + i + 24, s3);
-  }
-  for (; i + 8 <= n; i += 8) {
-    __m256 s = _mm256_setzero_ps();
-    for (std::size_t p = 0; p < np; ++p)
-      s = _mm256_add_ps(s, _mm256_loadu_ps(parts[p].data() + at + i));
-    _mm256_storeu_ps(dst + i, s);
-  }
-  for (; i < n; ++i) {
-    float s = 0.0f;
-    for (std::size_t p = 0; p < np; ++p)
-      s += parts[p].data()[at + i];
-    dst[i] = s;
-  }
+  matmul::sumRows<true>(parts, at, n, dst);
 }
 
 /// The next block of output channels for a kernel of up to kMaxMR rows,

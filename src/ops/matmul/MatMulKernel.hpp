@@ -11,6 +11,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -42,9 +43,60 @@ void gemmPanels(std::size_t m, std::size_t n, std::size_t k,
                 float *const *cPanels, bool accumulate,
                 bool roundToHalf = false);
 
+/// dst[0, n) = the sums of the float rows parts[i].data() + at in part
+/// order, ((z + p0) + p1) + ..., where z is 0 when \p FromZero (turning a
+/// -0 sum to +0) and absent otherwise. Chunks of 256 floats take up to four
+/// parts a pass, each vector's sum in a register through the pass: few
+/// enough streams for the hardware prefetchers, and a quarter of the
+/// buffer traffic of one pass per part.
+template <bool FromZero, typename Parts>
+void sumRows(const Parts &parts, std::size_t at, std::size_t n, float *dst) {
+  constexpr std::size_t kChunk = 256, kPerPass = 4;
+  const std::size_t np = parts.size();
+  alignas(32) float acc[kChunk];
+  for (std::size_t b = 0; b < n; b += kChunk) {
+    const std::size_t len = std::min(kChunk, n - b);
+    std::size_t p = 0;
+    do {
+      const std::size_t end = std::min(np, p + kPerPass);
+      const bool first = p == 0;
+      float *out = end == np ? dst + b : acc;
+      std::size_t i = 0;
+      for (; i + 8 <= len; i += 8) {
+        std::size_t q = p;
+        __m256 v;
+        if (!first)
+          v = _mm256_load_ps(acc + i);
+        else if (FromZero || q == end)
+          v = _mm256_setzero_ps();
+        else
+          v = _mm256_loadu_ps(parts[q++].data() + at + b + i);
+        for (; q < end; ++q)
+          v = _mm256_add_ps(v, _mm256_loadu_ps(parts[q].data() + at + b + i));
+        _mm256_storeu_ps(out + i, v);
+      }
+      for (; i < len; ++i) {
+        std::size_t q = p;
+        float v;
+        if (!first)
+          v = acc[i];
+        else if (FromZero || q == end)
+          v = 0.0f;
+        else
+          v = parts[q++].data()[at + b + i];
+        for (; q < end; ++q)
+          v += parts[q].data()[at + b + i];
+        out[i] = v;
+      }
+      p = end;
+    } while (p < np);
+  }
+}
+
 /// Copies \p n floats that do not overlap (host kernels move many pieces
 /// of a few floats: a tile's row of a block).
-inline void copyFloats(const float *src, float *dst, std::size_t n) {
+[[gnu::always_inline]] inline void copyFloats(const float *src, float *dst,
+                                              std::size_t n) {
   support::copyBytes(dst, src, n * sizeof(float));
 }
 

@@ -16,9 +16,8 @@
 
 #include "tessera/Vertex.hpp"
 
-#include <immintrin.h>
-
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -216,9 +215,10 @@ bool arePanels(const List &pieces, std::size_t rows, std::size_t n) {
   const std::size_t panels = (n + kPanel - 1) / kPanel;
   if (n == 0 || pieces.size() != rows * panels)
     return false;
-  for (std::size_t i = 0; i < pieces.size(); ++i)
-    if (pieces[i].size() != std::min(kPanel, n - kPanel * (i % panels)))
-      return false;
+  for (std::size_t r = 0, i = 0; r < rows; ++r)
+    for (std::size_t p = 0; p < panels; ++p, ++i)
+      if (pieces[i].size() != std::min(kPanel, n - kPanel * p))
+        return false;
   return true;
 }
 
@@ -309,41 +309,11 @@ private:
 
 // sums[0, len) = the float partials' elements [at, at + len) added in
 // partial order, ((p0 + p1) + p2) + ..., as the rounding of the tiles'
-// sums requires. Each vector of sums stays in a register while the
-// partials are added, so the sums are written once and nothing is copied.
+// sums requires, written once (matmul::sumRows).
 template <typename List>
 void addFloatPartials(const List &partials, std::size_t at, std::size_t len,
                       float *sums) {
-  const std::size_t np = partials.size();
-  std::size_t i = 0;
-  for (; i + 32 <= len; i += 32) {
-    const float *p0 = partials[0].data() + at + i;
-    __m256 s0 = _mm256_loadu_ps(p0), s1 = _mm256_loadu_ps(p0 + 8);
-    __m256 s2 = _mm256_loadu_ps(p0 + 16), s3 = _mm256_loadu_ps(p0 + 24);
-    for (std::size_t p = 1; p < np; ++p) {
-      const float *x = partials[p].data() + at + i;
-      s0 = _mm256_add_ps(s0, _mm256_loadu_ps(x));
-      s1 = _mm256_add_ps(s1, _mm256_loadu_ps(x + 8));
-      s2 = _mm256_add_ps(s2, _mm256_loadu_ps(x + 16));
-      s3 = _mm256_add_ps(s3, _mm256_loadu_ps(x + 24));
-    }
-    _mm256_storeu_ps(sums + i, s0);
-    _mm256_storeu_ps(sums + i + 8, s1);
-    _mm256_storeu_ps(sums + i + 16, s2);
-    _mm256_storeu_ps(sums + i + 24, s3);
-  }
-  for (; i + 8 <= len; i += 8) {
-    __m256 s = _mm256_loadu_ps(partials[0].data() + at + i);
-    for (std::size_t p = 1; p < np; ++p)
-      s = _mm256_add_ps(s, _mm256_loadu_ps(partials[p].data() + at + i));
-    _mm256_storeu_ps(sums + i, s);
-  }
-  for (; i < len; ++i) {
-    float s = partials[0][at + i];
-    for (std::size_t p = 1; p < np; ++p)
-      s += partials[p][at + i];
-    sums[i] = s;
-  }
+  matmul::sumRows<false>(partials, at, len, sums);
 }
 
 // The sum of the partials over [0, n), in float, chunk by chunk, passed to
@@ -453,15 +423,22 @@ public:
   Vector<Output<Vector<OutT>>> out;
 
   bool compute() {
-    std::size_t n = 0;
-    for (std::size_t i = 0; i < out.size(); ++i)
+    std::size_t n = 0, shortest = SIZE_MAX;
+    for (std::size_t i = 0; i < out.size(); ++i) {
       n += out[i].size();
+      shortest = std::min(shortest, out[i].size());
+    }
     if (partials.size() == 0 || !sizesMatch(partials, n))
       return false;
+    // Pieces of whole vectors are summed into where they lie; a few
+    // floats each would each pay a pass per partial, so those are summed
+    // in chunks and stored piece by piece.
     if constexpr (bothFloat<OutT, PartialsT>) {
-      for (std::size_t i = 0, at = 0; i < out.size(); at += out[i++].size())
-        addFloatPartials(partials, at, out[i].size(), out[i].data());
-      return true;
+      if (shortest >= 32) {
+        for (std::size_t i = 0, at = 0; i < out.size(); at += out[i++].size())
+          addFloatPartials(partials, at, out[i].size(), out[i].data());
+        return true;
+      }
     }
     std::size_t piece = 0, off = 0; // where the next sum goes
     sumPartials<PartialsT>(
