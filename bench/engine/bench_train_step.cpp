@@ -37,7 +37,10 @@ std::unique_ptr<nn::Sequential> trainedMlp(unsigned threads) {
   c.stepsPerExecution = kStepsPerRun;
   c.config.syntheticData = true;
   c.syntheticDataInitializer = "uniform";
-  c.config.engineOptions.set({{"engine.hostThreads", std::to_string(threads)}});
+  // Config::hostThreads, not engineOptions' "engine.hostThreads": the
+  // session sets that flag from hostThreads (0: every core) over whatever
+  // engineOptions says, so the "1 thread" model ran on both cores.
+  c.config.hostThreads = threads;
   model->compile(c);
   return model;
 }

@@ -97,8 +97,10 @@ public:
   std::size_t hostMemoryBytes() const;
 
   /// Applies copy ops [first, first+n) from src base to dst base.
+  /// \p prefetch asks for each op's source some ops ahead (for steps
+  /// whose sources are too many to be in cache).
   static void applyOps(const CopyOp *ops, std::size_t n, const std::byte *src,
-                       std::byte *dst);
+                       std::byte *dst, bool prefetch = false);
   /// The sources of the ops, packed one after another into \p packed.
   static void gatherOps(const CopyOp *ops, std::size_t n, const std::byte *src,
                         std::byte *packed);
@@ -136,8 +138,12 @@ private:
     return {st.a, st.b};
   }
   void exchange(const Step &st, std::size_t pc);
-  void streamIn(const Step &st);
-  void streamOut(const Step &st);
+  /// Applies ops [0, n) from src to dst in step pc's chunks, on the pool
+  /// when there are several.
+  void applyChunked(std::size_t pc, const CopyOp *ops, std::size_t n,
+                    const std::byte *src, std::byte *dst);
+  void streamIn(const Step &st, std::size_t pc);
+  void streamOut(const Step &st, std::size_t pc);
   void remoteCopy(const Step &st, bool in);
   void crossReplica(const Step &st);
   void crossInstance(const Step &st, std::size_t bytes);
@@ -154,6 +160,7 @@ private:
   std::vector<RtVertex> vertices_;                 // replica-major
   std::vector<std::vector<std::uint32_t>> chunks_; // per step: boundaries
   std::vector<bool> staged_;                       // per exchange step
+  std::vector<bool> prefetch_; // per exchange or stream step (applyOps)
   std::vector<std::byte> scratch_;
   std::unique_ptr<ThreadPool> pool_;
   std::vector<std::vector<StreamConnection>> streams_;

@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <vector>
 
@@ -93,6 +94,36 @@ TEST(EngineStreams, DeviceToHostCallbackAndPointer) {
   e.run();
   EXPECT_EQ(got, (std::vector<int>{9, 8, 7}));
   EXPECT_EQ(direct, (std::vector<int>{7, 8, 9}));
+}
+
+// A transfer of 1 MiB over many tiles is shared out between the host
+// threads in pieces: every element still lands in its place, both ways,
+// through a buffer and through a callback.
+TEST(EngineStreams, LargeTransfersSharedBetweenThreadsArriveWhole) {
+  constexpr std::size_t kN = 256 * 1024;
+  Device device = modelDevice();
+  Graph g(device.getTarget());
+  Tensor v = g.addVariable(FLOAT, {kN}, "v");
+  mapTensorLinearly(g, v, 1, 1);
+  DataStream in = g.addHostToDeviceFIFO("in", FLOAT, kN);
+  DataStream out = g.addDeviceToHostFIFO("out", FLOAT, kN);
+  DataStream back = g.addDeviceToHostFIFO("back", FLOAT, kN);
+  Engine e(g, Sequence{Copy(in, v), Copy(v.reverse(0), out), Copy(v, back)},
+           {{"engine.hostThreads", "2"}});
+  e.load(device);
+  std::vector<float> host(kN), reversed(kN), same(kN);
+  std::iota(host.begin(), host.end(), 0.0f);
+  e.connectStream("in", host.data(), host.data() + kN);
+  e.connectStream("out", reversed.data(), reversed.data() + kN);
+  std::vector<float> got;
+  e.connectStreamToCallback("back", [&](void *p) {
+    const float *x = static_cast<const float *>(p);
+    got.assign(x, x + kN);
+  });
+  e.run();
+  EXPECT_EQ(got, host);
+  std::reverse(reversed.begin(), reversed.end());
+  EXPECT_EQ(reversed, host);
 }
 
 namespace {

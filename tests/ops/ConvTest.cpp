@@ -7,6 +7,7 @@
 #include "OpsTestUtil.hpp"
 
 #include "ops/conv/ConvInternal.hpp"
+#include "ops/conv/ConvKernels.hpp"
 
 #include "tessera/ops/Conv.hpp"
 #include "tessera/ops/Elementwise.hpp"
@@ -17,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -681,3 +683,31 @@ TEST(ConvEstimates, ManyTilesBeatOneTile) {
 }
 
 } // namespace
+
+// The reduction's register sums are zero() then addTo() per part, bit for
+// bit: -0 parts sum to +0, lengths cross the vector and 256-float chunk
+// edges, and 9 parts take three passes.
+TEST(ConvKernels, SumFrom0IsZeroThenAddToPerPart) {
+  struct Part {
+    const float *p;
+    const float *data() const { return p; }
+  };
+  for (std::size_t n : {1, 7, 8, 31, 32, 45, 77, 256, 300}) {
+    std::vector<std::vector<float>> rows(9, std::vector<float>(n + 5));
+    for (std::size_t r = 0; r < rows.size(); ++r)
+      for (std::size_t i = 0; i < rows[r].size(); ++i)
+        rows[r][i] = i % 5 == 0 ? -0.0f : 0.1f * float(i) - 0.37f * float(r);
+    std::vector<Part> parts;
+    for (const auto &r : rows)
+      parts.push_back({r.data()});
+    std::vector<float> want(n), got(n);
+    ops::conv::kernels::zero(want.data(), n);
+    for (const auto &r : rows)
+      ops::conv::kernels::addTo(r.data() + 2, want.data(), n);
+    ops::conv::kernels::sumFrom0(parts, 2, n, got.data());
+    for (std::size_t i = 0; i < n; ++i)
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]),
+                std::bit_cast<std::uint32_t>(want[i]))
+          << "n " << n << " i " << i;
+  }
+}

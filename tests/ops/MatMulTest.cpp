@@ -589,3 +589,81 @@ TEST(MatMulKernel, MatchesReferenceOnAwkwardShapes) {
       ASSERT_NEAR(out[i], want[i] + 1.0, 1e-3) << i;
   }
 }
+
+// The panel entry point reads B and writes C through per-panel pointers
+// (16 columns each, the last narrower), each piece on its own here, and
+// gives gemm's bits: every shape crosses an edge (narrow panels, K past a
+// 256 slice, rows not a multiple of 6), with and without accumulation and
+// half-precision rounding of the partial sums.
+TEST(MatMulKernel, PanelsGiveGemmsBitsWithPiecesApart) {
+  for (const Case &c : {Case{1, 1, 1, 1}, Case{1, 7, 300, 17},
+                        Case{1, 13, 36, 256}, Case{1, 64, 513, 40}}) {
+    const auto a = test::spread(c.m * c.k, -1, 1);
+    const auto b = test::spread(c.k * c.n, -1, 2);
+    std::vector<float> af(a.begin(), a.end()), bf(b.begin(), b.end());
+    std::vector<const float *> ar, br;
+    for (std::size_t i = 0; i < c.m; ++i)
+      ar.push_back(af.data() + i * c.k);
+    for (std::size_t i = 0; i < c.k; ++i)
+      br.push_back(bf.data() + i * c.n);
+    const std::size_t panels = (c.n + 15) / 16;
+    // Each panel row in its own allocation, 16 floats apart from the next.
+    std::vector<std::vector<float>> bp(panels * c.k), cp(panels * c.m);
+    std::vector<const float *> bPtr;
+    std::vector<float *> cPtr;
+    for (std::size_t p = 0; p < panels; ++p)
+      for (std::size_t q = 0; q < c.k; ++q) {
+        bp[p * c.k + q].assign(br[q] + 16 * p,
+                               br[q] + std::min(c.n, 16 * p + 16));
+        bPtr.push_back(bp[p * c.k + q].data());
+      }
+    for (bool accumulate : {false, true})
+      for (bool round : {false, true}) {
+        std::vector<float> want(c.m * c.n, 0.5f);
+        ops::matmul::gemm(c.m, c.n, c.k, ar.data(), br.data(), want.data(), c.n,
+                          accumulate, round);
+        cPtr.clear();
+        for (std::size_t p = 0; p < panels; ++p)
+          for (std::size_t r = 0; r < c.m; ++r) {
+            cp[p * c.m + r].assign(std::min<std::size_t>(16, c.n - 16 * p),
+                                   0.5f);
+            cPtr.push_back(cp[p * c.m + r].data());
+          }
+        ops::matmul::gemmPanels(c.m, c.n, c.k, ar.data(), bPtr.data(),
+                                cPtr.data(), accumulate, round);
+        for (std::size_t r = 0; r < c.m; ++r)
+          for (std::size_t col = 0; col < c.n; ++col)
+            ASSERT_EQ(cp[(col / 16) * c.m + r][col % 16], want[r * c.n + col])
+                << "m " << c.m << " n " << c.n << " k " << c.k << " row " << r
+                << " col " << col;
+      }
+  }
+}
+
+// The partial sums start from the first part, ((p0 + p1) + p2) + ..., in
+// part order, bit for bit, over 1 to 9 parts (one to three passes of four)
+// and lengths that cross the vector and chunk edges.
+TEST(MatMulKernel, SumRowsAddsPartsInOrder) {
+  struct Part {
+    const float *p;
+    const float *data() const { return p; }
+  };
+  for (std::size_t np : {1, 2, 4, 5, 9})
+    for (std::size_t n : {1, 9, 256, 263}) {
+      std::vector<std::vector<float>> rows(np, std::vector<float>(n + 3));
+      std::vector<Part> parts;
+      for (std::size_t r = 0; r < np; ++r) {
+        for (std::size_t i = 0; i < rows[r].size(); ++i)
+          rows[r][i] = 1e-3f * float(i * 7 % 13) + float(r) * 1e4f - 0.3f;
+        parts.push_back({rows[r].data()});
+      }
+      std::vector<float> got(n);
+      ops::matmul::sumRows<false>(parts, 3, n, got.data());
+      for (std::size_t i = 0; i < n; ++i) {
+        float want = rows[0][3 + i];
+        for (std::size_t r = 1; r < np; ++r)
+          want += rows[r][3 + i];
+        ASSERT_EQ(got[i], want) << "parts " << np << " n " << n << " i " << i;
+      }
+    }
+}

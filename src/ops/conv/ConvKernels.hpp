@@ -135,6 +135,15 @@ inline void addTo(const Half *src, float *acc, std::size_t n) {
     acc[i] += halfBitsToFloat(src[i].bits);
 }
 
+/// dst[0, n) = ((0 + p0) + p1) + ... of the float rows parts[i].data() +
+/// at, as zero() then addTo() for each part computes them (the 0 turns a
+/// -0 sum to +0), written once (matmul::sumRows).
+template <typename Parts>
+inline void sumFrom0(const Parts &parts, std::size_t at, std::size_t n,
+                     float *dst) {
+  matmul::sumRows<true>(parts, at, n, dst);
+}
+
 /// The next block of output channels for a kernel of up to kMaxMR rows,
 /// out of \p left: blocks of 6, except that a remainder of 7 to 11 is
 /// split in two, so no block is narrower than 4 when there are at least 8

@@ -328,6 +328,15 @@ private:
       return;
     }
     float *wt = sized(s.wt, k * nco);
+    if constexpr (std::is_same_v<InElem, float>) {
+      // In 8 x 8 register blocks: element by element, the scattered
+      // stores cost more than a small block's products.
+      const float **rows = sized(s.rows, nco);
+      for (std::size_t co = b.coLo; co < b.coHi; ++co)
+        rows[co - b.coLo] = weights[co].data();
+      kernels::transpose(rows, nco, k, wt, nco);
+      return;
+    }
     for (std::size_t co = b.coLo; co < b.coHi; ++co) {
       const InElem *src = weights[co].data();
       for (std::size_t j = 0; j < k; ++j)
@@ -717,10 +726,14 @@ public:
         entryBegin += out[entry++].size();
       const std::size_t e = out[entry].size(), off = pos - entryBegin;
       const std::size_t len = std::min({e - off, end - pos, kChunk});
-      kernels::zero(acc, len);
-      for (std::size_t p = 0; p < parts->size(); ++p)
-        kernels::addTo((*parts)[p].data() + pos, acc, len);
-      kernels::fromFloat(acc, out[entry].data() + off, len);
+      if constexpr (std::is_same_v<PT, float> && std::is_same_v<OutT, float>) {
+        kernels::sumFrom0(*parts, pos, len, out[entry].data() + off);
+      } else {
+        kernels::zero(acc, len);
+        for (std::size_t p = 0; p < parts->size(); ++p)
+          kernels::addTo((*parts)[p].data() + pos, acc, len);
+        kernels::fromFloat(acc, out[entry].data() + off, len);
+      }
       pos += len;
     }
     return true;

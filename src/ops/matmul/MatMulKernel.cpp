@@ -26,22 +26,19 @@ constexpr std::size_t kNr = 16;  // columns of the register tile (two ymm)
 constexpr std::size_t kKc = 256; // K slice (a multiple of kRoundEvery)
 constexpr std::size_t kNc = 256; // N chunk packed at once (a multiple of kNr)
 constexpr std::size_t kRoundEvery = 16;
-// B blocks up to this many floats (256 KiB) are read in place.
-constexpr std::size_t kDirectMaxB = 64 * 1024;
 
 static_assert(kKc % kRoundEvery == 0, "K slices must keep rounding aligned");
 static_assert(kNc % kNr == 0, "N chunks are whole panels");
 
 // What one call of the micro-kernel works on: R rows of A (a[r] already
 // offset to the K slice), kc rows of B (b[q] + col is row q's first column),
-// and the C tile at c.
+// and the C tile's R rows (c[r] is row r's first column).
 struct Tile {
   std::size_t kc = 0;
   const float *const *a = nullptr;
   const float *const *b = nullptr;
   std::size_t col = 0;
-  float *c = nullptr;
-  std::size_t ldc = 0;
+  float *c[kMr] = {};
   bool accumulate = false;
   __m256i mask{}; // lanes of the last vector that are inside C
 };
@@ -73,15 +70,13 @@ inline void store(float *p, std::size_t v, __m256 x, __m256i mask) {
 template <std::size_t R, std::size_t V, bool Masked, bool Round>
 void microKernel(const Tile &t) {
   const __m256i mask = t.mask;
-  const std::size_t ldc = t.ldc;
-  float *const c = t.c;
 #define TESSERA_MM_INIT(r)                                                     \
   const float *a##r = t.a[R > r ? r : 0];                                      \
   __m256 c##r##0 = _mm256_setzero_ps(), c##r##1 = _mm256_setzero_ps();         \
   if (R > r && t.accumulate) {                                                 \
-    c##r##0 = load<V, Masked>(c + r * ldc, 0, mask);                           \
+    c##r##0 = load<V, Masked>(t.c[r], 0, mask);                                \
     if (V > 1)                                                                 \
-      c##r##1 = load<V, Masked>(c + r * ldc, 1, mask);                         \
+      c##r##1 = load<V, Masked>(t.c[r], 1, mask);                              \
   }
   TESSERA_MM_ROWS(TESSERA_MM_INIT)
 #undef TESSERA_MM_INIT
@@ -116,9 +111,9 @@ void microKernel(const Tile &t) {
   }
 #define TESSERA_MM_STORE(r)                                                    \
   if constexpr (R > r) {                                                       \
-    store<V, Masked>(c + r * ldc, 0, c##r##0, mask);                           \
+    store<V, Masked>(t.c[r], 0, c##r##0, mask);                                \
     if constexpr (V > 1)                                                       \
-      store<V, Masked>(c + r * ldc, 1, c##r##1, mask);                         \
+      store<V, Masked>(t.c[r], 1, c##r##1, mask);                              \
   }
   TESSERA_MM_ROWS(TESSERA_MM_STORE)
 #undef TESSERA_MM_STORE
@@ -200,23 +195,34 @@ std::size_t rowGroup(std::size_t left) {
   return kMr;
 }
 
+// Where a sweep finds B and C. B: with `panelRows`, panel p's rows of the
+// K slice at panelRows + p * panelStride (packed, or a caller's panels);
+// otherwise rows from bRows + k0, columns from n0. C: with `cPanels`,
+// panel p's row r at cPanels[p * m + r]; otherwise row-major at c, ldc.
+struct Operands {
+  const float *const *aRows = nullptr;
+  const float *const *bRows = nullptr;
+  const float *const *panelRows = nullptr;
+  std::size_t panelStride = 0;
+  float *c = nullptr;
+  std::size_t ldc = 0;
+  float *const *cPanels = nullptr;
+};
+
 // The C columns [n0, n0 + nc) for K slice [k0, k0 + kc): every row group
-// times every 16-column panel. With `panelRows`, B comes packed (panel p's
-// rows at panelRows + p * kc); otherwise straight from bRows.
+// times every 16-column panel.
 void sweep(std::size_t m, std::size_t k0, std::size_t kc, std::size_t n0,
-           std::size_t nc, const float *const *aRows, const float *const *bRows,
-           const float *const *panelRows, float *c, std::size_t ldc,
-           bool accumulate, bool roundToHalf) {
+           std::size_t nc, const Operands &o, bool accumulate,
+           bool roundToHalf) {
   const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   for (std::size_t i0 = 0, rows = 0; i0 < m; i0 += rows) {
     rows = rowGroup(m - i0);
     const float *a[kMr];
     for (std::size_t r = 0; r < rows; ++r)
-      a[r] = aRows[i0 + r] + k0;
+      a[r] = o.aRows[i0 + r] + k0;
     Tile t;
     t.kc = kc;
     t.a = a;
-    t.ldc = ldc;
     t.accumulate = accumulate;
     for (std::size_t p = 0; p * kNr < nc; ++p) {
       const std::size_t width = std::min(kNr, nc - p * kNr);
@@ -224,9 +230,11 @@ void sweep(std::size_t m, std::size_t k0, std::size_t kc, std::size_t n0,
       const std::size_t tail = width - 8 * (vectors - 1);
       t.mask =
           _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(tail)), lanes);
-      t.b = panelRows ? panelRows + p * kc : bRows + k0;
-      t.col = panelRows ? 0 : n0 + p * kNr;
-      t.c = c + i0 * ldc + n0 + p * kNr;
+      t.b = o.panelRows ? o.panelRows + p * o.panelStride : o.bRows + k0;
+      t.col = o.panelRows ? 0 : n0 + p * kNr;
+      for (std::size_t r = 0; r < rows; ++r)
+        t.c[r] = o.cPanels ? o.cPanels[(n0 / kNr + p) * m + i0 + r]
+                           : o.c + (i0 + r) * o.ldc + n0 + p * kNr;
       const MicroKernel kernel =
           roundToHalf ? kernelFor<true>(rows, vectors, tail != 8)
                       : kernelFor<false>(rows, vectors, tail != 8);
@@ -254,19 +262,51 @@ void gemm(std::size_t m, std::size_t n, std::size_t k,
     s.packed.resize(std::max(s.packed.size(), kKc * kNc));
     s.rows.resize(std::max(s.rows.size(), kKc * (kNc / kNr)));
   }
+  Operands o;
+  o.aRows = aRows;
+  o.bRows = bRows;
+  o.c = c;
+  o.ldc = ldc;
   for (std::size_t k0 = 0; k0 < k; k0 += kKc) {
     const std::size_t kc = std::min(kKc, k - k0);
     const bool acc = accumulate || k0 > 0;
     if (direct) {
-      sweep(m, k0, kc, 0, n, aRows, bRows, nullptr, c, ldc, acc, roundToHalf);
+      sweep(m, k0, kc, 0, n, o, acc, roundToHalf);
       continue;
     }
     for (std::size_t n0 = 0; n0 < n; n0 += kNc) {
       const std::size_t nc = std::min(kNc, n - n0);
       packB(bRows, k0, kc, n0, nc, s.packed.data(), s.rows.data());
-      sweep(m, k0, kc, n0, nc, aRows, bRows, s.rows.data(), c, ldc, acc,
-            roundToHalf);
+      o.panelRows = s.rows.data();
+      o.panelStride = kc;
+      sweep(m, k0, kc, n0, nc, o, acc, roundToHalf);
     }
+    o.panelRows = nullptr;
+  }
+}
+
+void gemmPanels(std::size_t m, std::size_t n, std::size_t k,
+                const float *const *aRows, const float *const *bPanels,
+                float *const *cPanels, bool accumulate, bool roundToHalf) {
+  if (m == 0 || n == 0)
+    return;
+  const std::size_t panels = (n + kNr - 1) / kNr;
+  if (k == 0) {
+    if (!accumulate)
+      for (std::size_t p = 0; p < panels; ++p)
+        for (std::size_t r = 0; r < m; ++r)
+          std::fill_n(cPanels[p * m + r], std::min(kNr, n - p * kNr), 0.0f);
+    return;
+  }
+  // gemm's K slices, in its order, so each sum is gemm's.
+  Operands o;
+  o.aRows = aRows;
+  o.panelStride = k;
+  o.cPanels = cPanels;
+  for (std::size_t k0 = 0; k0 < k; k0 += kKc) {
+    o.panelRows = bPanels + k0;
+    sweep(m, k0, std::min(kKc, k - k0), 0, n, o, accumulate || k0 > 0,
+          roundToHalf);
   }
 }
 

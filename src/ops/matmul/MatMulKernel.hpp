@@ -6,15 +6,21 @@
 // with OpenBLAS on the same block shape.
 #pragma once
 
+#include "../../support/Copy.hpp"
 #include "tessera/support/Half.hpp"
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
 namespace tessera::ops::matmul {
+
+/// B blocks of at most this many floats (256 KiB) are read in place; gemm
+/// packs larger ones.
+constexpr std::size_t kDirectMaxB = 64 * 1024;
 
 /// C = A B (or C += A B when \p accumulate) for an m x n block over k.
 /// Row r of A is aRows[r][0..k), row q of B is bRows[q][0..n), C is
@@ -26,33 +32,72 @@ void gemm(std::size_t m, std::size_t n, std::size_t k,
           const float *const *aRows, const float *const *bRows, float *c,
           std::size_t ldc, bool accumulate, bool roundToHalf = false);
 
-/// Copies \p n floats that do not overlap. Host kernels move many pieces
-/// of a few floats (a tile's row of a block): whole vectors and one
-/// overlapping last vector (or smaller moves for a piece under 8) cost a
-/// few instructions where a memcpy call or a scalar loop costs tens.
-inline void copyFloats(const float *src, float *dst, std::size_t n) {
-  if (n >= 8) {
-    if (n > 256) {
-      std::memcpy(dst, src, n * sizeof(float));
-      return;
-    }
-    const __m256 last = _mm256_loadu_ps(src + n - 8);
-    for (std::size_t i = 0; i + 8 < n; i += 8)
-      _mm256_storeu_ps(dst + i, _mm256_loadu_ps(src + i));
-    _mm256_storeu_ps(dst + n - 8, last);
-  } else if (n >= 4) {
-    const __m128 first = _mm_loadu_ps(src), last = _mm_loadu_ps(src + n - 4);
-    _mm_storeu_ps(dst, first);
-    _mm_storeu_ps(dst + n - 4, last);
-  } else if (n >= 2) {
-    std::uint64_t first, last;
-    std::memcpy(&first, src, 8);
-    std::memcpy(&last, src + n - 2, 8);
-    std::memcpy(dst, &first, 8);
-    std::memcpy(dst + n - 2, &last, 8);
-  } else if (n == 1) {
-    *dst = *src;
+/// gemm with B and C given per 16-column panel: panel p holds columns
+/// [16p, min(n, 16p + 16)); row q of its B is bPanels[p * k + q] and row r
+/// of its C is cPanels[p * m + r], each pointing at the panel's first
+/// column. Every sum is gemm's, term for term, so the operands of a tile's
+/// block, which arrive as pieces of 16 columns, are read and written where
+/// they lie.
+void gemmPanels(std::size_t m, std::size_t n, std::size_t k,
+                const float *const *aRows, const float *const *bPanels,
+                float *const *cPanels, bool accumulate,
+                bool roundToHalf = false);
+
+/// dst[0, n) = the sums of the float rows parts[i].data() + at in part
+/// order, ((z + p0) + p1) + ..., where z is 0 when \p FromZero (turning a
+/// -0 sum to +0) and absent otherwise. Chunks of 256 floats take up to four
+/// parts a pass, each vector's sum in a register through the pass: few
+/// enough streams for the hardware prefetchers, and a quarter of the
+/// buffer traffic of one pass per part.
+template <bool FromZero, typename Parts>
+void sumRows(const Parts &parts, std::size_t at, std::size_t n, float *dst) {
+  constexpr std::size_t kChunk = 256, kPerPass = 4;
+  const std::size_t np = parts.size();
+  alignas(32) float acc[kChunk];
+  for (std::size_t b = 0; b < n; b += kChunk) {
+    const std::size_t len = std::min(kChunk, n - b);
+    std::size_t p = 0;
+    do {
+      const std::size_t end = std::min(np, p + kPerPass);
+      const bool first = p == 0;
+      float *out = end == np ? dst + b : acc;
+      std::size_t i = 0;
+      for (; i + 8 <= len; i += 8) {
+        std::size_t q = p;
+        __m256 v;
+        if (!first)
+          v = _mm256_load_ps(acc + i);
+        else if (FromZero || q == end)
+          v = _mm256_setzero_ps();
+        else
+          v = _mm256_loadu_ps(parts[q++].data() + at + b + i);
+        for (; q < end; ++q)
+          v = _mm256_add_ps(v, _mm256_loadu_ps(parts[q].data() + at + b + i));
+        _mm256_storeu_ps(out + i, v);
+      }
+      for (; i < len; ++i) {
+        std::size_t q = p;
+        float v;
+        if (!first)
+          v = acc[i];
+        else if (FromZero || q == end)
+          v = 0.0f;
+        else
+          v = parts[q++].data()[at + b + i];
+        for (; q < end; ++q)
+          v += parts[q].data()[at + b + i];
+        out[i] = v;
+      }
+      p = end;
+    } while (p < np);
   }
+}
+
+/// Copies \p n floats that do not overlap (host kernels move many pieces
+/// of a few floats: a tile's row of a block).
+[[gnu::always_inline]] inline void copyFloats(const float *src, float *dst,
+                                              std::size_t n) {
+  support::copyBytes(dst, src, n * sizeof(float));
 }
 
 /// Converts \p n halves to floats (F16C, 8 at a time).

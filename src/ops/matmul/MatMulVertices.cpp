@@ -17,6 +17,7 @@
 #include "tessera/Vertex.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -32,6 +33,10 @@ std::vector<float> &scratch(unsigned which) {
 std::vector<const float *> &rowPointers(unsigned which) {
   thread_local std::vector<const float *> rows[2];
   return rows[which];
+}
+std::vector<float *> &outPointers() {
+  thread_local std::vector<float *> rows;
+  return rows;
 }
 
 template <typename T> void toFloat(const T *src, float *dst, std::size_t n) {
@@ -200,6 +205,36 @@ public:
   }
 };
 
+constexpr std::size_t kPanel = 16; // matmul::gemmPanels' panel width
+
+// Whether the pieces are the 16-column panels of a `rows` x n matrix, row
+// by row (row r's panel p is piece r * panels + p): how a block's operand
+// spread over tiles of 16 columns arrives.
+template <typename List>
+bool arePanels(const List &pieces, std::size_t rows, std::size_t n) {
+  const std::size_t panels = (n + kPanel - 1) / kPanel;
+  if (n == 0 || pieces.size() != rows * panels)
+    return false;
+  for (std::size_t r = 0, i = 0; r < rows; ++r)
+    for (std::size_t p = 0; p < panels; ++p, ++i)
+      if (pieces[i].size() != std::min(kPanel, n - kPanel * p))
+        return false;
+  return true;
+}
+
+// Panel pointers (panel p's row r at out[p * rows + r]) over a `rows` x n
+// matrix given as panel pieces, or else as row pointers.
+template <typename P, typename List>
+void panelsOf(const List &pieces, bool asPieces, P *const *rowPtrs,
+              std::size_t rows, std::size_t n, std::vector<P *> &out) {
+  const std::size_t panels = (n + kPanel - 1) / kPanel;
+  out.resize(panels * rows);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t p = 0; p < panels; ++p)
+      out[p * rows + r] =
+          asPieces ? pieces[r * panels + p].data() : rowPtrs[r] + p * kPanel;
+}
+
 /// The host kernel of a block-product compute set (Graph::setHostKernel):
 /// a band of m rows of one K-slice's product over all n columns, with
 /// MatMulBlock's fields, kernel and order of sums, so it writes exactly the
@@ -218,8 +253,12 @@ public:
     std::size_t total = 0;
     for (std::size_t i = 0; i < c.size(); ++i)
       total += c[i].size();
-    if (total != std::size_t(m) * n ||
-        !operandRows<InT>(a, b, m, k, n, transA, transB))
+    if (total != std::size_t(m) * n)
+      return false;
+    if constexpr (std::is_same_v<InT, float> && std::is_same_v<OutT, float>)
+      if (std::size_t(k) * n <= matmul::kDirectMaxB)
+        return inPlace();
+    if (!operandRows<InT>(a, b, m, k, n, transA, transB))
       return false;
     std::vector<float> &out = scratch(2);
     out.resize(std::max(out.size(), total));
@@ -232,7 +271,50 @@ public:
     }
     return true;
   }
+
+private:
+  // Float operands whose B slice is read in place by gemm: B and C are
+  // read and written where they lie when they arrive as 16-column panels
+  // (matmul::gemmPanels), else assembled as rows. Every sum is gemm's.
+  bool inPlace() {
+    auto &aRows = rowPointers(0), &bRows = rowPointers(1);
+    const bool bPieces = !transB && arePanels(b, k, n);
+    if (!(transA ? transposedRowsOf<InT>(a, k, m, scratch(0), aRows)
+                 : rowsOf<InT>(a, m, k, scratch(0), aRows)))
+      return false;
+    if (!bPieces && !(transB ? transposedRowsOf<InT>(b, n, k, scratch(1), bRows)
+                             : rowsOf<InT>(b, k, n, scratch(1), bRows)))
+      return false;
+    thread_local std::vector<const float *> bPanels;
+    panelsOf(b, bPieces, bRows.data(), k, n, bPanels);
+    const bool cPieces = arePanels(c, m, n);
+    std::vector<float> &out = scratch(2);
+    std::vector<float *> &rows = outPointers();
+    if (!cPieces) {
+      out.resize(std::max(out.size(), std::size_t(m) * n));
+      rows.resize(m);
+      for (std::size_t r = 0; r < m; ++r)
+        rows[r] = out.data() + r * n;
+    }
+    thread_local std::vector<float *> cPanels;
+    panelsOf(c, cPieces, rows.data(), m, n, cPanels);
+    matmul::gemmPanels(m, n, k, aRows.data(), bPanels.data(), cPanels.data(),
+                       false, std::is_same_v<PartialsT, Half>);
+    if (!cPieces)
+      for (std::size_t i = 0, at = 0; i < c.size(); at += c[i++].size())
+        matmul::copyFloats(out.data() + at, c[i].data(), c[i].size());
+    return true;
+  }
 };
+
+// sums[0, len) = the float partials' elements [at, at + len) added in
+// partial order, ((p0 + p1) + p2) + ..., as the rounding of the tiles'
+// sums requires, written once (matmul::sumRows).
+template <typename List>
+void addFloatPartials(const List &partials, std::size_t at, std::size_t len,
+                      float *sums) {
+  matmul::sumRows<false>(partials, at, len, sums);
+}
 
 // The sum of the partials over [0, n), in float, chunk by chunk, passed to
 // `emit(offset, sums, count)`. Float partials are added where they lie.
@@ -242,19 +324,24 @@ void sumPartials(const List &partials, std::size_t n, Emit &&emit) {
   alignas(32) float acc[kChunk], tmp[kChunk];
   for (std::size_t b = 0; b < n; b += kChunk) {
     const std::size_t len = std::min(kChunk, n - b);
-    toFloat(partials[0].data() + b, acc, len);
-    for (std::size_t p = 1; p < partials.size(); ++p) {
-      const float *x = tmp;
-      if constexpr (std::is_same_v<PartialsT, float>)
-        x = partials[p].data() + b;
-      else
+    if constexpr (std::is_same_v<PartialsT, float>) {
+      addFloatPartials(partials, b, len, acc);
+    } else {
+      toFloat(partials[0].data() + b, acc, len);
+      for (std::size_t p = 1; p < partials.size(); ++p) {
         toFloat(partials[p].data() + b, tmp, len);
-      for (std::size_t i = 0; i < len; ++i)
-        acc[i] += x[i];
+        for (std::size_t i = 0; i < len; ++i)
+          acc[i] += tmp[i];
+      }
     }
     emit(b, acc, len);
   }
 }
+
+// Float partials summed into a float output: straight into the output.
+template <typename OutT, typename PartialsT>
+constexpr bool bothFloat =
+    std::is_same_v<OutT, float> &&std::is_same_v<PartialsT, float>;
 
 template <typename List> bool sizesMatch(const List &partials, std::size_t n) {
   for (std::size_t p = 0; p < partials.size(); ++p)
@@ -291,6 +378,10 @@ public:
       return true;
     if (partials.size() == 0 || !sizesMatch(partials, out.size()))
       return false;
+    if constexpr (bothFloat<OutT, PartialsT>) {
+      addFloatPartials(partials, 0, out.size(), out.data());
+      return true;
+    }
     sumPartials<PartialsT>(
         partials, out.size(),
         [&](std::size_t at, const float *sums, std::size_t len) {
@@ -332,11 +423,23 @@ public:
   Vector<Output<Vector<OutT>>> out;
 
   bool compute() {
-    std::size_t n = 0;
-    for (std::size_t i = 0; i < out.size(); ++i)
+    std::size_t n = 0, shortest = SIZE_MAX;
+    for (std::size_t i = 0; i < out.size(); ++i) {
       n += out[i].size();
+      shortest = std::min(shortest, out[i].size());
+    }
     if (partials.size() == 0 || !sizesMatch(partials, n))
       return false;
+    // Pieces of whole vectors are summed into where they lie; a few
+    // floats each would each pay a pass per partial, so those are summed
+    // in chunks and stored piece by piece.
+    if constexpr (bothFloat<OutT, PartialsT>) {
+      if (shortest >= 32) {
+        for (std::size_t i = 0, at = 0; i < out.size(); at += out[i++].size())
+          addFloatPartials(partials, at, out[i].size(), out[i].data());
+        return true;
+      }
+    }
     std::size_t piece = 0, off = 0; // where the next sum goes
     sumPartials<PartialsT>(
         partials, n, [&](std::size_t, const float *sums, std::size_t len) {

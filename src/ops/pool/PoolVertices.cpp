@@ -14,6 +14,7 @@
 #include "tessera/Vertex.hpp"
 
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace tessera::ops {
@@ -71,24 +72,46 @@ public:
     const std::size_t outW = g[pOutW];
     const auto type = static_cast<PoolingType>(g[pType]);
     PoolScratch &s = poolScratch();
-    float *acc = sized(s.acc, outW);
+    float *const scratchAcc = sized(s.acc, outW);
     int *count = sized(s.count, outW);
-    for (std::size_t it = items * worker / kWorkers;
-         it < items * (worker + 1) / kWorkers; ++it) {
-      const std::size_t plane = it / rows, r = it % rows;
+    // Only an average needs the counts; a float max runs in its output
+    // row, which then needs no copy.
+    const bool avg = type == PoolingType::AVG;
+    constexpr bool inPlace = std::is_same_v<T, float>;
+    // Each window column's valid outputs, found once, not per row (each
+    // takes divisions).
+    constexpr long kCachedColumns = 16;
+    Range cached[kCachedColumns];
+    for (long kw = 0; kw < std::min<long>(g[pKW], kCachedColumns); ++kw)
+      cached[kw] = validColumns(g, kw);
+    const std::size_t first = items * worker / kWorkers;
+    std::size_t plane = rows ? first / rows : 0, r = rows ? first % rows : 0;
+    for (std::size_t it = first; it < items * (worker + 1) / kWorkers;
+         ++it, ++r) {
+      if (r == rows) {
+        r = 0;
+        ++plane;
+      }
       const long oh = g[pRowBegin] + static_cast<long>(r);
+      T *const dst = out[plane].data() + r * outW;
+      float *acc = scratchAcc;
+      if constexpr (inPlace)
+        if (!avg)
+          acc = dst;
       std::fill(acc, acc + outW,
                 type == PoolingType::MAX
                     ? -std::numeric_limits<float>::infinity()
                     : 0.0f);
-      std::fill(count, count + outW, 0);
+      if (avg)
+        std::fill(count, count + outW, 0);
       for (long kh = 0; kh < g[pKH]; ++kh) {
         const long ih = oh * g[pSH] - g[pPlH] + kh;
         if (ih < 0 || ih >= g[pInH])
           continue;
         const T *src = in[plane].data() + (ih - g[pInRow0]) * g[pInW];
         for (long kw = 0; kw < g[pKW]; ++kw) {
-          const Range cols = validColumns(g, kw);
+          const Range cols =
+              kw < kCachedColumns ? cached[kw] : validColumns(g, kw);
           const long sW = g[pSW], off = kw - g[pPlW];
           if (type == PoolingType::MAX) {
             for (std::size_t ow = cols.begin; ow < cols.end; ++ow)
@@ -98,14 +121,16 @@ public:
             for (std::size_t ow = cols.begin; ow < cols.end; ++ow)
               acc[ow] += static_cast<float>(src[long(ow) * sW + off]);
           }
-          for (std::size_t ow = cols.begin; ow < cols.end; ++ow)
-            ++count[ow];
+          if (avg)
+            for (std::size_t ow = cols.begin; ow < cols.end; ++ow)
+              ++count[ow];
         }
       }
-      if (type == PoolingType::AVG)
+      if (avg)
         for (std::size_t ow = 0; ow < outW; ++ow)
           acc[ow] = count[ow] ? acc[ow] / static_cast<float>(count[ow]) : 0;
-      kernels::fromFloat(acc, out[plane].data() + r * outW, outW);
+      if (acc != static_cast<void *>(dst))
+        kernels::fromFloat(acc, dst, outW);
     }
     return true;
   }
@@ -135,16 +160,22 @@ public:
     const long rowBegin = g[pRowBegin];
     if (rows == 0)
       return true;
-    float *acc = sized(poolScratch().acc, rows * inW);
+    float *const scratchAcc = sized(poolScratch().acc, rows * inW);
     const long ohLo = windowsOver(g, rowBegin).first;
     const long ohHi =
         windowsOver(g, rowBegin + static_cast<long>(rows) - 1).second;
     for (std::size_t plane = 0; plane < static_cast<std::size_t>(g[pPlanes]);
          ++plane) {
+      // Float gradients accumulate in their output rows, which then need
+      // no copy.
+      float *acc = scratchAcc;
+      if constexpr (std::is_same_v<T, float>)
+        acc = out[plane].data();
       std::fill(acc, acc + rows * inW, 0.0f);
       for (long oh = ohLo; oh <= ohHi && g[pOutRows] > 0; ++oh)
         addWindowRow(g, plane, oh, acc);
-      kernels::fromFloat(acc, out[plane].data(), rows * inW);
+      if (acc != static_cast<void *>(out[plane].data()))
+        kernels::fromFloat(acc, out[plane].data(), rows * inW);
     }
     return true;
   }
