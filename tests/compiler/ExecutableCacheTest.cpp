@@ -50,6 +50,20 @@ Executable compileCopy(int &compiles) {
   return compileGraph(g, {Copy(x, y)});
 }
 
+// The entry at \p key is refused as corrupt, compiled a second time and
+// replaced, so that the next request is a hit.
+void expectRecompiledOnceThenHit(ExecutableCache &cache, const std::string &key,
+                                 int &compiles) {
+  ExecutableCache::Outcome outcome;
+  cache.getOrCompile(
+      key, [&] { return compileCopy(compiles); }, &outcome);
+  EXPECT_EQ(outcome, ExecutableCache::Outcome::Corrupt);
+  EXPECT_EQ(compiles, 2);
+  cache.getOrCompile(
+      key, [&] { return compileCopy(compiles); }, &outcome);
+  EXPECT_EQ(outcome, ExecutableCache::Outcome::Hit);
+}
+
 } // namespace
 
 TEST(ExecutableCache, SecondRequestIsAHitWithoutCompiling) {
@@ -83,14 +97,7 @@ TEST(ExecutableCache, CorruptEntryIsRecompiledAndReplaced) {
   std::string bytes = readFile(cache.pathFor(key));
   bytes[bytes.size() / 2] ^= 0x5a;
   writeFileAtomically(cache.pathFor(key), bytes);
-  ExecutableCache::Outcome outcome;
-  cache.getOrCompile(
-      key, [&] { return compileCopy(compiles); }, &outcome);
-  EXPECT_EQ(outcome, ExecutableCache::Outcome::Corrupt);
-  EXPECT_EQ(compiles, 2);
-  cache.getOrCompile(
-      key, [&] { return compileCopy(compiles); }, &outcome);
-  EXPECT_EQ(outcome, ExecutableCache::Outcome::Hit);
+  expectRecompiledOnceThenHit(cache, key, compiles);
 }
 
 // An entry an older Tessera wrote (another format version) is not an
@@ -116,14 +123,7 @@ TEST(ExecutableCache, EntryOfAnOlderFormatIsRecompiledAndReplaced) {
   const auto h = detail::encodeExecutableHeader(old);
   std::memcpy(bytes.data() + at, h.data(), h.size());
   writeFileAtomically(cache.pathFor(key), bytes);
-  ExecutableCache::Outcome outcome;
-  cache.getOrCompile(
-      key, [&] { return compileCopy(compiles); }, &outcome);
-  EXPECT_EQ(outcome, ExecutableCache::Outcome::Corrupt);
-  EXPECT_EQ(compiles, 2);
-  cache.getOrCompile(
-      key, [&] { return compileCopy(compiles); }, &outcome);
-  EXPECT_EQ(outcome, ExecutableCache::Outcome::Hit);
+  expectRecompiledOnceThenHit(cache, key, compiles);
   EXPECT_EQ(compiles, 2);
 }
 

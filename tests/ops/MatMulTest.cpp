@@ -570,17 +570,27 @@ TEST(MatMulEstimate, Fp16Of1024CubedIsNearPeakAndFarAheadOfOneTile) {
   EXPECT_GT(double(single), 100.0 * double(full));
 }
 
+// A case's A (m x k) and B (k x n) as float rows, as the kernels take them.
+struct KernelOperands {
+  KernelOperands(const Case &c, const std::vector<double> &a,
+                 const std::vector<double> &b)
+      : af(a.begin(), a.end()), bf(b.begin(), b.end()) {
+    for (std::size_t i = 0; i < c.m; ++i)
+      aRows.push_back(af.data() + i * c.k);
+    for (std::size_t i = 0; i < c.k; ++i)
+      bRows.push_back(bf.data() + i * c.n);
+  }
+  std::vector<float> af, bf;
+  std::vector<const float *> aRows, bRows;
+};
+
 TEST(MatMulKernel, MatchesReferenceOnAwkwardShapes) {
   for (const Case &c : {Case{1, 1, 1, 1}, Case{1, 7, 300, 17},
                         Case{1, 13, 5, 40}, Case{1, 64, 513, 300}}) {
     const auto a = test::spread(c.m * c.k, -1, 1);
     const auto b = test::spread(c.k * c.n, -1, 2);
-    std::vector<float> af(a.begin(), a.end()), bf(b.begin(), b.end());
-    std::vector<const float *> ar, br;
-    for (std::size_t i = 0; i < c.m; ++i)
-      ar.push_back(af.data() + i * c.k);
-    for (std::size_t i = 0; i < c.k; ++i)
-      br.push_back(bf.data() + i * c.n);
+    const KernelOperands operands(c, a, b);
+    const auto &ar = operands.aRows, &br = operands.bRows;
     std::vector<float> out(c.m * c.n, 1.0f);
     ops::matmul::gemm(c.m, c.n, c.k, ar.data(), br.data(), out.data(), c.n,
                       true);
@@ -600,12 +610,8 @@ TEST(MatMulKernel, PanelsGiveGemmsBitsWithPiecesApart) {
                         Case{1, 13, 36, 256}, Case{1, 64, 513, 40}}) {
     const auto a = test::spread(c.m * c.k, -1, 1);
     const auto b = test::spread(c.k * c.n, -1, 2);
-    std::vector<float> af(a.begin(), a.end()), bf(b.begin(), b.end());
-    std::vector<const float *> ar, br;
-    for (std::size_t i = 0; i < c.m; ++i)
-      ar.push_back(af.data() + i * c.k);
-    for (std::size_t i = 0; i < c.k; ++i)
-      br.push_back(bf.data() + i * c.n);
+    const KernelOperands operands(c, a, b);
+    const auto &ar = operands.aRows, &br = operands.bRows;
     const std::size_t panels = (c.n + 15) / 16;
     // Each panel row in its own allocation, 16 floats apart from the next.
     std::vector<std::vector<float>> bp(panels * c.k), cp(panels * c.m);
