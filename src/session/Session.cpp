@@ -368,6 +368,10 @@ bool Session::compile(std::ostream *progress) {
     return hit; // in the cache now; no device, no engine
   device_ = std::make_unique<Device>(modelFor(config_).createDevice());
   engine_ = std::make_unique<Engine>(std::move(exe), engineFlags(config_));
+  // The engine's memory comes after the graph's is given back, or the two
+  // add up: ResNet-50 at 224x224 would peak 0.7 GB higher than its compile.
+  if (released_.valid())
+    released_.wait();
   engine_->load(*device_);
   if (config_.instances.count > 1) {
     const unsigned local = config_.replicationFactor / config_.instances.count;
