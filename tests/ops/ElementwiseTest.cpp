@@ -20,6 +20,26 @@ using namespace tessera::test;
 using expr::BinaryOpType;
 using expr::UnaryOpType;
 
+namespace {
+
+// The regions of the "out" field of each tile vertex (host kernels left
+// out) that \p g gained after its first \p before vertices.
+std::vector<std::size_t> outRegionsSince(const Graph &g, std::size_t before) {
+  std::vector<std::size_t> regions;
+  for (std::size_t v = before; v < g.getNumVertices(); ++v) {
+    const VertexData &vd = g.data().vertices[v];
+    if (g.data().computeSets[vd.computeSet].isHostKernel)
+      continue;
+    const auto &fields = vd.vertexClass->info.fields;
+    for (std::size_t f = 0; f < fields.size(); ++f)
+      if (fields[f].name == "out")
+        regions.push_back(vd.fields[f].tensors.size());
+  }
+  return regions;
+}
+
+} // namespace
+
 TEST(ElementwiseReference, KernelsAgreeWithTheStandardLibrary) {
   EXPECT_DOUBLE_EQ(reference::unary(UnaryOpType::EXPONENT, 0.5), std::exp(0.5));
   EXPECT_DOUBLE_EQ(reference::unary(UnaryOpType::SIGMOID, 0.0), 0.5);
@@ -79,36 +99,29 @@ TEST(ElementwiseMap, InputsLaidOutUnlikeTheOutputAreCopiedAndRegionsJoin) {
   auto a = spread(n, -2, 2), b = spread(n, 1, 3);
   std::vector<std::size_t> regionsPerVertex;
   using namespace expr;
-  RunResult r =
-      runOp(4, {{FLOAT, {8, 8}, a}, {FLOAT, {8, 8}, b}},
-            [&](Graph &g, const auto &in, program::Sequence &p) {
-              Tensor pieces = g.addVariable(FLOAT, {n}, "pieces");
-              std::vector<Tensor> rows;
-              for (unsigned br = 0; br < 2; ++br) {
-                std::vector<Tensor> blocks;
-                for (unsigned bc = 0; bc < 2; ++bc) {
-                  const unsigned tile = 2 * br + bc;
-                  Tensor block = pieces.slice(16 * tile, 16 * tile + 16);
-                  g.setTileMapping(block, tile);
-                  blocks.push_back(block.reshape({4, 4}));
-                }
-                rows.push_back(concat(blocks, 1));
-              }
-              Tensor w = concat(rows, 0);
-              p.add(program::Copy(in[0], w));
-              const std::size_t before = g.getNumVertices();
-              Tensor out = map(g, _1 + _2, {w, in[1]}, p);
-              for (std::size_t v = before; v < g.getNumVertices(); ++v) {
-                const VertexData &vd = g.data().vertices[v];
-                if (g.data().computeSets[vd.computeSet].isHostKernel)
-                  continue;
-                const auto &fields = vd.vertexClass->info.fields;
-                for (std::size_t f = 0; f < fields.size(); ++f)
-                  if (fields[f].name == "out")
-                    regionsPerVertex.push_back(vd.fields[f].tensors.size());
-              }
-              return std::vector<Tensor>{out};
-            });
+  RunResult r = runOp(4, {{FLOAT, {8, 8}, a}, {FLOAT, {8, 8}, b}},
+                      [&](Graph &g, const auto &in, program::Sequence &p) {
+                        Tensor pieces = g.addVariable(FLOAT, {n}, "pieces");
+                        std::vector<Tensor> rows;
+                        for (unsigned br = 0; br < 2; ++br) {
+                          std::vector<Tensor> blocks;
+                          for (unsigned bc = 0; bc < 2; ++bc) {
+                            const unsigned tile = 2 * br + bc;
+                            Tensor block =
+                                pieces.slice(16 * tile, 16 * tile + 16);
+                            g.setTileMapping(block, tile);
+                            blocks.push_back(block.reshape({4, 4}));
+                          }
+                          rows.push_back(concat(blocks, 1));
+                        }
+                        Tensor w = concat(rows, 0);
+                        p.add(program::Copy(in[0], w));
+                        const std::size_t before = g.getNumVertices();
+                        Tensor out = map(g, _1 + _2, {w, in[1]}, p);
+                        for (std::size_t k : outRegionsSince(g, before))
+                          regionsPerVertex.push_back(k);
+                        return std::vector<Tensor>{out};
+                      });
   EXPECT_EQ(regionsPerVertex, std::vector<std::size_t>(4, 1));
   for (std::size_t i = 0; i < n; ++i)
     EXPECT_NEAR(r.outputs[0][i], a[i] + b[i], 1e-6);
@@ -129,15 +142,8 @@ TEST(ElementwiseMap, TransposedViewsRunInMemoryOrder) {
               const Tensor x = in[0].dimShuffle({0, 3, 1, 2});
               const std::size_t before = g.getNumVertices();
               Tensor out = map(g, _1 * _2, {x, in[1].reshape({c, 1, 1})}, p);
-              for (std::size_t v = before; v < g.getNumVertices(); ++v) {
-                const VertexData &vd = g.data().vertices[v];
-                if (g.data().computeSets[vd.computeSet].isHostKernel)
-                  continue;
-                const auto &fields = vd.vertexClass->info.fields;
-                for (std::size_t f = 0; f < fields.size(); ++f)
-                  if (fields[f].name == "out")
-                    regions += vd.fields[f].tensors.size();
-              }
+              for (std::size_t k : outRegionsSince(g, before))
+                regions += k;
               return std::vector<Tensor>{out.dimShuffle({0, 2, 3, 1})};
             });
   // Rows of the C channels, at most one cut per tile boundary.
@@ -184,15 +190,9 @@ TEST(ElementwiseMap, ChannelStatisticsOverATilesChannelsAreOneRegion) {
           Tensor out =
               map(g, (_1 - _2) * _3,
                   {in[0], in[1].reshape({c, 1}), in[2].reshape({c, 1})}, p);
-          for (std::size_t v = before; v < g.getNumVertices(); ++v) {
-            const VertexData &vd = g.data().vertices[v];
-            if (g.data().computeSets[vd.computeSet].isHostKernel)
-              continue;
+          for (std::size_t k : outRegionsSince(g, before)) {
             ++vertices;
-            const auto &fields = vd.vertexClass->info.fields;
-            for (std::size_t f = 0; f < fields.size(); ++f)
-              if (fields[f].name == "out")
-                regions += vd.fields[f].tensors.size();
+            regions += k;
           }
           return std::vector<Tensor>{out};
         });
