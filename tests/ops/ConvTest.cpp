@@ -17,6 +17,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <numeric>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -511,14 +513,10 @@ TEST(ConvLayout, ResultsLieInMemoryBlockByBlock) {
   const std::size_t before = g.getNumVertices();
   using namespace expr;
   map(g, Max(_1, Const(0.0f)), {y}, prog);
-  std::size_t regions = 0, vertices = 0;
-  for (std::size_t v = before; v < g.getNumVertices(); ++v) {
-    const VertexData &vd = g.data().vertices[v];
-    if (g.data().computeSets[vd.computeSet].isHostKernel)
-      continue;
-    ++vertices;
-    regions += vd.fields[2].tensors.size();
-  }
+  const std::vector<std::size_t> perVertex = outRegionsSince(g, before);
+  const std::size_t vertices = perVertex.size();
+  const std::size_t regions =
+      std::accumulate(perVertex.begin(), perVertex.end(), std::size_t{0});
   ASSERT_GT(vertices, 0u);
   EXPECT_LE(regions, 2 * vertices)
       << regions << " regions on " << vertices << " tiles";
@@ -541,14 +539,10 @@ TEST(ConvLayout, CreatedWeightsLieInMemorySlabBySlab) {
   const std::size_t before = g.getNumVertices();
   using namespace expr;
   mapInPlace(g, _1 * Const(0.5f), {w}, prog);
-  std::size_t regions = 0, vertices = 0;
-  for (std::size_t v = before; v < g.getNumVertices(); ++v) {
-    const VertexData &vd = g.data().vertices[v];
-    if (g.data().computeSets[vd.computeSet].isHostKernel)
-      continue;
-    ++vertices;
-    regions += vd.fields[2].tensors.size();
-  }
+  const std::vector<std::size_t> perVertex = outRegionsSince(g, before);
+  const std::size_t vertices = perVertex.size();
+  const std::size_t regions =
+      std::accumulate(perVertex.begin(), perVertex.end(), std::size_t{0});
   ASSERT_GT(vertices, 0u);
   EXPECT_LE(regions, 2 * vertices)
       << regions << " regions on " << vertices << " tiles";

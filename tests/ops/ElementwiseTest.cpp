@@ -20,26 +20,6 @@ using namespace tessera::test;
 using expr::BinaryOpType;
 using expr::UnaryOpType;
 
-namespace {
-
-// The regions of the "out" field of each tile vertex (host kernels left
-// out) that \p g gained after its first \p before vertices.
-std::vector<std::size_t> outRegionsSince(const Graph &g, std::size_t before) {
-  std::vector<std::size_t> regions;
-  for (std::size_t v = before; v < g.getNumVertices(); ++v) {
-    const VertexData &vd = g.data().vertices[v];
-    if (g.data().computeSets[vd.computeSet].isHostKernel)
-      continue;
-    const auto &fields = vd.vertexClass->info.fields;
-    for (std::size_t f = 0; f < fields.size(); ++f)
-      if (fields[f].name == "out")
-        regions.push_back(vd.fields[f].tensors.size());
-  }
-  return regions;
-}
-
-} // namespace
-
 TEST(ElementwiseReference, KernelsAgreeWithTheStandardLibrary) {
   EXPECT_DOUBLE_EQ(reference::unary(UnaryOpType::EXPONENT, 0.5), std::exp(0.5));
   EXPECT_DOUBLE_EQ(reference::unary(UnaryOpType::SIGMOID, 0.0), 0.5);

@@ -28,9 +28,9 @@ struct RunResult {
   std::vector<std::vector<double>> outputs;
   std::uint64_t cycles = 0;
   std::size_t computeSteps = 0;
-  std::size_t hostKernelSteps = 0;  ///< compute steps run by a host kernel
+  std::size_t hostKernelSteps = 0; ///< compute steps run by a host kernel
   std::vector<std::string> hostKernelSets; ///< their compute sets' names
-  std::uint64_t exchangedBytes = 0; ///< by the exchange steps, estimated
+  std::uint64_t exchangedBytes = 0;        ///< by the exchange steps, estimated
 };
 
 using OpBuilder = std::function<std::vector<Tensor>(
@@ -95,6 +95,23 @@ inline RunResult runOp(unsigned tiles, const std::vector<HostTensor> &inputs,
       r.exchangedBytes += x.estimates[i].bytesExchanged;
   }
   return r;
+}
+
+// The regions of the "out" field of each tile vertex (host kernels left
+// out) that \p g gained after its first \p before vertices.
+inline std::vector<std::size_t> outRegionsSince(const Graph &g,
+                                                std::size_t before) {
+  std::vector<std::size_t> regions;
+  for (std::size_t v = before; v < g.getNumVertices(); ++v) {
+    const VertexData &vd = g.data().vertices[v];
+    if (g.data().computeSets[vd.computeSet].isHostKernel)
+      continue;
+    const auto &fields = vd.vertexClass->info.fields;
+    for (std::size_t f = 0; f < fields.size(); ++f)
+      if (fields[f].name == "out")
+        regions.push_back(vd.fields[f].tensors.size());
+  }
+  return regions;
 }
 
 /// Values in [lo, hi) spread deterministically, avoiding exact integers.
