@@ -9,11 +9,14 @@
 
 #include "tessera/support/Convert.hpp"
 #include "tessera/support/Error.hpp"
+#include "tessera/support/Logging.hpp"
+#include "tessera/support/Memory.hpp"
 
 #include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -36,18 +39,33 @@ namespace {
 
 std::string str(std::uint64_t v) { return std::to_string(v); }
 
-// Zeroed memory. The tiles' memory and the vertex arenas are read in
-// pieces scattered over hundreds of megabytes, so 4 KiB pages would spend
-// much of a step on TLB misses: large arenas are mapped on their own and
-// asked for transparent huge pages (where the system allows them; a
-// refusal only costs speed).
-Bytes allocate(std::size_t bytes) {
+// Zeroed memory, in pages of its own when large (so that freeing it
+// returns it to the system).
+//   Scattered: the tiles' memory. Steps read it in pieces scattered over
+//     hundreds of megabytes, so 4 KiB pages would spend much of a step on
+//     TLB misses: it is asked for transparent huge pages (where the system
+//     allows them; a refusal only costs speed). Load touches it only where
+//     initial values go.
+//   Sequential: the vertex objects, lists and state, written whole at load
+//     and read in vertex order. The first touch of huge pages is slow and
+//     erratic on virtual machines (this one's: 0.1 to 2.3 s a GiB, small
+//     pages a steady 0.4 s), so beyond kSmallArena (ResNet-50's 0.35 GB of
+//     them) they take small pages, faulted in at once, which costs less
+//     than a fault per page; smaller ones (the MLP's, the CNN's) keep huge
+//     pages, whose first touch costs little there.
+enum class Access { Scattered, Sequential };
+
+Bytes allocate(std::size_t bytes, Access access) {
   constexpr std::size_t kHugePage = std::size_t(2) << 20;
+  constexpr std::size_t kSmallArena = std::size_t(64) << 20;
   if (bytes >= kHugePage) {
     void *p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p != MAP_FAILED) {
-      ::madvise(p, bytes, MADV_HUGEPAGE);
+      if (access == Access::Scattered || bytes <= kSmallArena)
+        ::madvise(p, bytes, MADV_HUGEPAGE);
+      else
+        populateMemory(p, bytes);
       return Bytes(static_cast<std::byte *>(p), FreeDeleter{bytes});
     }
   }
@@ -154,6 +172,10 @@ void Runtime::resolveClasses() {
 
 namespace {
 
+struct Hull {
+  std::uint64_t lo = 0, hi = 0;
+};
+
 // Boundaries of chunks of the n ops (\p total bytes) for \p threads
 // threads. Chunks of at least 64 KiB: a smaller share of a copy is over
 // before a sleeping worker would have woken for it.
@@ -172,6 +194,51 @@ void byteChunks(const CopyOp *ops, std::uint32_t n, std::uint64_t total,
     }
   }
   c.push_back(n);
+}
+
+// The bytes [lo, hi) an op's side touches (base, stride and its count and
+// element size). An empty op touches nothing. The validator bounds the
+// strides only of the sides an op moves through device memory, so a crafted
+// side's span may not fit: it then covers everything (no parallel chunks),
+// which is always safe.
+Hull hullOf(const CopyOp &op, std::uint64_t base, std::int64_t stride) {
+  if (op.count == 0)
+    return {base, base};
+  std::int64_t last = 0;
+  if (__builtin_mul_overflow(std::int64_t(op.count - 1), stride, &last))
+    return {0, UINT64_MAX};
+  return {base + std::min<std::int64_t>(0, last),
+          base + std::max<std::int64_t>(0, last) + op.elemBytes};
+}
+
+// Whether a destination of ops [0, n) overlaps a source of any of them.
+// With the sources ordered by start and a running maximum of their ends, a
+// destination [lo, hi) overlaps iff some source starting before hi ends
+// after lo. Most exchanges (the small ones) have their sources in address
+// order already: they are sorted only when they are not. \p src is
+// scratch space, reused from step to step.
+bool copiesOverlap(const CopyOp *ops, std::uint32_t n, std::vector<Hull> &src) {
+  src.resize(n);
+  bool sorted = true;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    src[i] = hullOf(ops[i], ops[i].src, ops[i].srcStride);
+    sorted = sorted && (i == 0 || src[i - 1].lo <= src[i].lo);
+  }
+  const auto byStart = [](const Hull &a, const Hull &b) { return a.lo < b.lo; };
+  if (!sorted)
+    std::sort(src.begin(), src.end(), byStart);
+  // In place: each hull's end becomes the maximum end up to it.
+  for (std::size_t j = 1; j < src.size(); ++j)
+    src[j].hi = std::max(src[j].hi, src[j - 1].hi);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const Hull d = hullOf(ops[i], ops[i].dst, ops[i].dstStride);
+    const auto idx =
+        std::lower_bound(src.begin(), src.end(), Hull{d.hi, 0}, byStart) -
+        src.begin();
+    if (idx > 0 && src[idx - 1].hi > d.lo)
+      return true;
+  }
+  return false;
 }
 
 // [offset, offset + size) lies inside [0, limit), without overflow.
@@ -248,10 +315,45 @@ void Runtime::checkVertexFields() const {
 }
 
 void Runtime::load() {
+  const auto t0 = std::chrono::steady_clock::now();
   resolveClasses();
-  checkVertexFields();
   const unsigned R = replicas();
-  memory_ = allocate(std::size_t(R) * exe_.replicaBytes());
+  memory_ = allocate(std::size_t(R) * exe_.replicaBytes(), Access::Scattered);
+  pool_ = std::make_unique<ThreadPool>(options_.hostThreads);
+  // Three independent parts, on the pool: the vertices (whose fields are
+  // checked first, as building trusts them), the chunk plan (from the
+  // steps, vertex cycles and copy ops alone) and the initial memory.
+  double ms[3] = {};
+  pool_->parallelFor(3, [&](std::size_t task, unsigned) {
+    const auto start = std::chrono::steady_clock::now();
+    if (task == 0) {
+      checkVertexFields();
+      buildVertices();
+    } else if (task == 1) {
+      planChunks();
+    } else {
+      initMemory();
+    }
+    ms[task] = std::chrono::duration<double, std::milli>(
+                   std::chrono::steady_clock::now() - start)
+                   .count();
+  });
+  auto checker = std::make_unique<FloatChecker>(exe_, classes_, options_);
+  if (checker->enabled())
+    floatChecker_ = std::move(checker);
+  logging::debug("engine load in {:.0f} ms: vertices {:.0f} ms (objects, "
+                 "lists and state {}, {} and {} bytes), chunks {:.0f} ms, "
+                 "memory {:.0f} ms",
+                 std::chrono::duration<double, std::milli>(
+                     std::chrono::steady_clock::now() - t0)
+                     .count(),
+                 ms[0], objectBytes_ * R, listBytes_ * R, stateBytes_ * R,
+                 ms[1], ms[2]);
+  loaded_ = true;
+}
+
+void Runtime::initMemory() {
+  const unsigned R = replicas();
   for (unsigned r = 0; r < R; ++r)
     for (const InitRegion &ir : exe_.initRegions)
       std::memcpy(replicaMemory(r) + ir.addr,
@@ -277,13 +379,6 @@ void Runtime::load() {
                         " replicas of remote buffer \"" + rb.handle + "\"");
     }
   }
-  buildVertices();
-  auto checker = std::make_unique<FloatChecker>(exe_, classes_, options_);
-  if (checker->enabled())
-    floatChecker_ = std::move(checker);
-  pool_ = std::make_unique<ThreadPool>(options_.hostThreads);
-  planChunks();
-  loaded_ = true;
 }
 
 void Runtime::buildVertices() {
@@ -299,9 +394,9 @@ void Runtime::buildVertices() {
   objectBytes_ = alignUp(objectBytes_, 64);
   listBytes_ = exe_.spans.size() * sizeof(codelet::Span);
   stateBytes_ = exe_.stateBytes.size();
-  objects_ = allocate(objectBytes_ * R);
-  lists_ = allocate(listBytes_ * R);
-  state_ = allocate(stateBytes_ * R);
+  objects_ = allocate(objectBytes_ * R, Access::Sequential);
+  lists_ = allocate(listBytes_ * R, Access::Sequential);
+  state_ = allocate(stateBytes_ * R, Access::Sequential);
   vertices_.resize(n * R);
   for (unsigned r = 0; r < R; ++r) {
     std::byte *mem = replicaMemory(r);
@@ -369,6 +464,7 @@ void Runtime::planChunks() {
   // where asking for them ahead only costs instructions.
   constexpr std::uint64_t kPrefetchBytes = 256 << 10;
   std::size_t maxStaged = 0;
+  std::vector<Hull> hulls;
   for (std::size_t pc = 0; pc < exe_.steps.size(); ++pc) {
     const Step &st = exe_.steps[pc];
     std::vector<std::uint32_t> &c = chunks_[pc];
@@ -399,52 +495,15 @@ void Runtime::planChunks() {
       byteChunks(ops, st.c, total, threads, c);
       prefetch_[pc] = total >= kPrefetchBytes;
     } else if (st.kind == StepKind::Exchange) {
-      std::vector<std::pair<std::uint64_t, std::uint64_t>> src, dst;
+      const CopyOp *ops = exe_.copyOps.data() + st.a;
       std::uint64_t total = 0;
-      for (std::uint32_t i = 0; i < st.b; ++i) {
-        const CopyOp &op = exe_.copyOps[st.a + i];
-        const std::uint64_t bytes = std::uint64_t(op.count) * op.elemBytes;
-        total += bytes;
-        auto hull = [&](std::uint64_t base, std::int64_t stride) {
-          // An empty op touches nothing. The validator bounds the strides
-          // only of the sides an op moves through device memory, so a
-          // crafted side's span may not fit: it then counts as overlapping
-          // everything (no parallel chunks), which is always safe.
-          if (op.count == 0)
-            return std::make_pair(base, base);
-          std::int64_t last = 0;
-          if (__builtin_mul_overflow(std::int64_t(op.count - 1), stride, &last))
-            return std::make_pair(std::uint64_t{0}, UINT64_MAX);
-          const std::uint64_t lo = base + std::min<std::int64_t>(0, last);
-          const std::uint64_t hi =
-              base + std::max<std::int64_t>(0, last) + op.elemBytes;
-          return std::make_pair(lo, hi);
-        };
-        src.push_back(hull(op.src, op.srcStride));
-        dst.push_back(hull(op.dst, op.dstStride));
-      }
-      // Overlap test: with sources sorted by start and a running maximum of
-      // their ends, a destination [lo, hi) overlaps iff some source starting
-      // before hi ends after lo.
-      std::sort(src.begin(), src.end());
-      std::vector<std::uint64_t> maxEnd(src.size());
-      for (std::size_t j = 0; j < src.size(); ++j)
-        maxEnd[j] = std::max(src[j].second, j ? maxEnd[j - 1] : 0);
-      bool overlap = false;
-      for (const auto &[lo, hi] : dst) {
-        const auto idx =
-            std::lower_bound(src.begin(), src.end(),
-                             std::make_pair(hi, std::uint64_t{0})) -
-            src.begin();
-        if (idx > 0 && maxEnd[idx - 1] > lo) {
-          overlap = true;
-          break;
-        }
-      }
+      for (std::uint32_t i = 0; i < st.b; ++i)
+        total += std::uint64_t(ops[i].count) * ops[i].elemBytes;
+      const bool overlap = copiesOverlap(ops, st.b, hulls);
       staged_[pc] = overlap;
       if (overlap)
         maxStaged = std::max<std::size_t>(maxStaged, total);
-      byteChunks(exe_.copyOps.data() + st.a, st.b, total, threads, c);
+      byteChunks(ops, st.b, total, threads, c);
       prefetch_[pc] = total >= kPrefetchBytes;
     }
   }

@@ -116,6 +116,9 @@ private:
   void checkVertexFields() const;
   void buildVertices();
   void planChunks();
+  /// Writes the initial values into each replica's memory and allocates
+  /// the remote buffers.
+  void initMemory();
   void checkStreamsConnected(unsigned prog) const;
   template <bool Timed> void runSteps(unsigned prog);
   /// The bytes of the next transfer from host connection \p c.
