@@ -141,9 +141,11 @@ Runtime::~Runtime() {
   if (!objects_)
     return;
   const std::size_t n = exe_.vertices.size();
+  // Only the vertices built (all of them, unless building threw).
   for (std::size_t i = 0; i < vertices_.size(); ++i)
-    classes_[exe_.vertices[i % n].vertexClass]->info.destroy(
-        vertices_[i].object);
+    if (vertices_[i].object)
+      classes_[exe_.vertices[i % n].vertexClass]->info.destroy(
+          vertices_[i].object);
 }
 
 void Runtime::resolveClasses() {
@@ -349,35 +351,41 @@ void Runtime::load() {
   const unsigned R = replicas();
   memory_ = allocate(std::size_t(R) * exe_.replicaBytes(), Access::Scattered);
   pool_ = std::make_unique<ThreadPool>(options_.hostThreads);
-  // Three independent parts, on the pool: the vertices (whose fields are
-  // checked first, as building trusts them), the chunk plan (from the
-  // steps, vertex cycles and copy ops alone) and the initial memory.
-  double ms[3] = {};
-  pool_->parallelFor(3, [&](std::size_t task, unsigned) {
+  // Four independent parts on the pool: the vertex fields' check, the chunk
+  // plan (from the steps, vertex cycles and copy ops alone), the initial
+  // memory and the vertex arenas. Then the vertices are built into the
+  // arenas in blocks on the pool, trusting the checked fields.
+  std::vector<std::size_t> objOffset;
+  double ms[4] = {};
+  pool_->parallelFor(4, [&](std::size_t task, unsigned) {
     const auto start = std::chrono::steady_clock::now();
-    if (task == 0) {
+    if (task == 0)
       checkVertexFields();
-      buildVertices();
-    } else if (task == 1) {
+    else if (task == 1)
       planChunks();
-    } else {
+    else if (task == 2)
       initMemory();
-    }
+    else
+      layoutVertices(objOffset);
     ms[task] = std::chrono::duration<double, std::milli>(
                    std::chrono::steady_clock::now() - start)
                    .count();
   });
+  const auto t1 = std::chrono::steady_clock::now();
+  buildVertices(objOffset);
   auto checker = std::make_unique<FloatChecker>(exe_, classes_, options_);
   if (checker->enabled())
     floatChecker_ = std::move(checker);
-  logging::debug("engine load in {:.0f} ms: vertices {:.0f} ms (objects, "
-                 "lists and state {}, {} and {} bytes), chunks {:.0f} ms, "
-                 "memory {:.0f} ms",
-                 std::chrono::duration<double, std::milli>(
-                     std::chrono::steady_clock::now() - t0)
-                     .count(),
-                 ms[0], objectBytes_ * R, listBytes_ * R, stateBytes_ * R,
-                 ms[1], ms[2]);
+  const auto since = [](auto t) {
+    return std::chrono::duration<double, std::milli>(
+               std::chrono::steady_clock::now() - t)
+        .count();
+  };
+  logging::debug("engine load in {:.0f} ms: field checks {:.0f} ms, chunks "
+                 "{:.0f} ms, memory {:.0f} ms, arenas {:.0f} ms (objects, "
+                 "lists and state {}, {} and {} bytes), vertices {:.0f} ms",
+                 since(t0), ms[0], ms[1], ms[2], ms[3], objectBytes_ * R,
+                 listBytes_ * R, stateBytes_ * R, since(t1));
   loaded_ = true;
 }
 
@@ -410,10 +418,10 @@ void Runtime::initMemory() {
   }
 }
 
-void Runtime::buildVertices() {
+void Runtime::layoutVertices(std::vector<std::size_t> &objOffset) {
   const unsigned R = replicas();
   const std::size_t n = exe_.vertices.size();
-  std::vector<std::size_t> objOffset(n);
+  objOffset.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     const auto &info = classes_[exe_.vertices[i].vertexClass]->info;
     objectBytes_ = alignUp(objectBytes_, std::max<std::size_t>(info.align, 8));
@@ -427,57 +435,68 @@ void Runtime::buildVertices() {
   lists_ = allocate(listBytes_ * R, Access::Sequential);
   state_ = allocate(stateBytes_ * R, Access::Sequential);
   vertices_.resize(n * R);
-  for (unsigned r = 0; r < R; ++r) {
-    std::byte *mem = replicaMemory(r);
-    std::byte *lists = lists_.get() + listBytes_ * r;
-    std::byte *state = state_.get() + stateBytes_ * r;
-    if (stateBytes_ > 0)
-      std::memcpy(state, exe_.stateBytes.data(), stateBytes_);
-    for (std::size_t i = 0; i < n; ++i) {
-      const VertexInstance &inst = exe_.vertices[i];
-      const auto &info = classes_[inst.vertexClass]->info;
-      std::byte *obj = objects_.get() + objectBytes_ * r + objOffset[i];
-      info.construct(obj);
-      for (std::size_t f = 0; f < info.fields.size(); ++f) {
-        const codelet::FieldInfo &fi = info.fields[f];
-        const FieldValue &fv = exe_.fields[inst.firstField + f];
-        std::byte *at = obj + fi.offset;
-        if (fi.direction == codelet::Direction::State) {
-          if (fi.shape == codelet::Shape::Scalar) {
-            std::memcpy(at, state + fv.addr, typeSize(fi.elementType));
-          } else {
-            codelet::Span sp{state + fv.addr, fv.size};
-            std::memcpy(at, &sp, sizeof sp);
-          }
-          continue;
-        }
-        if (fi.shape == codelet::Shape::Scalar) {
-          void *p = mem + fv.addr;
-          std::memcpy(at, &p, sizeof p);
-        } else if (fi.shape == codelet::Shape::Vector) {
-          codelet::Span sp{mem + fv.addr, fv.size};
-          std::memcpy(at, &sp, sizeof sp);
+  for (unsigned r = 0; r < R && stateBytes_ > 0; ++r)
+    std::memcpy(state_.get() + stateBytes_ * r, exe_.stateBytes.data(),
+                stateBytes_);
+}
+
+void Runtime::buildVertices(const std::vector<std::size_t> &objOffset) {
+  // Blocks of vertices, so that the pool's threads share them out.
+  constexpr std::size_t kBlock = std::size_t{1} << 14;
+  const std::size_t n = exe_.vertices.size();
+  for (unsigned r = 0; r < replicas(); ++r)
+    pool_->parallelFor((n + kBlock - 1) / kBlock, [&](std::size_t b, unsigned) {
+      for (std::size_t i = b * kBlock; i < std::min(n, (b + 1) * kBlock); ++i)
+        buildVertex(r, i, objects_.get() + objectBytes_ * r + objOffset[i]);
+    });
+}
+
+void Runtime::buildVertex(unsigned r, std::size_t i, std::byte *obj) {
+  std::byte *mem = replicaMemory(r);
+  std::byte *lists = lists_.get() + listBytes_ * r;
+  std::byte *state = state_.get() + stateBytes_ * r;
+  const VertexInstance &inst = exe_.vertices[i];
+  const auto &info = classes_[inst.vertexClass]->info;
+  info.construct(obj);
+  for (std::size_t f = 0; f < info.fields.size(); ++f) {
+    const codelet::FieldInfo &fi = info.fields[f];
+    const FieldValue &fv = exe_.fields[inst.firstField + f];
+    std::byte *at = obj + fi.offset;
+    if (fi.direction == codelet::Direction::State) {
+      if (fi.shape == codelet::Shape::Scalar) {
+        std::memcpy(at, state + fv.addr, typeSize(fi.elementType));
+      } else {
+        codelet::Span sp{state + fv.addr, fv.size};
+        std::memcpy(at, &sp, sizeof sp);
+      }
+      continue;
+    }
+    if (fi.shape == codelet::Shape::Scalar) {
+      void *p = mem + fv.addr;
+      std::memcpy(at, &p, sizeof p);
+    } else if (fi.shape == codelet::Shape::Vector) {
+      codelet::Span sp{mem + fv.addr, fv.size};
+      std::memcpy(at, &sp, sizeof sp);
+    } else {
+      // Lists: an array of spans (VectorList) or of pointers
+      // (Vector<Input<T>>), filled in the replica's list arena.
+      std::byte *arr = lists + fv.addr * sizeof(codelet::Span);
+      for (std::uint32_t k = 0; k < fv.size; ++k) {
+        const FieldValue &e = exe_.spans[fv.addr + k];
+        if (fi.shape == codelet::Shape::VectorList) {
+          codelet::Span sp{mem + e.addr, e.size};
+          std::memcpy(arr + k * sizeof sp, &sp, sizeof sp);
         } else {
-          // Lists: an array of spans (VectorList) or of pointers
-          // (Vector<Input<T>>), filled in the replica's list arena.
-          std::byte *arr = lists + fv.addr * sizeof(codelet::Span);
-          for (std::uint32_t k = 0; k < fv.size; ++k) {
-            const FieldValue &e = exe_.spans[fv.addr + k];
-            if (fi.shape == codelet::Shape::VectorList) {
-              codelet::Span sp{mem + e.addr, e.size};
-              std::memcpy(arr + k * sizeof sp, &sp, sizeof sp);
-            } else {
-              void *p = mem + e.addr;
-              std::memcpy(arr + k * sizeof p, &p, sizeof p);
-            }
-          }
-          codelet::Span list{arr, fv.size};
-          std::memcpy(at, &list, sizeof list);
+          void *p = mem + e.addr;
+          std::memcpy(arr + k * sizeof p, &p, sizeof p);
         }
       }
-      vertices_[r * n + i] = {info.compute, obj, info.multiVertex};
+      codelet::Span list{arr, fv.size};
+      std::memcpy(at, &list, sizeof list);
     }
   }
+  vertices_[r * exe_.vertices.size() + i] = {info.compute, obj,
+                                             info.multiVertex};
 }
 
 void Runtime::planChunks() {
