@@ -75,8 +75,12 @@ Executable loadEntry(const std::string &path, const std::string &key) {
     throw SerializationError(what + " holds the executable of key \"" +
                              stored.substr(0, 64) + "\", not \"" + key +
                              "\" (copied over another entry?)");
-  Executable exe = detail::readExecutableFile(in, what);
-  if (in.peek() != std::ifstream::traits_type::eof())
+  const auto offset = static_cast<std::uint64_t>(std::streamoff(in.tellg()));
+  in.close();
+  std::uint64_t end = 0;
+  Executable exe = detail::readExecutableFile(path, offset, what, end);
+  std::error_code ec;
+  if (end != std::filesystem::file_size(path, ec) && !ec)
     throw SerializationError(what + " has bytes after its executable");
   return exe;
 }

@@ -8,6 +8,7 @@
 
 #include "tessera/compiler/ExecutableFormat.hpp"
 #include "tessera/support/Error.hpp"
+#include "tessera/support/Memory.hpp"
 
 #include <zstd.h>
 
@@ -372,6 +373,13 @@ private:
   const std::string &what_;
 };
 
+// Large tables are faulted in at once as they are reserved (cheaper than a
+// fault per page; ResNet-50 decodes 0.9 GB of them).
+void prefault(void *p, std::size_t bytes) {
+  if (bytes >= (std::size_t{1} << 20))
+    populateMemory(p, bytes);
+}
+
 class Reader {
 public:
   explicit Reader(Source &src) : src_(src) {}
@@ -413,6 +421,7 @@ public:
     v.clear();
     const std::uint64_t step = src_.trusted(n) ? n : std::uint64_t{1} << 20;
     v.reserve(static_cast<std::size_t>(std::min(step, n)));
+    prefault(v.data(), std::min(step, n));
     for (std::uint64_t done = 0; done < n;) {
       const auto k = static_cast<std::size_t>(std::min(step, n - done));
       v.resize(static_cast<std::size_t>(done) + k);
@@ -506,8 +515,10 @@ private:
     const std::size_t minBytes = minEncodedBytes<T>();
     const std::uint64_t n = count(minBytes);
     v.clear();
-    if (src_.trusted(n * minBytes))
+    if (src_.trusted(n * minBytes)) {
       v.reserve(static_cast<std::size_t>(n));
+      prefault(v.data(), n * sizeof(T));
+    }
     for (std::size_t i = 0; i < n; ++i) {
       v.emplace_back();
       decode(v.back(), i);

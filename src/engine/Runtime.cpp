@@ -9,11 +9,14 @@
 
 #include "tessera/support/Convert.hpp"
 #include "tessera/support/Error.hpp"
+#include "tessera/support/Logging.hpp"
+#include "tessera/support/Memory.hpp"
 
 #include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -22,6 +25,7 @@
 #include <new>
 #include <set>
 #include <string>
+#include <utility>
 
 namespace tessera::engine {
 
@@ -36,18 +40,33 @@ namespace {
 
 std::string str(std::uint64_t v) { return std::to_string(v); }
 
-// Zeroed memory. The tiles' memory and the vertex arenas are read in
-// pieces scattered over hundreds of megabytes, so 4 KiB pages would spend
-// much of a step on TLB misses: large arenas are mapped on their own and
-// asked for transparent huge pages (where the system allows them; a
-// refusal only costs speed).
-Bytes allocate(std::size_t bytes) {
+// Zeroed memory, in pages of its own when large (so that freeing it
+// returns it to the system).
+//   Scattered: the tiles' memory. Steps read it in pieces scattered over
+//     hundreds of megabytes, so 4 KiB pages would spend much of a step on
+//     TLB misses: it is asked for transparent huge pages (where the system
+//     allows them; a refusal only costs speed). Load touches it only where
+//     initial values go.
+//   Sequential: the vertex objects, lists and state, written whole at load
+//     and read in vertex order. The first touch of huge pages is slow and
+//     erratic on virtual machines (this one's: 0.1 to 2.3 s a GiB, small
+//     pages a steady 0.4 s), so beyond kSmallArena (ResNet-50's 0.35 GB of
+//     them) they take small pages, faulted in at once, which costs less
+//     than a fault per page; smaller ones (the MLP's, the CNN's) keep huge
+//     pages, whose first touch costs little there.
+enum class Access { Scattered, Sequential };
+
+Bytes allocate(std::size_t bytes, Access access) {
   constexpr std::size_t kHugePage = std::size_t(2) << 20;
+  constexpr std::size_t kSmallArena = std::size_t(64) << 20;
   if (bytes >= kHugePage) {
     void *p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p != MAP_FAILED) {
-      ::madvise(p, bytes, MADV_HUGEPAGE);
+      if (access == Access::Scattered || bytes <= kSmallArena)
+        ::madvise(p, bytes, MADV_HUGEPAGE);
+      else
+        populateMemory(p, bytes);
       return Bytes(static_cast<std::byte *>(p), FreeDeleter{bytes});
     }
   }
@@ -122,9 +141,11 @@ Runtime::~Runtime() {
   if (!objects_)
     return;
   const std::size_t n = exe_.vertices.size();
+  // Only the vertices built (all of them, unless building threw).
   for (std::size_t i = 0; i < vertices_.size(); ++i)
-    classes_[exe_.vertices[i % n].vertexClass]->info.destroy(
-        vertices_[i].object);
+    if (vertices_[i].object)
+      classes_[exe_.vertices[i % n].vertexClass]->info.destroy(
+          vertices_[i].object);
 }
 
 void Runtime::resolveClasses() {
@@ -154,6 +175,10 @@ void Runtime::resolveClasses() {
 
 namespace {
 
+struct Hull {
+  std::uint64_t lo = 0, hi = 0;
+};
+
 // Boundaries of chunks of the n ops (\p total bytes) for \p threads
 // threads. Chunks of at least 64 KiB: a smaller share of a copy is over
 // before a sleeping worker would have woken for it.
@@ -172,6 +197,79 @@ void byteChunks(const CopyOp *ops, std::uint32_t n, std::uint64_t total,
     }
   }
   c.push_back(n);
+}
+
+// The bytes [lo, hi) an op's side touches (base, stride and its count and
+// element size). An empty op touches nothing. The validator bounds the
+// strides only of the sides an op moves through device memory, so a crafted
+// side's span may not fit: it then covers everything (no parallel chunks),
+// which is always safe.
+Hull hullOf(const CopyOp &op, std::uint64_t base, std::int64_t stride) {
+  if (op.count == 0)
+    return {base, base};
+  std::int64_t last = 0;
+  if (__builtin_mul_overflow(std::int64_t(op.count - 1), stride, &last))
+    return {0, UINT64_MAX};
+  return {base + std::min<std::int64_t>(0, last),
+          base + std::max<std::int64_t>(0, last) + op.elemBytes};
+}
+
+// Sorts \p v by lo (or hi) with a least-significant-digit radix sort,
+// unless it is in order already: the keys are device addresses, a few
+// dozen bits wide, so a few linear passes replace a comparison sort.
+void sortHulls(std::vector<Hull> &v, std::vector<Hull> &tmp, bool byHi) {
+  const auto key = [byHi](const Hull &h) { return byHi ? h.hi : h.lo; };
+  std::uint64_t top = 0;
+  bool sorted = true;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    top = std::max(top, key(v[i]));
+    sorted = sorted && (i == 0 || key(v[i - 1]) <= key(v[i]));
+  }
+  if (sorted)
+    return;
+  constexpr unsigned kBits = 11;
+  constexpr std::size_t kBuckets = std::size_t{1} << kBits;
+  std::vector<std::size_t> start(kBuckets);
+  tmp.resize(v.size());
+  for (unsigned shift = 0; shift < 64 && (top >> shift) != 0; shift += kBits) {
+    std::fill(start.begin(), start.end(), 0);
+    for (const Hull &h : v)
+      ++start[(key(h) >> shift) & (kBuckets - 1)];
+    std::size_t at = 0;
+    for (std::size_t &s : start)
+      at += std::exchange(s, at);
+    for (const Hull &h : v)
+      tmp[start[(key(h) >> shift) & (kBuckets - 1)]++] = h;
+    v.swap(tmp);
+  }
+}
+
+// Whether a destination of ops [0, n) overlaps a source of any of them. A
+// destination [lo, hi) overlaps iff some source starting before hi ends
+// after lo: with the sources in order of their starts and the destinations
+// in order of their ends, the sources starting before each end are a
+// growing prefix, swept once with the maximum of its ends (a binary search
+// per destination was most of a ResNet-50 load's chunk planning). \p src,
+// \p dst and \p tmp are scratch space, reused from step to step.
+bool copiesOverlap(const CopyOp *ops, std::uint32_t n, std::vector<Hull> &src,
+                   std::vector<Hull> &dst, std::vector<Hull> &tmp) {
+  src.resize(n);
+  dst.resize(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    src[i] = hullOf(ops[i], ops[i].src, ops[i].srcStride);
+    dst[i] = hullOf(ops[i], ops[i].dst, ops[i].dstStride);
+  }
+  sortHulls(src, tmp, false);
+  sortHulls(dst, tmp, true);
+  std::size_t j = 0;
+  std::uint64_t maxEnd = 0;
+  for (const Hull &d : dst) {
+    for (; j < src.size() && src[j].lo < d.hi; ++j)
+      maxEnd = std::max(maxEnd, src[j].hi);
+    if (j > 0 && maxEnd > d.lo)
+      return true;
+  }
+  return false;
 }
 
 // [offset, offset + size) lies inside [0, limit), without overflow.
@@ -248,10 +346,51 @@ void Runtime::checkVertexFields() const {
 }
 
 void Runtime::load() {
+  const auto t0 = std::chrono::steady_clock::now();
   resolveClasses();
-  checkVertexFields();
   const unsigned R = replicas();
-  memory_ = allocate(std::size_t(R) * exe_.replicaBytes());
+  memory_ = allocate(std::size_t(R) * exe_.replicaBytes(), Access::Scattered);
+  pool_ = std::make_unique<ThreadPool>(options_.hostThreads);
+  // Four independent parts on the pool: the vertex fields' check, the chunk
+  // plan (from the steps, vertex cycles and copy ops alone), the initial
+  // memory and the vertex arenas. Then the vertices are built into the
+  // arenas in blocks on the pool, trusting the checked fields.
+  std::vector<std::size_t> objOffset;
+  double ms[4] = {};
+  pool_->parallelFor(4, [&](std::size_t task, unsigned) {
+    const auto start = std::chrono::steady_clock::now();
+    if (task == 0)
+      checkVertexFields();
+    else if (task == 1)
+      planChunks();
+    else if (task == 2)
+      initMemory();
+    else
+      layoutVertices(objOffset);
+    ms[task] = std::chrono::duration<double, std::milli>(
+                   std::chrono::steady_clock::now() - start)
+                   .count();
+  });
+  const auto t1 = std::chrono::steady_clock::now();
+  buildVertices(objOffset);
+  auto checker = std::make_unique<FloatChecker>(exe_, classes_, options_);
+  if (checker->enabled())
+    floatChecker_ = std::move(checker);
+  const auto since = [](auto t) {
+    return std::chrono::duration<double, std::milli>(
+               std::chrono::steady_clock::now() - t)
+        .count();
+  };
+  logging::debug("engine load in {:.0f} ms: field checks {:.0f} ms, chunks "
+                 "{:.0f} ms, memory {:.0f} ms, arenas {:.0f} ms (objects, "
+                 "lists and state {}, {} and {} bytes), vertices {:.0f} ms",
+                 since(t0), ms[0], ms[1], ms[2], ms[3], objectBytes_ * R,
+                 listBytes_ * R, stateBytes_ * R, since(t1));
+  loaded_ = true;
+}
+
+void Runtime::initMemory() {
+  const unsigned R = replicas();
   for (unsigned r = 0; r < R; ++r)
     for (const InitRegion &ir : exe_.initRegions)
       std::memcpy(replicaMemory(r) + ir.addr,
@@ -277,19 +416,12 @@ void Runtime::load() {
                         " replicas of remote buffer \"" + rb.handle + "\"");
     }
   }
-  buildVertices();
-  auto checker = std::make_unique<FloatChecker>(exe_, classes_, options_);
-  if (checker->enabled())
-    floatChecker_ = std::move(checker);
-  pool_ = std::make_unique<ThreadPool>(options_.hostThreads);
-  planChunks();
-  loaded_ = true;
 }
 
-void Runtime::buildVertices() {
+void Runtime::layoutVertices(std::vector<std::size_t> &objOffset) {
   const unsigned R = replicas();
   const std::size_t n = exe_.vertices.size();
-  std::vector<std::size_t> objOffset(n);
+  objOffset.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     const auto &info = classes_[exe_.vertices[i].vertexClass]->info;
     objectBytes_ = alignUp(objectBytes_, std::max<std::size_t>(info.align, 8));
@@ -299,61 +431,72 @@ void Runtime::buildVertices() {
   objectBytes_ = alignUp(objectBytes_, 64);
   listBytes_ = exe_.spans.size() * sizeof(codelet::Span);
   stateBytes_ = exe_.stateBytes.size();
-  objects_ = allocate(objectBytes_ * R);
-  lists_ = allocate(listBytes_ * R);
-  state_ = allocate(stateBytes_ * R);
+  objects_ = allocate(objectBytes_ * R, Access::Sequential);
+  lists_ = allocate(listBytes_ * R, Access::Sequential);
+  state_ = allocate(stateBytes_ * R, Access::Sequential);
   vertices_.resize(n * R);
-  for (unsigned r = 0; r < R; ++r) {
-    std::byte *mem = replicaMemory(r);
-    std::byte *lists = lists_.get() + listBytes_ * r;
-    std::byte *state = state_.get() + stateBytes_ * r;
-    if (stateBytes_ > 0)
-      std::memcpy(state, exe_.stateBytes.data(), stateBytes_);
-    for (std::size_t i = 0; i < n; ++i) {
-      const VertexInstance &inst = exe_.vertices[i];
-      const auto &info = classes_[inst.vertexClass]->info;
-      std::byte *obj = objects_.get() + objectBytes_ * r + objOffset[i];
-      info.construct(obj);
-      for (std::size_t f = 0; f < info.fields.size(); ++f) {
-        const codelet::FieldInfo &fi = info.fields[f];
-        const FieldValue &fv = exe_.fields[inst.firstField + f];
-        std::byte *at = obj + fi.offset;
-        if (fi.direction == codelet::Direction::State) {
-          if (fi.shape == codelet::Shape::Scalar) {
-            std::memcpy(at, state + fv.addr, typeSize(fi.elementType));
-          } else {
-            codelet::Span sp{state + fv.addr, fv.size};
-            std::memcpy(at, &sp, sizeof sp);
-          }
-          continue;
-        }
-        if (fi.shape == codelet::Shape::Scalar) {
-          void *p = mem + fv.addr;
-          std::memcpy(at, &p, sizeof p);
-        } else if (fi.shape == codelet::Shape::Vector) {
-          codelet::Span sp{mem + fv.addr, fv.size};
-          std::memcpy(at, &sp, sizeof sp);
+  for (unsigned r = 0; r < R && stateBytes_ > 0; ++r)
+    std::memcpy(state_.get() + stateBytes_ * r, exe_.stateBytes.data(),
+                stateBytes_);
+}
+
+void Runtime::buildVertices(const std::vector<std::size_t> &objOffset) {
+  // Blocks of vertices, so that the pool's threads share them out.
+  constexpr std::size_t kBlock = std::size_t{1} << 14;
+  const std::size_t n = exe_.vertices.size();
+  for (unsigned r = 0; r < replicas(); ++r)
+    pool_->parallelFor((n + kBlock - 1) / kBlock, [&](std::size_t b, unsigned) {
+      for (std::size_t i = b * kBlock; i < std::min(n, (b + 1) * kBlock); ++i)
+        buildVertex(r, i, objects_.get() + objectBytes_ * r + objOffset[i]);
+    });
+}
+
+void Runtime::buildVertex(unsigned r, std::size_t i, std::byte *obj) {
+  std::byte *mem = replicaMemory(r);
+  std::byte *lists = lists_.get() + listBytes_ * r;
+  std::byte *state = state_.get() + stateBytes_ * r;
+  const VertexInstance &inst = exe_.vertices[i];
+  const auto &info = classes_[inst.vertexClass]->info;
+  info.construct(obj);
+  for (std::size_t f = 0; f < info.fields.size(); ++f) {
+    const codelet::FieldInfo &fi = info.fields[f];
+    const FieldValue &fv = exe_.fields[inst.firstField + f];
+    std::byte *at = obj + fi.offset;
+    if (fi.direction == codelet::Direction::State) {
+      if (fi.shape == codelet::Shape::Scalar) {
+        std::memcpy(at, state + fv.addr, typeSize(fi.elementType));
+      } else {
+        codelet::Span sp{state + fv.addr, fv.size};
+        std::memcpy(at, &sp, sizeof sp);
+      }
+      continue;
+    }
+    if (fi.shape == codelet::Shape::Scalar) {
+      void *p = mem + fv.addr;
+      std::memcpy(at, &p, sizeof p);
+    } else if (fi.shape == codelet::Shape::Vector) {
+      codelet::Span sp{mem + fv.addr, fv.size};
+      std::memcpy(at, &sp, sizeof sp);
+    } else {
+      // Lists: an array of spans (VectorList) or of pointers
+      // (Vector<Input<T>>), filled in the replica's list arena.
+      std::byte *arr = lists + fv.addr * sizeof(codelet::Span);
+      for (std::uint32_t k = 0; k < fv.size; ++k) {
+        const FieldValue &e = exe_.spans[fv.addr + k];
+        if (fi.shape == codelet::Shape::VectorList) {
+          codelet::Span sp{mem + e.addr, e.size};
+          std::memcpy(arr + k * sizeof sp, &sp, sizeof sp);
         } else {
-          // Lists: an array of spans (VectorList) or of pointers
-          // (Vector<Input<T>>), filled in the replica's list arena.
-          std::byte *arr = lists + fv.addr * sizeof(codelet::Span);
-          for (std::uint32_t k = 0; k < fv.size; ++k) {
-            const FieldValue &e = exe_.spans[fv.addr + k];
-            if (fi.shape == codelet::Shape::VectorList) {
-              codelet::Span sp{mem + e.addr, e.size};
-              std::memcpy(arr + k * sizeof sp, &sp, sizeof sp);
-            } else {
-              void *p = mem + e.addr;
-              std::memcpy(arr + k * sizeof p, &p, sizeof p);
-            }
-          }
-          codelet::Span list{arr, fv.size};
-          std::memcpy(at, &list, sizeof list);
+          void *p = mem + e.addr;
+          std::memcpy(arr + k * sizeof p, &p, sizeof p);
         }
       }
-      vertices_[r * n + i] = {info.compute, obj, info.multiVertex};
+      codelet::Span list{arr, fv.size};
+      std::memcpy(at, &list, sizeof list);
     }
   }
+  vertices_[r * exe_.vertices.size() + i] = {info.compute, obj,
+                                             info.multiVertex};
 }
 
 void Runtime::planChunks() {
@@ -369,6 +512,7 @@ void Runtime::planChunks() {
   // where asking for them ahead only costs instructions.
   constexpr std::uint64_t kPrefetchBytes = 256 << 10;
   std::size_t maxStaged = 0;
+  std::vector<Hull> src, dst, tmp;
   for (std::size_t pc = 0; pc < exe_.steps.size(); ++pc) {
     const Step &st = exe_.steps[pc];
     std::vector<std::uint32_t> &c = chunks_[pc];
@@ -399,52 +543,15 @@ void Runtime::planChunks() {
       byteChunks(ops, st.c, total, threads, c);
       prefetch_[pc] = total >= kPrefetchBytes;
     } else if (st.kind == StepKind::Exchange) {
-      std::vector<std::pair<std::uint64_t, std::uint64_t>> src, dst;
+      const CopyOp *ops = exe_.copyOps.data() + st.a;
       std::uint64_t total = 0;
-      for (std::uint32_t i = 0; i < st.b; ++i) {
-        const CopyOp &op = exe_.copyOps[st.a + i];
-        const std::uint64_t bytes = std::uint64_t(op.count) * op.elemBytes;
-        total += bytes;
-        auto hull = [&](std::uint64_t base, std::int64_t stride) {
-          // An empty op touches nothing. The validator bounds the strides
-          // only of the sides an op moves through device memory, so a
-          // crafted side's span may not fit: it then counts as overlapping
-          // everything (no parallel chunks), which is always safe.
-          if (op.count == 0)
-            return std::make_pair(base, base);
-          std::int64_t last = 0;
-          if (__builtin_mul_overflow(std::int64_t(op.count - 1), stride, &last))
-            return std::make_pair(std::uint64_t{0}, UINT64_MAX);
-          const std::uint64_t lo = base + std::min<std::int64_t>(0, last);
-          const std::uint64_t hi =
-              base + std::max<std::int64_t>(0, last) + op.elemBytes;
-          return std::make_pair(lo, hi);
-        };
-        src.push_back(hull(op.src, op.srcStride));
-        dst.push_back(hull(op.dst, op.dstStride));
-      }
-      // Overlap test: with sources sorted by start and a running maximum of
-      // their ends, a destination [lo, hi) overlaps iff some source starting
-      // before hi ends after lo.
-      std::sort(src.begin(), src.end());
-      std::vector<std::uint64_t> maxEnd(src.size());
-      for (std::size_t j = 0; j < src.size(); ++j)
-        maxEnd[j] = std::max(src[j].second, j ? maxEnd[j - 1] : 0);
-      bool overlap = false;
-      for (const auto &[lo, hi] : dst) {
-        const auto idx =
-            std::lower_bound(src.begin(), src.end(),
-                             std::make_pair(hi, std::uint64_t{0})) -
-            src.begin();
-        if (idx > 0 && maxEnd[idx - 1] > lo) {
-          overlap = true;
-          break;
-        }
-      }
+      for (std::uint32_t i = 0; i < st.b; ++i)
+        total += std::uint64_t(ops[i].count) * ops[i].elemBytes;
+      const bool overlap = copiesOverlap(ops, st.b, src, dst, tmp);
       staged_[pc] = overlap;
       if (overlap)
         maxStaged = std::max<std::size_t>(maxStaged, total);
-      byteChunks(exe_.copyOps.data() + st.a, st.b, total, threads, c);
+      byteChunks(ops, st.b, total, threads, c);
       prefetch_[pc] = total >= kPrefetchBytes;
     }
   }

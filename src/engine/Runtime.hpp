@@ -114,8 +114,17 @@ private:
   /// (as its class lays them out) stays inside the field, span, state and
   /// replica memory tables it indexes: a deserialised file is not trusted.
   void checkVertexFields() const;
-  void buildVertices();
+  /// Places each vertex's object (\p objOffset: its offset in a replica's
+  /// objects), allocates the vertex arenas and copies in the state.
+  void layoutVertices(std::vector<std::size_t> &objOffset);
+  /// Builds every vertex, on the pool.
+  void buildVertices(const std::vector<std::size_t> &objOffset);
+  /// Constructs vertex \p i of replica \p r at \p obj and fills its fields.
+  void buildVertex(unsigned r, std::size_t i, std::byte *obj);
   void planChunks();
+  /// Writes the initial values into each replica's memory and allocates
+  /// the remote buffers.
+  void initMemory();
   void checkStreamsConnected(unsigned prog) const;
   template <bool Timed> void runSteps(unsigned prog);
   /// The bytes of the next transfer from host connection \p c.

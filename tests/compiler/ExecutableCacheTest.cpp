@@ -100,6 +100,24 @@ TEST(ExecutableCache, CorruptEntryIsRecompiledAndReplaced) {
   expectRecompiledOnceThenHit(cache, key, compiles);
 }
 
+// Entries are read from a mapping of the file, starting after their own
+// header: one cut short, or with bytes after its executable, is corrupt.
+TEST(ExecutableCache, TruncatedOrOverlongEntryIsRecompiledAndReplaced) {
+  ExecutableCache cache(freshDir("length"));
+  int compiles = 0;
+  const std::string key = ExecutableCache::keyOf("copy");
+  cache.getOrCompile(key, [&] { return compileCopy(compiles); });
+  const std::string bytes = readFile(cache.pathFor(key));
+  writeFileAtomically(cache.pathFor(key), bytes + "x");
+  expectRecompiledOnceThenHit(cache, key, compiles);
+  writeFileAtomically(cache.pathFor(key), bytes.substr(0, bytes.size() - 1));
+  ExecutableCache::Outcome outcome;
+  cache.getOrCompile(
+      key, [&] { return compileCopy(compiles); }, &outcome);
+  EXPECT_EQ(outcome, ExecutableCache::Outcome::Corrupt);
+  EXPECT_EQ(compiles, 3);
+}
+
 // An entry an older Tessera wrote (another format version) is not an
 // error: it is recompiled and replaced, and the next request is a hit.
 TEST(ExecutableCache, EntryOfAnOlderFormatIsRecompiledAndReplaced) {

@@ -919,6 +919,57 @@ TEST_F(ExecutableFiles, LoadRejectsBytesAfterTheExecutable) {
   EXPECT_THROW(Executable::load(path), SerializationError);
 }
 
+// Executable::load reads a mapping of the file, not the stream: the same
+// damage gets the same messages as from a stream.
+TEST_F(ExecutableFiles, LoadOfAFileCutAnywhereSaysItIsTruncated) {
+  const std::string bytes = serialized(richExecutable());
+  const std::string path = (dir_ / "cut.tsx").string();
+  for (std::size_t cut = 0; cut < bytes.size(); cut += 97) {
+    SCOPED_TRACE(cut);
+    std::ofstream(path, std::ios::binary | std::ios::trunc)
+        << bytes.substr(0, cut);
+    try {
+      Executable::load(path);
+      ADD_FAILURE() << "load did not throw";
+    } catch (const SerializationError &e) {
+      EXPECT_THAT(e.what(), HasSubstr("executable file \"" + path + "\" is " +
+                                      (cut == 0 ? "empty" : "truncated")));
+    }
+  }
+}
+
+TEST_F(ExecutableFiles, LoadOfAFileWithAFlippedPayloadByteIsCorrupt) {
+  std::string bytes = serialized(richExecutable());
+  bytes[bytes.size() - 5] ^= 0x04;
+  const std::string path = (dir_ / "flipped.tsx").string();
+  std::ofstream(path, std::ios::binary) << bytes;
+  try {
+    Executable::load(path);
+    FAIL() << "load did not throw";
+  } catch (const SerializationError &e) {
+    EXPECT_THAT(e.what(), HasSubstr("is corrupt: checksum mismatch"));
+  }
+}
+
+// The executable cache's entries hold an executable after a header of
+// their own: the reader maps the file and starts at an offset.
+TEST_F(ExecutableFiles, ReadsAnExecutableAtAnOffsetAndSaysWhereItEnds) {
+  const Executable original = richExecutable();
+  const std::string bytes = serialized(original);
+  const std::string prefix = "an entry header of 31 bytes....";
+  const std::string path = (dir_ / "entry").string();
+  std::ofstream(path, std::ios::binary) << prefix << bytes << "after";
+  std::uint64_t end = 0;
+  expectSameExecutable(
+      original, detail::readExecutableFile(path, prefix.size(), "entry", end));
+  EXPECT_EQ(end, prefix.size() + bytes.size());
+  EXPECT_THROW(
+      detail::readExecutableFile(path, prefix.size() + 1, "entry", end),
+      SerializationError);
+  EXPECT_THROW(detail::readExecutableFile(path, 1 << 20, "entry", end),
+               SerializationError);
+}
+
 TEST_F(ExecutableFiles, LoadOfAFolderSaysItIsNotAFile) {
   EXPECT_THROW(Executable::load(dir_.string()), SerializationError);
 }

@@ -224,6 +224,34 @@ TEST(EngineCopies, OverlappingCopyReadsBeforeWriting) {
   EXPECT_EQ(readFloats(e, "x", 6), (std::vector<float>{0, 0, 1, 2, 3, 4}));
 }
 
+// Many pieces whose sources come in falling address order (sorted by the
+// engine's overlap test) and overlap the destinations of other pieces:
+// every piece still reads what the variable held before the copy.
+TEST(EngineCopies, ScatteredOverlappingPiecesReadBeforeWriting) {
+  constexpr std::size_t kPieces = 512, kSize = 4 * kPieces + 8;
+  Device device = modelDevice();
+  Graph g(device.getTarget());
+  Tensor x = g.addVariable(FLOAT, {kSize}, "x");
+  g.setTileMapping(x, 0);
+  std::vector<float> before(kSize);
+  std::iota(before.begin(), before.end(), 0.0f);
+  g.setInitialValue(x, before);
+  g.createHostRead("x", x);
+  std::vector<Tensor> pieces;
+  std::vector<std::size_t> from;
+  for (std::size_t k = kPieces; k-- > 0;) {
+    pieces.push_back(x.slice(4 * k, 4 * k + 2));
+    from.insert(from.end(), {4 * k, 4 * k + 1});
+  }
+  Engine e(g, Copy(concat(pieces), x.slice(1, 1 + 2 * kPieces)));
+  e.load(device);
+  e.run();
+  std::vector<float> want = before;
+  for (std::size_t i = 0; i < from.size(); ++i)
+    want[1 + i] = before[from[i]];
+  EXPECT_EQ(readFloats(e, "x", kSize), want);
+}
+
 // The engine moves a contiguous piece in whole vectors plus overlapping
 // smaller moves, by length: every length up to past the memcpy cut-off
 // (512 bytes) must land exactly, touching no byte around it.

@@ -1,6 +1,7 @@
 #include "tessera/support/Memory.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -45,6 +46,29 @@ TEST(Memory, FreedSmallBlocksBelowALiveOneLeaveTheResidentSet) {
   // 256 MiB were freed; at least half of it must have left.
   EXPECT_LT(after, full - 128.0 * 1024 * 1024)
       << "resident " << full << " -> " << after << " bytes";
+}
+
+// Populating faults the pages in at once and keeps what they hold.
+TEST(Memory, PopulateMakesPagesResidentAndKeepsTheirContents) {
+  if (residentBytes() < 0)
+    GTEST_SKIP() << "no /proc/self/statm";
+  constexpr std::size_t kBytes = std::size_t{64} << 20;
+  void *p = ::mmap(nullptr, kBytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  auto *bytes = static_cast<unsigned char *>(p);
+  bytes[100] = 7;
+  const double before = residentBytes();
+  if (!tessera::populateMemory(bytes + 1, kBytes - 1)) {
+    ::munmap(p, kBytes);
+    GTEST_SKIP() << "this kernel cannot populate (MADV_POPULATE_WRITE)";
+  }
+  const double after = residentBytes();
+  EXPECT_GT(after, before + 60.0 * 1024 * 1024)
+      << "resident " << before << " -> " << after << " bytes";
+  EXPECT_EQ(bytes[100], 7);
+  EXPECT_EQ(bytes[kBytes - 1], 0);
+  ::munmap(p, kBytes);
 }
 
 } // namespace

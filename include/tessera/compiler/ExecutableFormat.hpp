@@ -119,6 +119,12 @@ void writeExecutableFile(std::ostream &out, const ExecutablePayload &payload,
 /// Reads one executable from \p in; \p what names the source in messages.
 Executable readExecutableFile(std::istream &in, const std::string &what);
 
+/// Reads the executable that starts \p offset bytes into file \p path, from
+/// a read-only mapping of the file where the system allows one (else as a
+/// stream), and sets \p end to the offset of the byte after it.
+Executable readExecutableFile(const std::string &path, std::uint64_t offset,
+                              const std::string &what, std::uint64_t &end);
+
 /// Throws SerializationError unless every index and address range in \p exe
 /// stays inside the tables and memory it refers to, and what the engine
 /// allocates per replica stays under the ceilings above (numCounters no
