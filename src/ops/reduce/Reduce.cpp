@@ -9,7 +9,9 @@
 #include "tessera/support/Error.hpp"
 #include "tessera/support/OptionParser.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <ostream>
 
@@ -153,10 +155,10 @@ Operation partialOp(Operation op) {
   return op == Operation::SQUARE_ADD ? Operation::ADD : op;
 }
 
-void addReduceVertex(Graph &graph, ComputeSet cs, const std::string &cls,
-                     unsigned tile, const std::vector<Tensor> &parts,
-                     const std::vector<unsigned> &meta, const Tensor &out,
-                     float scale) {
+VertexRef addReduceVertex(Graph &graph, ComputeSet cs, const std::string &cls,
+                          unsigned tile, const std::vector<Tensor> &parts,
+                          const std::vector<unsigned> &meta, const Tensor &out,
+                          float scale) {
   VertexRef v = graph.addVertex(cs, cls);
   graph.setFieldSize(v["partials"], parts.size());
   if (!parts.empty())
@@ -166,21 +168,109 @@ void addReduceVertex(Graph &graph, ComputeSet cs, const std::string &cls,
     graph.setInitialValue(v["meta"], meta);
   graph.setInitialValue(v["scale"], scale);
   graph.setTileMapping(v, tile);
+  return v;
 }
 
-// Stage-1 vertex: the pieces of the canonical view into `out`.
-void addStage1Vertex(Graph &graph, ComputeSet cs, const std::string &cls,
-                     const CanonicalView &cv, const VertexWork &w,
-                     const Tensor &out, float scale) {
-  std::vector<Tensor> parts;
+// A stage-1 vertex's partials being built: tensors[i] reduces into outputs
+// [meta[3i], meta[3i] + meta[3i + 1]) of the vertex's out, meta[3i + 2]
+// elements each (ReduceKernels.hpp).
+struct PieceList {
+  std::vector<Tensor> tensors;
   std::vector<unsigned> meta;
-  for (const Piece &p : w.pieces) {
-    parts.push_back(cv.flat.slice(p.begin, p.begin + p.size()));
+  std::vector<std::size_t> rows;
+
+  // Appends \p t, or joins it to the last partial when it continues it in
+  // memory and in the outputs, one row each with the same q: the vertex
+  // then reads one region where it would read two, and every output still
+  // sees its elements in the same order.
+  void add(const Tensor &t, std::size_t offset, std::size_t cover,
+           std::size_t q, std::size_t r) {
+    if (!tensors.empty() && r == 1 && rows.back() == 1 &&
+        meta[meta.size() - 1] == q &&
+        meta[meta.size() - 3] + meta[meta.size() - 2] == offset &&
+        continues(tensors.back(), t)) {
+      tensors.back() = concat(tensors.back(), t);
+      meta[meta.size() - 2] += static_cast<unsigned>(cover);
+      return;
+    }
+    tensors.push_back(t);
     meta.insert(meta.end(),
-                {static_cast<unsigned>(p.out - w.outBegin),
-                 static_cast<unsigned>(p.cover), static_cast<unsigned>(p.q)});
+                {static_cast<unsigned>(offset), static_cast<unsigned>(cover),
+                 static_cast<unsigned>(q)});
+    rows.push_back(r);
   }
-  addReduceVertex(graph, cs, cls, w.tile, parts, meta, out, scale);
+
+  static bool continues(const Tensor &a, const Tensor &b) {
+    if (!a.isContiguous() || !b.isContiguous())
+      return false;
+    const Run &x = a.runs().front(), &y = b.runs().front();
+    return x.var == y.var && x.start + x.count == y.start;
+  }
+
+  std::vector<std::uint32_t> sizes() const {
+    std::vector<std::uint32_t> n;
+    for (const Tensor &t : tensors)
+      n.push_back(static_cast<std::uint32_t>(t.numElements()));
+    return n;
+  }
+};
+
+// The pieces of \p w into a list whose outputs start \p base before the
+// vertex's out.
+void addPieces(const CanonicalView &cv, const VertexWork &w, std::size_t base,
+               PieceList &list) {
+  for (const Piece &p : w.pieces)
+    list.add(cv.flat.slice(p.begin, p.begin + p.size()),
+             base + p.out - w.outBegin, p.cover, p.q, p.rows);
+}
+
+// Workers take the parts longest first, each to the least loaded worker,
+// as the cost model schedules separate vertices; the busiest one's cycles.
+std::uint64_t busiestWorker(std::vector<std::uint64_t> parts,
+                            unsigned workers) {
+  std::sort(parts.begin(), parts.end(), std::greater<>());
+  std::vector<std::uint64_t> load(workers, 0);
+  for (std::uint64_t c : parts)
+    *std::min_element(load.begin(), load.end()) += c;
+  return *std::max_element(load.begin(), load.end());
+}
+
+// The stage-1 vertex of one tile's consecutive parts \p ws, which write
+// \p outs: outs[i] is part i's output range (consecutive in memory). One
+// part is a Reduce vertex as it was planned; several are one MultiVertex
+// whose workers take a part each, estimated as the busiest worker plus a
+// sixth of the supervisor's starts of the others, as the maps' MultiVertex
+// is: on one tile that is the cost of the separate vertices.
+void addStage1Parts(Graph &graph, ComputeSet cs, const ReduceCostShape &cost,
+                    const CanonicalView &cv,
+                    const std::vector<const VertexWork *> &ws,
+                    const std::vector<Tensor> &outs, float scale) {
+  const Target &target = graph.getTarget();
+  PieceList all;
+  std::vector<std::uint64_t> partCycles;
+  std::size_t base = 0;
+  for (std::size_t i = 0; i < ws.size(); ++i) {
+    PieceList own;
+    addPieces(cv, *ws[i], 0, own);
+    partCycles.push_back(
+        reduceWorkerCycles(target, cost, own.sizes(),
+                           static_cast<std::uint32_t>(outs[i].numElements())));
+    addPieces(cv, *ws[i], base, all);
+    base += outs[i].numElements();
+  }
+  const bool multi = ws.size() > 1;
+  const std::string cls =
+      reduceVertexName(cost.op, cost.update, cost.in, cost.out, multi);
+  const Tensor out = multi ? concat(outs) : outs[0];
+  VertexRef v = addReduceVertex(graph, cs, cls, ws[0]->tile, all.tensors,
+                                all.meta, out, scale);
+  if (!multi)
+    return;
+  const unsigned workers = MultiVertex::numWorkers();
+  const std::uint64_t starts =
+      (ws.size() - 1) * std::uint64_t(target.costs().supervisorCyclesPerVertex);
+  graph.setPerfEstimate(v, busiestWorker(partCycles, workers) +
+                               (starts + workers - 1) / workers);
 }
 
 // Partials exchanged between stages: tensors[i] holds outputs
@@ -255,7 +345,9 @@ struct ReduceRequest {
 };
 
 // Stage 1: finishing vertices write the output, the others partials
-// (returned).
+// (returned). A tile's consecutive finishing parts over consecutive
+// outputs make one vertex, and so do its partial parts (consecutive in the
+// partials variable).
 Sources addStage1(Graph &graph, const ReduceRequest &r, Type partType,
                   const CanonicalView &cv, const SplitWork &split,
                   const Tensor &outFlat, Sequence &prog,
@@ -265,16 +357,30 @@ Sources addStage1(Graph &graph, const ReduceRequest &r, Type partType,
   const Type inType = r.in.elementType();
   const ReduceParams &p = r.params;
   ComputeSet cs = graph.addComputeSet(DebugContext(dc, "stage1"));
-  const std::string finishCls =
-      reduceVertexName(p.op, p.update, inType, r.outType);
-  for (const VertexWork &w : split.finishing)
-    addStage1Vertex(graph, cs, finishCls, cv, w,
-                    outFlat.slice(w.outBegin, w.outEnd), p.scale);
-  const std::string partialCls =
-      reduceVertexName(p.op, false, inType, partType);
-  for (std::size_t i = 0; i < split.partial.size(); ++i)
-    addStage1Vertex(graph, cs, partialCls, cv, split.partial[i],
-                    partials.tensors[i], 1.0f);
+  const ReduceCostShape finishing{p.op, inType, r.outType, p.update};
+  for (std::size_t i = 0; i < split.finishing.size();) {
+    std::vector<const VertexWork *> ws{&split.finishing[i]};
+    std::vector<Tensor> outs{outFlat.slice(ws[0]->outBegin, ws[0]->outEnd)};
+    for (++i;
+         i < split.finishing.size() && split.finishing[i].tile == ws[0]->tile &&
+         split.finishing[i].outBegin == ws.back()->outEnd;
+         ++i) {
+      ws.push_back(&split.finishing[i]);
+      outs.push_back(outFlat.slice(ws.back()->outBegin, ws.back()->outEnd));
+    }
+    addStage1Parts(graph, cs, finishing, cv, ws, outs, p.scale);
+  }
+  const ReduceCostShape partial{p.op, inType, partType, false};
+  for (std::size_t i = 0; i < split.partial.size();) {
+    std::vector<const VertexWork *> ws{&split.partial[i]};
+    std::vector<Tensor> outs{partials.tensors[i]};
+    for (++i; i < split.partial.size() && split.partial[i].tile == ws[0]->tile;
+         ++i) {
+      ws.push_back(&split.partial[i]);
+      outs.push_back(partials.tensors[i]);
+    }
+    addStage1Parts(graph, cs, partial, cv, ws, outs, 1.0f);
+  }
   if (!split.finishing.empty() || !split.partial.empty())
     prog.add(program::Execute(cs, DebugContext(dc, "stage1")));
   return partials;

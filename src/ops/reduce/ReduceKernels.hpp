@@ -350,6 +350,28 @@ public:
   }
 };
 
+/// The same reduction as one MultiVertex for the work of several workers on
+/// a tile: its out is the concatenation of the workers' output ranges and
+/// each partial's offset indexes it, so it holds one pointer per run of
+/// memory rather than a vertex and a list per worker. The op sets each
+/// instance's estimate from the workers' shares (Reduce.cpp); on the host
+/// worker 0 runs them all, in the order one worker would.
+template <Operation Op, typename InT, typename OutT, bool Update>
+class ReduceMultiVertex : public MultiVertex {
+public:
+  Vector<Input<Vector<InT>>> partials;
+  std::conditional_t<Update, InOut<Vector<OutT>>, Output<Vector<OutT>>> out;
+  Vector<unsigned> meta;
+  float scale = 1.0f;
+
+  bool compute(unsigned worker) {
+    if (worker != 0)
+      return true;
+    return reduce<Op, InT, OutT, Update>(partials, meta.data(), meta.size(),
+                                         out.data(), out.size(), scale);
+  }
+};
+
 // ---- top-k ----------------------------------------------------------------
 
 /// Binary-heap helpers over positions: higher(a, b) says a belongs nearer

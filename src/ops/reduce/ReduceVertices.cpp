@@ -11,6 +11,7 @@
 namespace tessera::ops {
 namespace {
 
+using reducekernel::ReduceMultiVertex;
 using reducekernel::ReduceVertex;
 using reducekernel::TopKVertex;
 
@@ -21,9 +22,6 @@ unsigned opCycleFactor(Operation op) {
   return op == Operation::LOG_ADD ? 4 : 1;
 }
 
-// Fixed cost, a few cycles to set up each partial's pointers and loop, one
-// load-and-accumulate per vector of input, one store (and a load when
-// updating) per vector of output.
 template <Operation Op, typename InT, typename OutT, bool Update>
 void registerReduce(VertexRegistry &registry) {
   using V = ReduceVertex<Op, InT, OutT, Update>;
@@ -33,19 +31,26 @@ void registerReduce(VertexRegistry &registry) {
       .field("out", &V::out)
       .field("meta", &V::meta)
       .field("scale", &V::scale);
-  registry.addBuiltin(d.take(), [](const VertexInstanceShape &s,
-                                   const Target &t) {
-    const CostFigures &c = t.costs();
-    const std::uint64_t perVector =
-        std::uint64_t(c.reduceWorkerCyclesPerVector) * opCycleFactor(Op);
-    const std::uint64_t inWidth = t.getVectorWidth(typeOf<InT>());
-    const std::uint64_t outWidth = t.getVectorWidth(typeOf<OutT>());
-    std::uint64_t cycles = c.reduceWorkerCycles;
-    for (std::uint32_t n : s.fieldSizes[0])
-      cycles += 4 + perVector * ((n + inWidth - 1) / inWidth);
-    const std::uint64_t outs = s.fieldSizes[1].empty() ? 0 : s.fieldSizes[1][0];
-    cycles += (Update ? 2 : 1) * ((outs + outWidth - 1) / outWidth);
-    return cycles;
+  const ReduceCostShape cost{Op, typeOf<InT>(), typeOf<OutT>(), Update};
+  registry.addBuiltin(d.take(), [cost](const VertexInstanceShape &s,
+                                       const Target &t) {
+    const std::uint32_t outs = s.fieldSizes[1].empty() ? 0 : s.fieldSizes[1][0];
+    return reduceWorkerCycles(t, cost, s.fieldSizes[0], outs);
+  });
+  // The MultiVertex form: the op gives every instance its estimate (the
+  // busiest of its workers' shares); the registered one is all of its work
+  // on one worker, an upper bound.
+  using M = ReduceMultiVertex<Op, InT, OutT, Update>;
+  codelet::VertexDescriber<M> m(
+      reduceVertexName(Op, Update, typeOf<InT>(), typeOf<OutT>(), true));
+  m.field("partials", &M::partials)
+      .field("out", &M::out)
+      .field("meta", &M::meta)
+      .field("scale", &M::scale);
+  registry.addBuiltin(m.take(), [cost](const VertexInstanceShape &s,
+                                       const Target &t) {
+    const std::uint32_t outs = s.fieldSizes[1].empty() ? 0 : s.fieldSizes[1][0];
+    return reduceWorkerCycles(t, cost, s.fieldSizes[0], outs);
   });
 }
 
@@ -100,7 +105,26 @@ template <typename T> void registerTopK(VertexRegistry &registry) {
 
 } // namespace
 
-std::string reduceVertexName(Operation op, bool update, Type in, Type out) {
+// Fixed cost, a few cycles to set up each partial's pointers and loop, one
+// load-and-accumulate per vector of input, one store (and a load when
+// updating) per vector of output.
+std::uint64_t reduceWorkerCycles(const Target &t, const ReduceCostShape &v,
+                                 const std::vector<std::uint32_t> &partials,
+                                 std::uint32_t outputs) {
+  const CostFigures &c = t.costs();
+  const std::uint64_t perVector =
+      std::uint64_t(c.reduceWorkerCyclesPerVector) * opCycleFactor(v.op);
+  const std::uint64_t inWidth = t.getVectorWidth(v.in);
+  const std::uint64_t outWidth = t.getVectorWidth(v.out);
+  std::uint64_t cycles = c.reduceWorkerCycles;
+  for (std::uint32_t n : partials)
+    cycles += 4 + perVector * ((n + inWidth - 1) / inWidth);
+  cycles += (v.update ? 2 : 1) * ((outputs + outWidth - 1) / outWidth);
+  return cycles;
+}
+
+std::string reduceVertexName(Operation op, bool update, Type in, Type out,
+                             bool multi) {
   // ADD -> ReduceAdd, SQUARE_ADD -> ReduceSquareAdd.
   std::string name = "tessera::ops::Reduce";
   bool upper = true;
@@ -112,7 +136,8 @@ std::string reduceVertexName(Operation op, bool update, Type in, Type out) {
     name += upper ? ch : static_cast<char>(std::tolower(ch));
     upper = false;
   }
-  return templateName(name + (update ? "Update" : ""), {in, out});
+  return templateName(name + (update ? "Update" : "") + (multi ? "Multi" : ""),
+                      {in, out});
 }
 
 void registerReduceVertices(VertexRegistry &registry) {
