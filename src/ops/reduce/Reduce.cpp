@@ -215,13 +215,13 @@ struct PieceList {
   }
 };
 
-// The pieces of \p w into a list whose outputs start \p base before the
-// vertex's out.
-void addPieces(const CanonicalView &cv, const VertexWork &w, std::size_t base,
-               PieceList &list) {
+// The pieces of \p w, their outputs numbered from its first.
+PieceList piecesOf(const CanonicalView &cv, const VertexWork &w) {
+  PieceList list;
   for (const Piece &p : w.pieces)
-    list.add(cv.flat.slice(p.begin, p.begin + p.size()),
-             base + p.out - w.outBegin, p.cover, p.q, p.rows);
+    list.add(cv.flat.slice(p.begin, p.begin + p.size()), p.out - w.outBegin,
+             p.cover, p.q, p.rows);
+  return list;
 }
 
 // Workers take the parts longest first, each to the least loaded worker,
@@ -235,40 +235,44 @@ std::uint64_t busiestWorker(std::vector<std::uint64_t> parts,
   return *std::max_element(load.begin(), load.end());
 }
 
-// The stage-1 vertex of one tile's consecutive parts \p ws, which write
-// \p outs: outs[i] is part i's output range (consecutive in memory). One
-// part is a Reduce vertex as it was planned; several are one MultiVertex
-// whose workers take a part each, estimated as the busiest worker plus a
-// sixth of the supervisor's starts of the others, as the maps' MultiVertex
-// is: on one tile that is the cost of the separate vertices.
-void addStage1Parts(Graph &graph, ComputeSet cs, const ReduceCostShape &cost,
-                    const CanonicalView &cv,
-                    const std::vector<const VertexWork *> &ws,
-                    const std::vector<Tensor> &outs, float scale) {
+// One worker's share of a tile's work as the planner cut it: its partials
+// (outputs numbered from its first) and the outputs it writes.
+struct Part {
+  PieceList pieces;
+  Tensor out;
+};
+
+// The vertex of one tile's \p parts, whose outputs are consecutive in
+// memory: its out is theirs concatenated and its partials theirs, joined
+// where one continues another. A MultiVertex whose workers take a part
+// each: estimated as the busiest worker plus a sixth of the supervisor's
+// starts of the others, as the maps' MultiVertex is, which on one tile is
+// the cost of separate vertices.
+void addParts(Graph &graph, ComputeSet cs, const ReduceCostShape &cost,
+              unsigned tile, const std::vector<Part> &parts, float scale) {
   const Target &target = graph.getTarget();
   PieceList all;
   std::vector<std::uint64_t> partCycles;
+  std::vector<Tensor> outs;
   std::size_t base = 0;
-  for (std::size_t i = 0; i < ws.size(); ++i) {
-    PieceList own;
-    addPieces(cv, *ws[i], 0, own);
+  for (const Part &part : parts) {
+    const PieceList &own = part.pieces;
     partCycles.push_back(
         reduceWorkerCycles(target, cost, own.sizes(),
-                           static_cast<std::uint32_t>(outs[i].numElements())));
-    addPieces(cv, *ws[i], base, all);
-    base += outs[i].numElements();
+                           static_cast<std::uint32_t>(part.out.numElements())));
+    for (std::size_t i = 0; i < own.tensors.size(); ++i)
+      all.add(own.tensors[i], base + own.meta[3 * i], own.meta[3 * i + 1],
+              own.meta[3 * i + 2], own.rows[i]);
+    base += part.out.numElements();
+    outs.push_back(part.out);
   }
-  const bool multi = ws.size() > 1;
-  const std::string cls =
-      reduceVertexName(cost.op, cost.update, cost.in, cost.out, multi);
-  const Tensor out = multi ? concat(outs) : outs[0];
-  VertexRef v = addReduceVertex(graph, cs, cls, ws[0]->tile, all.tensors,
-                                all.meta, out, scale);
-  if (!multi)
-    return;
+  VertexRef v = addReduceVertex(
+      graph, cs, reduceVertexName(cost.op, cost.update, cost.in, cost.out),
+      tile, all.tensors, all.meta, concat(outs), scale);
   const unsigned workers = MultiVertex::numWorkers();
   const std::uint64_t starts =
-      (ws.size() - 1) * std::uint64_t(target.costs().supervisorCyclesPerVertex);
+      (parts.size() - 1) *
+      std::uint64_t(target.costs().supervisorCyclesPerVertex);
   graph.setPerfEstimate(v, busiestWorker(partCycles, workers) +
                                (starts + workers - 1) / workers);
 }
@@ -303,11 +307,9 @@ Sources allocate(Graph &graph, Type type, const std::vector<OwnedRange> &ranges,
   return s;
 }
 
-// A vertex reducing the parts of `src` that overlap outputs [v.begin,
-// v.end) into `out`.
-void addGatherVertex(Graph &graph, ComputeSet cs, const std::string &cls,
-                     const Stage2Vertex &v, const Sources &src,
-                     const Tensor &out, float scale) {
+// The parts of `src` that overlap outputs [v.begin, v.end), numbered from
+// v.begin.
+PieceList gatherPieces(const Stage2Vertex &v, const Sources &src) {
   // Slices over the same outputs are joined into one multi-row partial:
   // the exchange delivers them into one contiguous buffer, as it would on
   // the IPU, and the vertex reads them as one vectorised run.
@@ -319,15 +321,28 @@ void addGatherVertex(Graph &graph, ComputeSet cs, const std::string &cls,
     byRange[{lo, hi}].push_back(
         src.tensors[s].slice(lo - r.begin, hi - r.begin));
   }
-  std::vector<Tensor> parts;
-  std::vector<unsigned> meta;
-  for (const auto &[range, slices] : byRange) {
-    parts.push_back(concat(slices));
-    meta.insert(meta.end(),
-                {static_cast<unsigned>(range.first - v.begin),
-                 static_cast<unsigned>(range.second - range.first), 1u});
+  PieceList list;
+  for (const auto &[range, slices] : byRange)
+    list.add(concat(slices), range.first - v.begin, range.second - range.first,
+             1, slices.size());
+  return list;
+}
+
+// Vertices reducing the partials `src` as \p vs plans, vs[i] into outs[i]:
+// a tile's consecutive vertices whose outputs follow each other in memory
+// make one (addParts).
+void addGatherVertices(Graph &graph, ComputeSet cs, const ReduceCostShape &cost,
+                       const std::vector<Stage2Vertex> &vs, const Sources &src,
+                       const std::vector<Tensor> &outs, float scale) {
+  for (std::size_t i = 0; i < vs.size();) {
+    std::vector<Part> parts{{gatherPieces(vs[i], src), outs[i]}};
+    const unsigned tile = vs[i].tile;
+    for (++i; i < vs.size() && vs[i].tile == tile &&
+              PieceList::continues(parts.back().out, outs[i]);
+         ++i)
+      parts.push_back({gatherPieces(vs[i], src), outs[i]});
+    addParts(graph, cs, cost, tile, parts, scale);
   }
-  addReduceVertex(graph, cs, cls, v.tile, parts, meta, out, scale);
 }
 
 // Above this many partials for one output, an intermediate level reduces
@@ -346,8 +361,8 @@ struct ReduceRequest {
 
 // Stage 1: finishing vertices write the output, the others partials
 // (returned). A tile's consecutive finishing parts over consecutive
-// outputs make one vertex, and so do its partial parts (consecutive in the
-// partials variable).
+// outputs make one vertex (addParts), and so do its partial parts
+// (consecutive in the partials variable).
 Sources addStage1(Graph &graph, const ReduceRequest &r, Type partType,
                   const CanonicalView &cv, const SplitWork &split,
                   const Tensor &outFlat, Sequence &prog,
@@ -359,27 +374,27 @@ Sources addStage1(Graph &graph, const ReduceRequest &r, Type partType,
   ComputeSet cs = graph.addComputeSet(DebugContext(dc, "stage1"));
   const ReduceCostShape finishing{p.op, inType, r.outType, p.update};
   for (std::size_t i = 0; i < split.finishing.size();) {
-    std::vector<const VertexWork *> ws{&split.finishing[i]};
-    std::vector<Tensor> outs{outFlat.slice(ws[0]->outBegin, ws[0]->outEnd)};
-    for (++i;
-         i < split.finishing.size() && split.finishing[i].tile == ws[0]->tile &&
-         split.finishing[i].outBegin == ws.back()->outEnd;
+    const VertexWork &w = split.finishing[i];
+    std::vector<Part> parts{
+        {piecesOf(cv, w), outFlat.slice(w.outBegin, w.outEnd)}};
+    std::size_t end = w.outEnd;
+    for (++i; i < split.finishing.size() && split.finishing[i].tile == w.tile &&
+              split.finishing[i].outBegin == end;
          ++i) {
-      ws.push_back(&split.finishing[i]);
-      outs.push_back(outFlat.slice(ws.back()->outBegin, ws.back()->outEnd));
+      const VertexWork &next = split.finishing[i];
+      parts.push_back(
+          {piecesOf(cv, next), outFlat.slice(next.outBegin, next.outEnd)});
+      end = next.outEnd;
     }
-    addStage1Parts(graph, cs, finishing, cv, ws, outs, p.scale);
+    addParts(graph, cs, finishing, w.tile, parts, p.scale);
   }
   const ReduceCostShape partial{p.op, inType, partType, false};
   for (std::size_t i = 0; i < split.partial.size();) {
-    std::vector<const VertexWork *> ws{&split.partial[i]};
-    std::vector<Tensor> outs{partials.tensors[i]};
-    for (++i; i < split.partial.size() && split.partial[i].tile == ws[0]->tile;
-         ++i) {
-      ws.push_back(&split.partial[i]);
-      outs.push_back(partials.tensors[i]);
-    }
-    addStage1Parts(graph, cs, partial, cv, ws, outs, 1.0f);
+    const unsigned tile = split.partial[i].tile;
+    std::vector<Part> parts;
+    for (; i < split.partial.size() && split.partial[i].tile == tile; ++i)
+      parts.push_back({piecesOf(cv, split.partial[i]), partials.tensors[i]});
+    addParts(graph, cs, partial, tile, parts, 1.0f);
   }
   if (!split.finishing.empty() || !split.partial.empty())
     prog.add(program::Execute(cs, DebugContext(dc, "stage1")));
@@ -392,7 +407,7 @@ Sources addIntermediateLevels(Graph &graph, Operation op, Type partType,
                               Sources partials, Sequence &prog,
                               const DebugContext &dc) {
   const unsigned workers = graph.getTarget().getNumWorkerContexts();
-  const std::string cls = reduceVertexName(op, false, partType, partType);
+  const ReduceCostShape cost{op, partType, partType, false};
   for (unsigned level = 1;; ++level) {
     const std::vector<Stage2Vertex> inter =
         planIntermediate(partials.ranges, workers, kMaxFanIn);
@@ -404,9 +419,7 @@ Sources addIntermediateLevels(Graph &graph, Operation op, Type partType,
     const std::string name = "intermediate" + std::to_string(level);
     Sources next = allocate(graph, partType, ranges, DebugContext(dc, name));
     ComputeSet cs = graph.addComputeSet(DebugContext(dc, name));
-    for (std::size_t i = 0; i < inter.size(); ++i)
-      addGatherVertex(graph, cs, cls, inter[i], partials, next.tensors[i],
-                      1.0f);
+    addGatherVertices(graph, cs, cost, inter, partials, next.tensors, 1.0f);
     prog.add(program::Execute(cs, DebugContext(dc, name)));
     partials = std::move(next);
   }
@@ -505,11 +518,11 @@ Tensor reduceImpl(Graph &graph, const ReduceRequest &r, Tensor out,
   if (stage2.empty())
     return out;
   ComputeSet cs = graph.addComputeSet(DebugContext(dc, "stage2"));
-  const std::string cls =
-      reduceVertexName(op2, r.params.update, partType, r.outType);
+  std::vector<Tensor> outs;
   for (const Stage2Vertex &v : stage2)
-    addGatherVertex(graph, cs, cls, v, partials, outFlat.slice(v.begin, v.end),
-                    r.params.scale);
+    outs.push_back(outFlat.slice(v.begin, v.end));
+  addGatherVertices(graph, cs, {op2, partType, r.outType, r.params.update},
+                    stage2, partials, outs, r.params.scale);
   prog.add(program::Execute(cs, DebugContext(dc, "stage2")));
   return out;
 }

@@ -20,10 +20,8 @@
 
 namespace tessera::ops {
 
-/// "tessera::ops::ReduceSquareAddUpdate<half,float>"; with \p multi the
-/// MultiVertex form, "tessera::ops::ReduceSquareAddUpdateMulti<half,float>".
-std::string reduceVertexName(Operation op, bool update, Type in, Type out,
-                             bool multi = false);
+/// "tessera::ops::ReduceSquareAddUpdate<half,float>".
+std::string reduceVertexName(Operation op, bool update, Type in, Type out);
 
 /// What a reduction vertex's cost depends on besides its sizes.
 struct ReduceCostShape {

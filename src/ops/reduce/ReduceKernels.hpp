@@ -335,29 +335,13 @@ bool reduce(const List &partials, const unsigned *meta, std::size_t metaSize,
   return true;
 }
 
-/// The reduction vertex: Reduce<op>[Update]<in,out> in the registry.
+/// The reduction vertex: Reduce<op>[Update]<in,out> in the registry. A
+/// MultiVertex: the op plans a tile's work in worker shares and gives the
+/// vertex their outputs concatenated (each partial's offset indexes them)
+/// and the busiest worker's estimate (Reduce.cpp); on the host worker 0
+/// runs them all, every output's elements in the order of its partials.
 template <Operation Op, typename InT, typename OutT, bool Update>
-class ReduceVertex : public Vertex {
-public:
-  Vector<Input<Vector<InT>>> partials;
-  std::conditional_t<Update, InOut<Vector<OutT>>, Output<Vector<OutT>>> out;
-  Vector<unsigned> meta;
-  float scale = 1.0f;
-
-  bool compute() {
-    return reduce<Op, InT, OutT, Update>(partials, meta.data(), meta.size(),
-                                         out.data(), out.size(), scale);
-  }
-};
-
-/// The same reduction as one MultiVertex for the work of several workers on
-/// a tile: its out is the concatenation of the workers' output ranges and
-/// each partial's offset indexes it, so it holds one pointer per run of
-/// memory rather than a vertex and a list per worker. The op sets each
-/// instance's estimate from the workers' shares (Reduce.cpp); on the host
-/// worker 0 runs them all, in the order one worker would.
-template <Operation Op, typename InT, typename OutT, bool Update>
-class ReduceMultiVertex : public MultiVertex {
+class ReduceVertex : public MultiVertex {
 public:
   Vector<Input<Vector<InT>>> partials;
   std::conditional_t<Update, InOut<Vector<OutT>>, Output<Vector<OutT>>> out;

@@ -11,7 +11,6 @@
 namespace tessera::ops {
 namespace {
 
-using reducekernel::ReduceMultiVertex;
 using reducekernel::ReduceVertex;
 using reducekernel::TopKVertex;
 
@@ -31,23 +30,10 @@ void registerReduce(VertexRegistry &registry) {
       .field("out", &V::out)
       .field("meta", &V::meta)
       .field("scale", &V::scale);
+  // The op sets each instance's estimate from its worker shares; this one
+  // is the whole vertex as one share.
   const ReduceCostShape cost{Op, typeOf<InT>(), typeOf<OutT>(), Update};
   registry.addBuiltin(d.take(), [cost](const VertexInstanceShape &s,
-                                       const Target &t) {
-    const std::uint32_t outs = s.fieldSizes[1].empty() ? 0 : s.fieldSizes[1][0];
-    return reduceWorkerCycles(t, cost, s.fieldSizes[0], outs);
-  });
-  // The MultiVertex form: the op gives every instance its estimate (the
-  // busiest of its workers' shares); the registered one is all of its work
-  // on one worker, an upper bound.
-  using M = ReduceMultiVertex<Op, InT, OutT, Update>;
-  codelet::VertexDescriber<M> m(
-      reduceVertexName(Op, Update, typeOf<InT>(), typeOf<OutT>(), true));
-  m.field("partials", &M::partials)
-      .field("out", &M::out)
-      .field("meta", &M::meta)
-      .field("scale", &M::scale);
-  registry.addBuiltin(m.take(), [cost](const VertexInstanceShape &s,
                                        const Target &t) {
     const std::uint32_t outs = s.fieldSizes[1].empty() ? 0 : s.fieldSizes[1][0];
     return reduceWorkerCycles(t, cost, s.fieldSizes[0], outs);
@@ -123,8 +109,7 @@ std::uint64_t reduceWorkerCycles(const Target &t, const ReduceCostShape &v,
   return cycles;
 }
 
-std::string reduceVertexName(Operation op, bool update, Type in, Type out,
-                             bool multi) {
+std::string reduceVertexName(Operation op, bool update, Type in, Type out) {
   // ADD -> ReduceAdd, SQUARE_ADD -> ReduceSquareAdd.
   std::string name = "tessera::ops::Reduce";
   bool upper = true;
@@ -136,8 +121,7 @@ std::string reduceVertexName(Operation op, bool update, Type in, Type out,
     name += upper ? ch : static_cast<char>(std::tolower(ch));
     upper = false;
   }
-  return templateName(name + (update ? "Update" : "") + (multi ? "Multi" : ""),
-                      {in, out});
+  return templateName(name + (update ? "Update" : ""), {in, out});
 }
 
 void registerReduceVertices(VertexRegistry &registry) {
