@@ -212,6 +212,22 @@ normalise(Graph &graph, const View &v, const Tensor &acts, const Tensor &gamma,
   return {out.reshape(acts.shape()), whitened.reshape(acts.shape())};
 }
 
+// (gammaDelta, betaDelta): sum(dy * xhat) and sum(dy) per channel of the
+// [N, C, S] tensors \p prod and \p dy, in one reduction of the two
+// stacked: a tile's shares of both make one vertex, not two, and so do the
+// owners'.
+std::pair<Tensor, Tensor> deltas(Graph &graph, const View &v,
+                                 const Tensor &prod, const Tensor &dy,
+                                 Type type, Sequence &prog,
+                                 const DebugContext &dc,
+                                 const OptionFlags &ro) {
+  const std::vector<std::size_t> one{1, v.n, v.c, v.s};
+  const Tensor both =
+      reduce(graph, concat(prod.reshape(one), dy.reshape(one), 0), type, {1, 3},
+             Operation::ADD, prog, DebugContext(dc, "deltas"), ro);
+  return {both[0], both[1]};
+}
+
 NormGradients gradients(Graph &graph, const View &v, const Tensor &whitened,
                         const Tensor &gradsIn, const Tensor &istd,
                         const Tensor &gamma, Type partialsType, Sequence &prog,
@@ -224,12 +240,9 @@ NormGradients gradients(Graph &graph, const View &v, const Tensor &whitened,
   const Tensor xh = whitened.reshape({v.n, v.c, v.s});
   const Tensor dy = gradsIn.reshape({v.n, v.c, v.s});
   const Tensor g = gamma.reshape({v.c, 1});
-  const std::vector<std::size_t> channelDims{0, 2};
   Tensor prod = map(graph, _1 * _2, {dy, xh}, prog, DebugContext(dc, "dyXhat"));
-  Tensor gammaDelta = reduce(graph, prod, type, channelDims, Operation::ADD,
-                             prog, DebugContext(dc, "gammaDelta"), ro);
-  Tensor betaDelta = reduce(graph, dy, type, channelDims, Operation::ADD, prog,
-                            DebugContext(dc, "betaDelta"), ro);
+  const auto [gammaDelta, betaDelta] =
+      deltas(graph, v, prod, dy, type, prog, dc, ro);
   Tensor gradsOut;
   if (v.perChannel) {
     // The batch's means of dy and dy * xhat are the deltas over the count.
@@ -287,13 +300,10 @@ NormGradients gradientsFromActs(Graph &graph, const View &v, const Tensor &acts,
   const Tensor dy = gradsIn.reshape({v.n, v.c, v.s});
   const Tensor m = mean.reshape(v.statBroadcast);
   const Tensor is = istd.reshape(v.statBroadcast);
-  const std::vector<std::size_t> channelDims{0, 2};
   Tensor prod = map(graph, _1 * ((_2 - _3) * _4), {dy, v.x, m, is}, prog,
                     DebugContext(dc, "dyXhat"));
-  Tensor gammaDelta = reduce(graph, prod, type, channelDims, Operation::ADD,
-                             prog, DebugContext(dc, "gammaDelta"), ro);
-  Tensor betaDelta = reduce(graph, dy, type, channelDims, Operation::ADD, prog,
-                            DebugContext(dc, "betaDelta"), ro);
+  const auto [gammaDelta, betaDelta] =
+      deltas(graph, v, prod, dy, type, prog, dc, ro);
   // The batch's means of dy and dy * xhat are the deltas over the count.
   const Const inv(1.0 / double(v.count));
   Tensor gradsOut = map(
