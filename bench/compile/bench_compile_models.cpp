@@ -188,6 +188,10 @@ void printBreakdown(const Executable &exe, std::size_t tile) {
                "tiles over by <=16 KiB %zu, <=32 KiB %zu, <=64 KiB %zu, "
                "more %zu\n",
                bands[0], bands[1], bands[2], bands[3]);
+  std::string worst;
+  for (std::size_t i = 0; i < order.size() && i < 8; ++i)
+    worst += fmt::format(" {}:{}", order[i], exe.tileMemory[order[i]].total());
+  std::fprintf(stderr, "busiest tiles (tile:bytes):%s\n", worst.c_str());
   for (std::size_t rank : {std::size_t(1), order.size() / 2}) {
     const TileMemory &t = exe.tileMemory[order[rank]];
     std::fprintf(stderr,
