@@ -435,7 +435,8 @@ TEST(ReducePlan, ATilesWorkersAndChannelsShareOneVertex) {
           }
         return outs;
       });
-  // Six workers' rows on each of the 4 tiles; 96 channel rows each.
+  // Per reduction and tile, the 96 channel rows the planner splits into six
+  // worker shares are one vertex reading one partial (48 and 384 before).
   EXPECT_EQ(stage1Vertices, 2 * blocks);
   EXPECT_EQ(stage1Partials, 2 * blocks);
   const auto sums =
