@@ -27,7 +27,12 @@
 //
 // ResNet-50 compiles with debug.allowOutOfMemory, so that a program that
 // does not fit is still measured; each case prints whether it fits on one
-// IPU, its busiest tile and how many tiles are over.
+// IPU, its busiest tile and how many tiles are over. With
+// TESSERA_BENCH_BREAKDOWN set, a case also prints (on stderr) how far the
+// tiles are over and the busiest tile's memory by kind, with its vertex
+// state by vertex class and by compute set. `case resnet50_32_sgd` and
+// `case resnet50_224_sgd` compile ResNet-50 with SGD (momentum 0.9)
+// instead of Adam; the full run leaves them out.
 //
 // Every executable is also saved (Executable::save, the format of the
 // executable cache) and loaded again in a fresh child, as a cache hit loads
@@ -51,6 +56,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -94,8 +100,19 @@ const Case kCases[] = {
     {"resnet50_224_fp16", 2, 30, 300},
 };
 
+// Run only as `case NAME`: ResNet-50 with SGD (momentum 0.9) instead of
+// Adam, issue 16's other optimizer.
+const Case kExtraCases[] = {
+    {"resnet50_32_sgd", 2, 30, 300},
+    {"resnet50_224_sgd", 2, 30, 300},
+};
+
 bool isResNet(const std::string &name) {
   return name.rfind("resnet50", 0) == 0;
+}
+
+bool isSgd(const std::string &name) {
+  return name.size() > 4 && name.compare(name.size() - 4, 4, "_sgd") == 0;
 }
 
 double secondsSince(std::chrono::steady_clock::time_point t0) {
@@ -144,6 +161,118 @@ std::optional<long> residentBytes(pid_t pid, const char *what = "VmRSS:") {
   return std::nullopt;
 }
 
+// With TESSERA_BENCH_BREAKDOWN set, the busiest tile's memory by kind and
+// its vertex state by vertex class and by compute set (digits dropped from
+// the names, so that the layers of one kind add up), on stderr. A vertex's
+// bytes are counted as the compiler's layout counts them: its entry in the
+// compute set's list, 4 bytes a scalar edge, 8 a vector edge, 8 plus 8 per
+// element of a list, state inline.
+void printBreakdown(const Executable &exe, std::size_t tile) {
+  VertexRegistry::registerBuiltinLibrary("ops", &ops::registerVertices);
+  VertexRegistry registry;
+  registry.addBuiltinLibraries();
+  // How far the tiles are over, and the median tile's parts.
+  std::vector<std::size_t> order(exe.tileMemory.size());
+  for (std::size_t t = 0; t < order.size(); ++t)
+    order[t] = t;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return exe.tileMemory[a].total() > exe.tileMemory[b].total();
+  });
+  std::size_t bands[4] = {};
+  for (const TileMemory &t : exe.tileMemory)
+    if (t.total() > exe.bytesPerTile) {
+      const std::uint64_t over = t.total() - exe.bytesPerTile;
+      ++bands[over <= 16384 ? 0 : over <= 32768 ? 1 : over <= 65536 ? 2 : 3];
+    }
+  std::fprintf(stderr,
+               "tiles over by <=16 KiB %zu, <=32 KiB %zu, <=64 KiB %zu, "
+               "more %zu\n",
+               bands[0], bands[1], bands[2], bands[3]);
+  std::string worst;
+  for (std::size_t i = 0; i < order.size() && i < 8; ++i)
+    worst += fmt::format(" {}:{}", order[i], exe.tileMemory[order[i]].total());
+  std::fprintf(stderr, "busiest tiles (tile:bytes):%s\n", worst.c_str());
+  for (std::size_t rank : {std::size_t(1), order.size() / 2}) {
+    const TileMemory &t = exe.tileMemory[order[rank]];
+    std::fprintf(stderr,
+                 "rank %zu tile %zu: total %llu, always live %llu, not always "
+                 "live %llu, vertex state %llu\n",
+                 rank, order[rank], (unsigned long long)t.total(),
+                 (unsigned long long)t.alwaysLive,
+                 (unsigned long long)t.notAlwaysLive,
+                 (unsigned long long)t.vertexState);
+  }
+  const TileMemory &m = exe.tileMemory[tile];
+  std::fprintf(
+      stderr,
+      "tile %zu: total %llu = always live %llu + not always live "
+      "%llu + constants %llu + temporaries %llu + vertex state %llu "
+      "+ code %llu\n",
+      tile, (unsigned long long)m.total(), (unsigned long long)m.alwaysLive,
+      (unsigned long long)m.notAlwaysLive, (unsigned long long)m.constants,
+      (unsigned long long)m.temporaries, (unsigned long long)m.vertexState,
+      (unsigned long long)m.code);
+  using Tally = std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>;
+  Tally byClass, bySet, byStage;
+  std::vector<bool> seen(exe.computeSetNames.size() + 1, false);
+  for (const Step &st : exe.steps) {
+    // A host kernel's own vertices [addr, addr + count) take no tile
+    // memory; the vertices it stands in for, [a, a + b), do.
+    if (st.kind != StepKind::Compute || (st.c < seen.size() && seen[st.c]))
+      continue;
+    if (st.c < seen.size())
+      seen[st.c] = true;
+    std::string set = st.c < exe.computeSetNames.size()
+                          ? exe.computeSetNames[st.c]
+                          : std::string("?");
+    const std::string stage = set.substr(set.find_last_of('/') + 1);
+    std::erase_if(set, [](char ch) { return ch >= '0' && ch <= '9'; });
+    for (std::uint32_t i = st.a; i < st.a + st.b; ++i) {
+      const VertexInstance &v = exe.vertices[i];
+      if (v.tile != tile)
+        continue;
+      const std::string &cls = exe.vertexClasses[v.vertexClass].name;
+      const RegisteredVertex *rv = registry.find(cls);
+      std::uint64_t bytes = 4;
+      const std::size_t nf = rv ? rv->info.fields.size() : 0;
+      for (std::size_t f = 0; f < nf; ++f) {
+        const codelet::FieldInfo &fi = rv->info.fields[f];
+        const FieldValue &fv = exe.fields[v.firstField + f];
+        const std::uint64_t state = fv.size * typeSize(fi.elementType);
+        const bool isState = fi.direction == codelet::Direction::State;
+        if (fi.shape == codelet::Shape::Scalar)
+          bytes += isState ? state : 4;
+        else if (fi.shape == codelet::Shape::Vector)
+          bytes += isState ? 8 + state : 8;
+        else
+          bytes += 8 + 8 * std::uint64_t(fv.size);
+      }
+      bytes = (bytes + 7) / 8 * 8;
+      for (Tally *t : {&byClass, &bySet, &byStage}) {
+        auto &e = (*t)[t == &byClass ? cls : t == &bySet ? set : stage];
+        ++e.first;
+        e.second += bytes;
+      }
+    }
+  }
+  for (const auto &[title, tally] :
+       {std::pair<const char *, const Tally *>{"class", &byClass},
+        {"compute set", &bySet},
+        {"the compute set's last name", &byStage}}) {
+    std::vector<std::pair<std::uint64_t, std::string>> rows;
+    for (const auto &[name, e] : *tally)
+      rows.emplace_back(e.second, name);
+    std::sort(rows.rbegin(), rows.rend());
+    std::fprintf(stderr, "tile %zu vertex state by %s (top 25 of %zu):\n", tile,
+                 title, rows.size());
+    for (std::size_t r = 0; r < rows.size() && r < 25; ++r)
+      std::fprintf(stderr, "  %9llu B %6llu vertices  %s\n",
+                   (unsigned long long)rows[r].first,
+                   (unsigned long long)tally->at(rows[r].second).first,
+                   rows[r].second.c_str());
+  }
+}
+
 // The child: prints "key value" lines as it goes, so that the parent knows
 // how far a child it had to kill got.
 int runCase(const Case &c, const char *savePath) {
@@ -152,6 +281,8 @@ int runCase(const Case &c, const char *savePath) {
   nn::CompileOptions options;
   if (std::string(c.name) == "cifar_cnn")
     options.optimizer = passes::SGD{0.016};
+  else if (isSgd(c.name))
+    options.optimizer = passes::SGD{0.01, 0.9};
   else
     options.optimizer = passes::Adam{};
   options.loss = "sparse_categorical_crossentropy";
@@ -193,6 +324,8 @@ int runCase(const Case &c, const char *savePath) {
         static_cast<unsigned long long>(exe.tileMemory[busiest].total()),
         static_cast<unsigned long long>(exe.tileMemory[busiest].vertexState),
         static_cast<unsigned long long>(exe.bytesPerTile));
+  if (std::getenv("TESSERA_BENCH_BREAKDOWN") && !exe.tileMemory.empty())
+    printBreakdown(exe, busiest);
   if (savePath) {
     std::fflush(stdout);
     s.engine().getExecutable().save(savePath);
@@ -384,6 +517,9 @@ int main(int argc, char **argv) {
     return runLoad(argv[2]);
   if ((argc == 3 || argc == 4) && std::string(argv[1]) == "case") {
     for (const Case &c : kCases)
+      if (c.name == std::string(argv[2]))
+        return runCase(c, argc == 4 ? argv[3] : nullptr);
+    for (const Case &c : kExtraCases)
       if (c.name == std::string(argv[2]))
         return runCase(c, argc == 4 ? argv[3] : nullptr);
     std::fprintf(stderr, "bench_compile_models: unknown case %s\n", argv[2]);

@@ -302,6 +302,41 @@ TEST(NormsGradients, MatchFiniteDifferencesOfTheReference) {
   }
 }
 
+// Batch norm's gradients from the activations compute xhat inside the maps
+// that read it: no map (and no temporary) of its own, and the same bits as
+// whitening first and taking the gradients of the whitened activations.
+TEST(NormsGradients, FromActsNeedNoWhitenMapAndKeepTheBits) {
+  const std::vector<std::size_t> shape{2, 6, 9, 7};
+  const std::size_t c = 6, n = product(shape);
+  const auto x = spread(n, -1.0, 2.0);
+  auto dy = spread(n, -1.0, 1.0);
+  std::reverse(dy.begin(), dy.end());
+  std::vector<std::string> sets;
+  RunResult r =
+      runOp(8,
+            {{FLOAT, shape, x},
+             {FLOAT, shape, dy},
+             {FLOAT, {c}, spread(c, 0.5, 1.5)}},
+            [&](Graph &g, const auto &in, program::Sequence &p) {
+              auto [mean, istd] =
+                  batchNormStatistics(g, in[0], 1e-3f, p, false, true);
+              const Tensor whitened =
+                  batchNormalise(g, in[0], in[2], in[2], mean, istd, p).second;
+              const std::size_t before = g.data().computeSets.size();
+              auto [a0, a1, a2] = batchNormGradients(
+                  g, in[0], in[1], mean, istd, in[2], p, FLOAT, "fromActs");
+              for (std::size_t i = before; i < g.data().computeSets.size(); ++i)
+                sets.push_back(g.data().computeSets[i].name);
+              auto [w0, w1, w2] =
+                  batchNormGradients(g, whitened, in[1], istd, in[2], p);
+              return std::vector<Tensor>{a0, a1, a2, w0, w1, w2};
+            });
+  for (const std::string &name : sets)
+    EXPECT_EQ(name.find("whiten"), std::string::npos) << name;
+  for (unsigned k = 0; k < 3; ++k)
+    EXPECT_EQ(r.outputs[k], r.outputs[k + 3]) << "output " << k;
+}
+
 TEST(NormsInference, FoldedBatchNormScalesAndShiftsPerChannel) {
   RunResult r = runOp(4,
                       {{FLOAT, {2, 3}, {1, 2, 3, 4, 5, 6}},

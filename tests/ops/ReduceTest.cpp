@@ -386,6 +386,67 @@ TEST(ReducePlan, TransposedViewsArePlannedInMemoryOrder) {
       EXPECT_NEAR(r.outputs[1][ci * w + wi], cw[wi * c + ci], 1e-4);
 }
 
+// Batch-norm statistics of a convolution's output, whose memory holds
+// blocks of [batch, channels, rows, width] (one block of rows a tile):
+// the rows the planner splits between a tile's workers make one
+// MultiVertex a tile, and a tile's channels, which follow each other in
+// memory, one partial of it. The same values in a variable per channel
+// row (nothing to join) give the same bits.
+TEST(ReducePlan, ATilesWorkersAndChannelsShareOneVertex) {
+  const std::size_t n = 2, c = 24, blocks = 4, hb = 2, w = 56;
+  const std::size_t size = n * c * blocks * hb * w;
+  const auto x = spread(size, -2.0, 2.0);
+  std::size_t stage1Vertices = 0, stage1Partials = 0;
+  RunResult r = runOp(
+      blocks, {{FLOAT, {n, c, blocks * hb, w}, x}},
+      [&](Graph &g, const auto &t, program::Sequence &p) {
+        std::vector<Tensor> joined, rows(n * c);
+        for (std::size_t k = 0; k < blocks; ++k) {
+          joined.push_back(g.addVariable(FLOAT, {n, c, hb, w}, "block"));
+          g.setTileMapping(joined.back(), static_cast<unsigned>(k));
+          for (std::size_t i = 0; i < n * c; ++i) {
+            Tensor v = g.addVariable(FLOAT, {1, 1, hb, w}, "row");
+            g.setTileMapping(v, static_cast<unsigned>(k));
+            rows[i] = k ? concat(rows[i], v, 2) : v;
+          }
+        }
+        std::vector<Tensor> perChannel;
+        for (std::size_t b = 0; b < n; ++b) {
+          std::vector<Tensor> chans(rows.begin() + b * c,
+                                    rows.begin() + (b + 1) * c);
+          perChannel.push_back(concat(chans, 1));
+        }
+        const Tensor a = concat(joined, 2), b = concat(perChannel, 0);
+        p.add(program::Copy(t[0], a));
+        p.add(program::Copy(t[0], b));
+        std::vector<Tensor> outs;
+        for (bool first : {true, false})
+          for (Operation op : {Operation::ADD, Operation::SQUARE_ADD}) {
+            const std::size_t before = g.getNumVertices();
+            outs.push_back(reduce(g, first ? a : b, {0, 2, 3}, op, p));
+            for (std::size_t v = before; first && v < g.getNumVertices(); ++v) {
+              const VertexData &vd = g.data().vertices[v];
+              const std::string &cs = g.data().computeSets[vd.computeSet].name;
+              if (cs.size() < 6 || cs.substr(cs.size() - 6) != "stage1")
+                continue;
+              ++stage1Vertices;
+              stage1Partials += vd.fields[0].tensors.size();
+            }
+          }
+        return outs;
+      });
+  // Per reduction and tile, the 96 channel rows the planner splits into six
+  // worker shares are one vertex reading one partial (48 and 384 before).
+  EXPECT_EQ(stage1Vertices, 2 * blocks);
+  EXPECT_EQ(stage1Partials, 2 * blocks);
+  const auto sums =
+      reference::reduce(x, {n, c, blocks * hb * w}, {0, 2}, Operation::ADD);
+  for (std::size_t i = 0; i < c; ++i)
+    EXPECT_NEAR(r.outputs[0][i], sums[i], 1e-3) << i;
+  EXPECT_EQ(bitsOf(r.outputs[0]), bitsOf(r.outputs[2]));
+  EXPECT_EQ(bitsOf(r.outputs[1]), bitsOf(r.outputs[3]));
+}
+
 TEST(ReducePlan, InterleavedMappingsGiveTheSameResults) {
   // Blocks of 5 elements alternate between tiles 0 and 2, so every row has
   // several pieces on each tile.

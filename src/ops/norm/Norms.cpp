@@ -212,6 +212,22 @@ normalise(Graph &graph, const View &v, const Tensor &acts, const Tensor &gamma,
   return {out.reshape(acts.shape()), whitened.reshape(acts.shape())};
 }
 
+// (gammaDelta, betaDelta): sum(dy * xhat) and sum(dy) per channel of the
+// [N, C, S] tensors \p prod and \p dy, in one reduction of the two
+// stacked: a tile's shares of both make one vertex, not two, and so do the
+// owners'.
+std::pair<Tensor, Tensor> deltas(Graph &graph, const View &v,
+                                 const Tensor &prod, const Tensor &dy,
+                                 Type type, Sequence &prog,
+                                 const DebugContext &dc,
+                                 const OptionFlags &ro) {
+  const std::vector<std::size_t> one{1, v.n, v.c, v.s};
+  const Tensor both =
+      reduce(graph, concat(prod.reshape(one), dy.reshape(one), 0), type, {1, 3},
+             Operation::ADD, prog, DebugContext(dc, "deltas"), ro);
+  return {both[0], both[1]};
+}
+
 NormGradients gradients(Graph &graph, const View &v, const Tensor &whitened,
                         const Tensor &gradsIn, const Tensor &istd,
                         const Tensor &gamma, Type partialsType, Sequence &prog,
@@ -224,12 +240,9 @@ NormGradients gradients(Graph &graph, const View &v, const Tensor &whitened,
   const Tensor xh = whitened.reshape({v.n, v.c, v.s});
   const Tensor dy = gradsIn.reshape({v.n, v.c, v.s});
   const Tensor g = gamma.reshape({v.c, 1});
-  const std::vector<std::size_t> channelDims{0, 2};
   Tensor prod = map(graph, _1 * _2, {dy, xh}, prog, DebugContext(dc, "dyXhat"));
-  Tensor gammaDelta = reduce(graph, prod, type, channelDims, Operation::ADD,
-                             prog, DebugContext(dc, "gammaDelta"), ro);
-  Tensor betaDelta = reduce(graph, dy, type, channelDims, Operation::ADD, prog,
-                            DebugContext(dc, "betaDelta"), ro);
+  const auto [gammaDelta, betaDelta] =
+      deltas(graph, v, prod, dy, type, prog, dc, ro);
   Tensor gradsOut;
   if (v.perChannel) {
     // The batch's means of dy and dy * xhat are the deltas over the count.
@@ -265,6 +278,45 @@ NormGradients gradients(Graph &graph, const View &v, const Tensor &whitened,
                    prog, DebugContext(dc, "gradsOut"));
   }
   return {gradsOut.reshape(whitened.shape()), gammaDelta, betaDelta};
+}
+
+// Batch norm's gradients from the activations: as gradients() of the
+// whitened activations, with xhat = (x - mean) * invStdDev computed inside
+// the two maps that read it rather than stored by a map of its own. Each
+// map evaluates an operation at a time in the activations' type, so xhat
+// has the same bits either way; the activations' size less of temporary
+// memory and a vertex a tile less.
+NormGradients gradientsFromActs(Graph &graph, const View &v, const Tensor &acts,
+                                const Tensor &gradsIn, const Tensor &mean,
+                                const Tensor &istd, const Tensor &gamma,
+                                Type partialsType, Sequence &prog,
+                                const DebugContext &dc, const std::string &op) {
+  checkLike(op, "the mean", mean, acts, v.statShape);
+  checkLike(op, "invStdDev", istd, acts, v.statShape);
+  checkLike(op, "gradsIn", gradsIn, acts, acts.shape());
+  checkLike(op, "gamma", gamma, acts, {v.c});
+  const OptionFlags ro = reduceOptions(partialsType, op);
+  const Type type = acts.elementType();
+  const Tensor dy = gradsIn.reshape({v.n, v.c, v.s});
+  const Tensor m = mean.reshape(v.statBroadcast);
+  const Tensor is = istd.reshape(v.statBroadcast);
+  Tensor prod = map(graph, _1 * ((_2 - _3) * _4), {dy, v.x, m, is}, prog,
+                    DebugContext(dc, "dyXhat"));
+  const auto [gammaDelta, betaDelta] =
+      deltas(graph, v, prod, dy, type, prog, dc, ro);
+  // The batch's means of dy and dy * xhat are the deltas over the count.
+  const Const inv(1.0 / double(v.count));
+  Tensor gradsOut = map(
+      graph, _5 * _6 * (_1 - (_4 + ((_2 - _7) * _6) * _3) * inv),
+      {dy, v.x,
+       channelsLinear(graph, v, gammaDelta, prog,
+                      DebugContext(dc, "gammaDelta"))
+           .reshape({v.c, 1}),
+       channelsLinear(graph, v, betaDelta, prog, DebugContext(dc, "betaDelta"))
+           .reshape({v.c, 1}),
+       gamma.reshape({v.c, 1}), is, m},
+      prog, DebugContext(dc, "gradsOut"));
+  return {gradsOut.reshape(acts.shape()), gammaDelta, betaDelta};
 }
 
 Tensor whiten(Graph &graph, const View &v, const Tensor &acts,
@@ -346,11 +398,9 @@ NormGradients batchNormGradients(Graph &graph, const Tensor &acts,
                                  const OptionFlags &options) {
   const std::string op = "batchNormGradients";
   noOptions(op, options);
-  const DebugContext name = nameOr(dc, op);
-  const View v = makeView(op, acts, 0);
-  const Tensor xh = whiten(graph, v, acts, mean, invStdDev, prog, name, op);
-  return gradients(graph, makeView(op, xh, 0), xh, gradsIn, invStdDev, gamma,
-                   partialsType, prog, name, op);
+  return gradientsFromActs(graph, makeView(op, acts, 0), acts, gradsIn, mean,
+                           invStdDev, gamma, partialsType, prog, nameOr(dc, op),
+                           op);
 }
 
 // ---- Group norm and layer norm (one group) ------------------------------

@@ -9,7 +9,9 @@
 #include "tessera/support/Error.hpp"
 #include "tessera/support/OptionParser.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <ostream>
 
@@ -153,10 +155,10 @@ Operation partialOp(Operation op) {
   return op == Operation::SQUARE_ADD ? Operation::ADD : op;
 }
 
-void addReduceVertex(Graph &graph, ComputeSet cs, const std::string &cls,
-                     unsigned tile, const std::vector<Tensor> &parts,
-                     const std::vector<unsigned> &meta, const Tensor &out,
-                     float scale) {
+VertexRef addReduceVertex(Graph &graph, ComputeSet cs, const std::string &cls,
+                          unsigned tile, const std::vector<Tensor> &parts,
+                          const std::vector<unsigned> &meta, const Tensor &out,
+                          float scale) {
   VertexRef v = graph.addVertex(cs, cls);
   graph.setFieldSize(v["partials"], parts.size());
   if (!parts.empty())
@@ -166,21 +168,113 @@ void addReduceVertex(Graph &graph, ComputeSet cs, const std::string &cls,
     graph.setInitialValue(v["meta"], meta);
   graph.setInitialValue(v["scale"], scale);
   graph.setTileMapping(v, tile);
+  return v;
 }
 
-// Stage-1 vertex: the pieces of the canonical view into `out`.
-void addStage1Vertex(Graph &graph, ComputeSet cs, const std::string &cls,
-                     const CanonicalView &cv, const VertexWork &w,
-                     const Tensor &out, float scale) {
-  std::vector<Tensor> parts;
+// A stage-1 vertex's partials being built: tensors[i] reduces into outputs
+// [meta[3i], meta[3i] + meta[3i + 1]) of the vertex's out, meta[3i + 2]
+// elements each (ReduceKernels.hpp).
+struct PieceList {
+  std::vector<Tensor> tensors;
   std::vector<unsigned> meta;
-  for (const Piece &p : w.pieces) {
-    parts.push_back(cv.flat.slice(p.begin, p.begin + p.size()));
+  std::vector<std::size_t> rows;
+
+  // Appends \p t, or joins it to the last partial when it continues it in
+  // memory and in the outputs, one row each with the same q: the vertex
+  // then reads one region where it would read two, and every output still
+  // sees its elements in the same order.
+  void add(const Tensor &t, std::size_t offset, std::size_t cover,
+           std::size_t q, std::size_t r) {
+    if (!tensors.empty() && r == 1 && rows.back() == 1 &&
+        meta[meta.size() - 1] == q &&
+        meta[meta.size() - 3] + meta[meta.size() - 2] == offset &&
+        continues(tensors.back(), t)) {
+      tensors.back() = concat(tensors.back(), t);
+      meta[meta.size() - 2] += static_cast<unsigned>(cover);
+      return;
+    }
+    tensors.push_back(t);
     meta.insert(meta.end(),
-                {static_cast<unsigned>(p.out - w.outBegin),
-                 static_cast<unsigned>(p.cover), static_cast<unsigned>(p.q)});
+                {static_cast<unsigned>(offset), static_cast<unsigned>(cover),
+                 static_cast<unsigned>(q)});
+    rows.push_back(r);
   }
-  addReduceVertex(graph, cs, cls, w.tile, parts, meta, out, scale);
+
+  static bool continues(const Tensor &a, const Tensor &b) {
+    if (!a.isContiguous() || !b.isContiguous())
+      return false;
+    const Run &x = a.runs().front(), &y = b.runs().front();
+    return x.var == y.var && x.start + x.count == y.start;
+  }
+
+  std::vector<std::uint32_t> sizes() const {
+    std::vector<std::uint32_t> n;
+    for (const Tensor &t : tensors)
+      n.push_back(static_cast<std::uint32_t>(t.numElements()));
+    return n;
+  }
+};
+
+// The pieces of \p w, their outputs numbered from its first.
+PieceList piecesOf(const CanonicalView &cv, const VertexWork &w) {
+  PieceList list;
+  for (const Piece &p : w.pieces)
+    list.add(cv.flat.slice(p.begin, p.begin + p.size()), p.out - w.outBegin,
+             p.cover, p.q, p.rows);
+  return list;
+}
+
+// Workers take the parts longest first, each to the least loaded worker,
+// as the cost model schedules separate vertices; the busiest one's cycles.
+std::uint64_t busiestWorker(std::vector<std::uint64_t> parts,
+                            unsigned workers) {
+  std::sort(parts.begin(), parts.end(), std::greater<>());
+  std::vector<std::uint64_t> load(workers, 0);
+  for (std::uint64_t c : parts)
+    *std::min_element(load.begin(), load.end()) += c;
+  return *std::max_element(load.begin(), load.end());
+}
+
+// One worker's share of a tile's work as the planner cut it: its partials
+// (outputs numbered from its first) and the outputs it writes.
+struct Part {
+  PieceList pieces;
+  Tensor out;
+};
+
+// The vertex of one tile's \p parts, whose outputs are consecutive in
+// memory: its out is theirs concatenated and its partials theirs, joined
+// where one continues another. A MultiVertex whose workers take a part
+// each: estimated as the busiest worker plus a sixth of the supervisor's
+// starts of the others, as the maps' MultiVertex is, which on one tile is
+// the cost of separate vertices.
+void addParts(Graph &graph, ComputeSet cs, const ReduceCostShape &cost,
+              unsigned tile, const std::vector<Part> &parts, float scale) {
+  const Target &target = graph.getTarget();
+  PieceList all;
+  std::vector<std::uint64_t> partCycles;
+  std::vector<Tensor> outs;
+  std::size_t base = 0;
+  for (const Part &part : parts) {
+    const PieceList &own = part.pieces;
+    partCycles.push_back(
+        reduceWorkerCycles(target, cost, own.sizes(),
+                           static_cast<std::uint32_t>(part.out.numElements())));
+    for (std::size_t i = 0; i < own.tensors.size(); ++i)
+      all.add(own.tensors[i], base + own.meta[3 * i], own.meta[3 * i + 1],
+              own.meta[3 * i + 2], own.rows[i]);
+    base += part.out.numElements();
+    outs.push_back(part.out);
+  }
+  VertexRef v = addReduceVertex(
+      graph, cs, reduceVertexName(cost.op, cost.update, cost.in, cost.out),
+      tile, all.tensors, all.meta, concat(outs), scale);
+  const unsigned workers = MultiVertex::numWorkers();
+  const std::uint64_t starts =
+      (parts.size() - 1) *
+      std::uint64_t(target.costs().supervisorCyclesPerVertex);
+  graph.setPerfEstimate(v, busiestWorker(partCycles, workers) +
+                               (starts + workers - 1) / workers);
 }
 
 // Partials exchanged between stages: tensors[i] holds outputs
@@ -213,11 +307,9 @@ Sources allocate(Graph &graph, Type type, const std::vector<OwnedRange> &ranges,
   return s;
 }
 
-// A vertex reducing the parts of `src` that overlap outputs [v.begin,
-// v.end) into `out`.
-void addGatherVertex(Graph &graph, ComputeSet cs, const std::string &cls,
-                     const Stage2Vertex &v, const Sources &src,
-                     const Tensor &out, float scale) {
+// The parts of `src` that overlap outputs [v.begin, v.end), numbered from
+// v.begin.
+PieceList gatherPieces(const Stage2Vertex &v, const Sources &src) {
   // Slices over the same outputs are joined into one multi-row partial:
   // the exchange delivers them into one contiguous buffer, as it would on
   // the IPU, and the vertex reads them as one vectorised run.
@@ -229,15 +321,28 @@ void addGatherVertex(Graph &graph, ComputeSet cs, const std::string &cls,
     byRange[{lo, hi}].push_back(
         src.tensors[s].slice(lo - r.begin, hi - r.begin));
   }
-  std::vector<Tensor> parts;
-  std::vector<unsigned> meta;
-  for (const auto &[range, slices] : byRange) {
-    parts.push_back(concat(slices));
-    meta.insert(meta.end(),
-                {static_cast<unsigned>(range.first - v.begin),
-                 static_cast<unsigned>(range.second - range.first), 1u});
+  PieceList list;
+  for (const auto &[range, slices] : byRange)
+    list.add(concat(slices), range.first - v.begin, range.second - range.first,
+             1, slices.size());
+  return list;
+}
+
+// Vertices reducing the partials `src` as \p vs plans, vs[i] into outs[i]:
+// a tile's consecutive vertices whose outputs follow each other in memory
+// make one (addParts).
+void addGatherVertices(Graph &graph, ComputeSet cs, const ReduceCostShape &cost,
+                       const std::vector<Stage2Vertex> &vs, const Sources &src,
+                       const std::vector<Tensor> &outs, float scale) {
+  for (std::size_t i = 0; i < vs.size();) {
+    std::vector<Part> parts{{gatherPieces(vs[i], src), outs[i]}};
+    const unsigned tile = vs[i].tile;
+    for (++i; i < vs.size() && vs[i].tile == tile &&
+              PieceList::continues(parts.back().out, outs[i]);
+         ++i)
+      parts.push_back({gatherPieces(vs[i], src), outs[i]});
+    addParts(graph, cs, cost, tile, parts, scale);
   }
-  addReduceVertex(graph, cs, cls, v.tile, parts, meta, out, scale);
 }
 
 // Above this many partials for one output, an intermediate level reduces
@@ -255,7 +360,9 @@ struct ReduceRequest {
 };
 
 // Stage 1: finishing vertices write the output, the others partials
-// (returned).
+// (returned). A tile's consecutive finishing parts over consecutive
+// outputs make one vertex (addParts), and so do its partial parts
+// (consecutive in the partials variable).
 Sources addStage1(Graph &graph, const ReduceRequest &r, Type partType,
                   const CanonicalView &cv, const SplitWork &split,
                   const Tensor &outFlat, Sequence &prog,
@@ -265,16 +372,30 @@ Sources addStage1(Graph &graph, const ReduceRequest &r, Type partType,
   const Type inType = r.in.elementType();
   const ReduceParams &p = r.params;
   ComputeSet cs = graph.addComputeSet(DebugContext(dc, "stage1"));
-  const std::string finishCls =
-      reduceVertexName(p.op, p.update, inType, r.outType);
-  for (const VertexWork &w : split.finishing)
-    addStage1Vertex(graph, cs, finishCls, cv, w,
-                    outFlat.slice(w.outBegin, w.outEnd), p.scale);
-  const std::string partialCls =
-      reduceVertexName(p.op, false, inType, partType);
-  for (std::size_t i = 0; i < split.partial.size(); ++i)
-    addStage1Vertex(graph, cs, partialCls, cv, split.partial[i],
-                    partials.tensors[i], 1.0f);
+  const ReduceCostShape finishing{p.op, inType, r.outType, p.update};
+  for (std::size_t i = 0; i < split.finishing.size();) {
+    const VertexWork &w = split.finishing[i];
+    std::vector<Part> parts{
+        {piecesOf(cv, w), outFlat.slice(w.outBegin, w.outEnd)}};
+    std::size_t end = w.outEnd;
+    for (++i; i < split.finishing.size() && split.finishing[i].tile == w.tile &&
+              split.finishing[i].outBegin == end;
+         ++i) {
+      const VertexWork &next = split.finishing[i];
+      parts.push_back(
+          {piecesOf(cv, next), outFlat.slice(next.outBegin, next.outEnd)});
+      end = next.outEnd;
+    }
+    addParts(graph, cs, finishing, w.tile, parts, p.scale);
+  }
+  const ReduceCostShape partial{p.op, inType, partType, false};
+  for (std::size_t i = 0; i < split.partial.size();) {
+    const unsigned tile = split.partial[i].tile;
+    std::vector<Part> parts;
+    for (; i < split.partial.size() && split.partial[i].tile == tile; ++i)
+      parts.push_back({piecesOf(cv, split.partial[i]), partials.tensors[i]});
+    addParts(graph, cs, partial, tile, parts, 1.0f);
+  }
   if (!split.finishing.empty() || !split.partial.empty())
     prog.add(program::Execute(cs, DebugContext(dc, "stage1")));
   return partials;
@@ -286,7 +407,7 @@ Sources addIntermediateLevels(Graph &graph, Operation op, Type partType,
                               Sources partials, Sequence &prog,
                               const DebugContext &dc) {
   const unsigned workers = graph.getTarget().getNumWorkerContexts();
-  const std::string cls = reduceVertexName(op, false, partType, partType);
+  const ReduceCostShape cost{op, partType, partType, false};
   for (unsigned level = 1;; ++level) {
     const std::vector<Stage2Vertex> inter =
         planIntermediate(partials.ranges, workers, kMaxFanIn);
@@ -298,9 +419,7 @@ Sources addIntermediateLevels(Graph &graph, Operation op, Type partType,
     const std::string name = "intermediate" + std::to_string(level);
     Sources next = allocate(graph, partType, ranges, DebugContext(dc, name));
     ComputeSet cs = graph.addComputeSet(DebugContext(dc, name));
-    for (std::size_t i = 0; i < inter.size(); ++i)
-      addGatherVertex(graph, cs, cls, inter[i], partials, next.tensors[i],
-                      1.0f);
+    addGatherVertices(graph, cs, cost, inter, partials, next.tensors, 1.0f);
     prog.add(program::Execute(cs, DebugContext(dc, name)));
     partials = std::move(next);
   }
@@ -399,11 +518,11 @@ Tensor reduceImpl(Graph &graph, const ReduceRequest &r, Tensor out,
   if (stage2.empty())
     return out;
   ComputeSet cs = graph.addComputeSet(DebugContext(dc, "stage2"));
-  const std::string cls =
-      reduceVertexName(op2, r.params.update, partType, r.outType);
+  std::vector<Tensor> outs;
   for (const Stage2Vertex &v : stage2)
-    addGatherVertex(graph, cs, cls, v, partials, outFlat.slice(v.begin, v.end),
-                    r.params.scale);
+    outs.push_back(outFlat.slice(v.begin, v.end));
+  addGatherVertices(graph, cs, {op2, partType, r.outType, r.params.update},
+                    stage2, partials, outs, r.params.scale);
   prog.add(program::Execute(cs, DebugContext(dc, "stage2")));
   return out;
 }

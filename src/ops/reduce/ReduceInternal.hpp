@@ -14,6 +14,7 @@
 #include "tessera/ops/Reduce.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,19 @@ namespace tessera::ops {
 
 /// "tessera::ops::ReduceSquareAddUpdate<half,float>".
 std::string reduceVertexName(Operation op, bool update, Type in, Type out);
+
+/// What a reduction vertex's cost depends on besides its sizes.
+struct ReduceCostShape {
+  Operation op;
+  Type in, out;
+  bool update;
+};
+
+/// Worker cycles of a reduction vertex reading partials of the given sizes
+/// into \p outputs outputs (the registered estimator of the Reduce classes).
+std::uint64_t reduceWorkerCycles(const Target &t, const ReduceCostShape &v,
+                                 const std::vector<std::uint32_t> &partials,
+                                 std::uint32_t outputs);
 
 namespace reduceplan {
 

@@ -335,16 +335,22 @@ bool reduce(const List &partials, const unsigned *meta, std::size_t metaSize,
   return true;
 }
 
-/// The reduction vertex: Reduce<op>[Update]<in,out> in the registry.
+/// The reduction vertex: Reduce<op>[Update]<in,out> in the registry. A
+/// MultiVertex: the op plans a tile's work in worker shares and gives the
+/// vertex their outputs concatenated (each partial's offset indexes them)
+/// and the busiest worker's estimate (Reduce.cpp); on the host worker 0
+/// runs them all, every output's elements in the order of its partials.
 template <Operation Op, typename InT, typename OutT, bool Update>
-class ReduceVertex : public Vertex {
+class ReduceVertex : public MultiVertex {
 public:
   Vector<Input<Vector<InT>>> partials;
   std::conditional_t<Update, InOut<Vector<OutT>>, Output<Vector<OutT>>> out;
   Vector<unsigned> meta;
   float scale = 1.0f;
 
-  bool compute() {
+  bool compute(unsigned worker) {
+    if (worker != 0)
+      return true;
     return reduce<Op, InT, OutT, Update>(partials, meta.data(), meta.size(),
                                          out.data(), out.size(), scale);
   }

@@ -21,9 +21,6 @@ unsigned opCycleFactor(Operation op) {
   return op == Operation::LOG_ADD ? 4 : 1;
 }
 
-// Fixed cost, a few cycles to set up each partial's pointers and loop, one
-// load-and-accumulate per vector of input, one store (and a load when
-// updating) per vector of output.
 template <Operation Op, typename InT, typename OutT, bool Update>
 void registerReduce(VertexRegistry &registry) {
   using V = ReduceVertex<Op, InT, OutT, Update>;
@@ -33,19 +30,13 @@ void registerReduce(VertexRegistry &registry) {
       .field("out", &V::out)
       .field("meta", &V::meta)
       .field("scale", &V::scale);
-  registry.addBuiltin(d.take(), [](const VertexInstanceShape &s,
-                                   const Target &t) {
-    const CostFigures &c = t.costs();
-    const std::uint64_t perVector =
-        std::uint64_t(c.reduceWorkerCyclesPerVector) * opCycleFactor(Op);
-    const std::uint64_t inWidth = t.getVectorWidth(typeOf<InT>());
-    const std::uint64_t outWidth = t.getVectorWidth(typeOf<OutT>());
-    std::uint64_t cycles = c.reduceWorkerCycles;
-    for (std::uint32_t n : s.fieldSizes[0])
-      cycles += 4 + perVector * ((n + inWidth - 1) / inWidth);
-    const std::uint64_t outs = s.fieldSizes[1].empty() ? 0 : s.fieldSizes[1][0];
-    cycles += (Update ? 2 : 1) * ((outs + outWidth - 1) / outWidth);
-    return cycles;
+  // The op sets each instance's estimate from its worker shares; this one
+  // is the whole vertex as one share.
+  const ReduceCostShape cost{Op, typeOf<InT>(), typeOf<OutT>(), Update};
+  registry.addBuiltin(d.take(), [cost](const VertexInstanceShape &s,
+                                       const Target &t) {
+    const std::uint32_t outs = s.fieldSizes[1].empty() ? 0 : s.fieldSizes[1][0];
+    return reduceWorkerCycles(t, cost, s.fieldSizes[0], outs);
   });
 }
 
@@ -99,6 +90,24 @@ template <typename T> void registerTopK(VertexRegistry &registry) {
 }
 
 } // namespace
+
+// Fixed cost, a few cycles to set up each partial's pointers and loop, one
+// load-and-accumulate per vector of input, one store (and a load when
+// updating) per vector of output.
+std::uint64_t reduceWorkerCycles(const Target &t, const ReduceCostShape &v,
+                                 const std::vector<std::uint32_t> &partials,
+                                 std::uint32_t outputs) {
+  const CostFigures &c = t.costs();
+  const std::uint64_t perVector =
+      std::uint64_t(c.reduceWorkerCyclesPerVector) * opCycleFactor(v.op);
+  const std::uint64_t inWidth = t.getVectorWidth(v.in);
+  const std::uint64_t outWidth = t.getVectorWidth(v.out);
+  std::uint64_t cycles = c.reduceWorkerCycles;
+  for (std::uint32_t n : partials)
+    cycles += 4 + perVector * ((n + inWidth - 1) / inWidth);
+  cycles += (v.update ? 2 : 1) * ((outputs + outWidth - 1) / outWidth);
+  return cycles;
+}
 
 std::string reduceVertexName(Operation op, bool update, Type in, Type out) {
   // ADD -> ReduceAdd, SQUARE_ADD -> ReduceSquareAdd.
