@@ -222,6 +222,20 @@ public:
   std::uint64_t count() const { return count_; }
   bool skip() const { return skip_; }
 
+  // The first elements of a random-access input, or the rest, are random
+  // access too: a shuffle of fromTensors(...).take(n) then reads the
+  // elements it picks straight into its batch rather than first copying
+  // all n into its buffer, one allocation each (same picks either way).
+  std::optional<std::uint64_t> randomAccessCount() const override {
+    const std::optional<std::uint64_t> n = input().randomAccessCount();
+    if (!n)
+      return std::nullopt;
+    return skip_ ? *n - std::min(*n, count_) : std::min(*n, count_);
+  }
+  void readElement(std::uint64_t index, std::byte *const *dst) const override {
+    input().readElement(skip_ ? index + count_ : index, dst);
+  }
+
 private:
   std::uint64_t count_;
   bool skip_; // skip() rather than take()

@@ -30,7 +30,7 @@ ThreadPool::ThreadPool(unsigned numThreads, std::chrono::microseconds spin)
     : size_(numThreads != 0
                 ? numThreads
                 : std::max(1u, std::thread::hardware_concurrency())),
-      spin_(spin) {
+      spin_(spin), blocks_(std::make_unique<Block[]>(size_)) {
   threads_.reserve(size_ - 1);
   const auto stopStarted = [this] {
     {
@@ -72,13 +72,20 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::run(std::size_t numTasks, TaskFn fn, void *ctx) {
+  if (numTasks > std::numeric_limits<std::uint32_t>::max())
+    throw RuntimeError("ThreadPool::parallelFor: " + std::to_string(numTasks) +
+                       " tasks are more than the 4294967295 one call can "
+                       "run; split the loop into several calls");
   std::lock_guard<std::mutex> call(callMutex_);
   fn_ = fn;
   ctx_ = ctx;
-  numTasks_ = numTasks;
   error_ = nullptr;
   errorTask_ = std::numeric_limits<std::size_t>::max();
-  nextTask_.store(0, std::memory_order_relaxed);
+  for (unsigned w = 0; w < size_; ++w) {
+    const std::uint64_t first = numTasks * w / size_,
+                        end = numTasks * (w + 1) / size_;
+    blocks_[w].range.store(first << 32 | end, std::memory_order_relaxed);
+  }
   remaining_.store(numTasks, std::memory_order_relaxed);
   const std::uint64_t job = ++generation_;
   activeJob_.store(job); // publishes the fields above
@@ -97,7 +104,7 @@ void ThreadPool::run(std::size_t numTasks, TaskFn fn, void *ctx) {
   waitUntilDone();
 
   // Close the job, then wait for workers still inside work(): they may yet
-  // read nextTask_ and numTasks_, which the next call overwrites. A worker
+  // read blocks_, which the next call overwrites. A worker
   // that announces itself after the close sees activeJob_ != job and leaves
   // without touching the job (busyWorkers_ and activeJob_ are sequentially
   // consistent, so one of the two sides sees the other).
@@ -114,12 +121,34 @@ void ThreadPool::run(std::size_t numTasks, TaskFn fn, void *ctx) {
     std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
-void ThreadPool::work(unsigned worker) {
-  const std::size_t numTasks = numTasks_;
+bool ThreadPool::claim(unsigned block, bool own, std::size_t &task) {
+  std::atomic<std::uint64_t> &range = blocks_[block].range;
+  std::uint64_t r = range.load(std::memory_order_relaxed);
   for (;;) {
-    const std::size_t task = nextTask_.fetch_add(1, std::memory_order_relaxed);
-    if (task >= numTasks)
-      return;
+    const std::uint64_t first = r >> 32, end = r & 0xffffffffu;
+    if (first >= end)
+      return false;
+    const std::uint64_t next =
+        own ? (first + 1) << 32 | end : first << 32 | (end - 1);
+    if (range.compare_exchange_weak(r, next, std::memory_order_relaxed)) {
+      task = own ? first : end - 1;
+      return true;
+    }
+  }
+}
+
+void ThreadPool::work(unsigned worker) {
+  // Own block first, then the next workers' blocks in turn, each from its
+  // back: the part its owner would reach last.
+  unsigned step = 0, block = worker;
+  for (;;) {
+    std::size_t task = 0;
+    if (!claim(block, step == 0, task)) {
+      if (++step >= size_)
+        return;
+      block = (worker + step) % size_;
+      continue;
+    }
     try {
       fn_(ctx_, task, worker);
     } catch (...) {

@@ -276,6 +276,29 @@ TEST(Shuffle, InMemoryAndStreamedInputsShuffleAlike) {
   }
 }
 
+TEST(Shuffle, TakenAndSkippedInMemoryInputsShuffleLikeStreamedOnes) {
+  // take and skip of fromTensors stay in-memory (the shuffle reads the
+  // elements it picks in place): same order as a generator's elements.
+  auto gen = [] {
+    return [i = 0]() mutable -> std::optional<Element> {
+      if (i == 57)
+        return std::nullopt;
+      return Element{HostTensor::scalar<int>(i++)};
+    };
+  };
+  Dataset streamed = Dataset::fromGenerator(gen, {{"", INT, {}}});
+  for (std::size_t buffer : {1u, 7u, 40u, 100u}) {
+    EXPECT_EQ(drainInts(range(57).take(40).shuffle(buffer, 9)),
+              drainInts(streamed.take(40).shuffle(buffer, 9)))
+        << "buffer " << buffer;
+    EXPECT_EQ(drainInts(range(57).skip(10).shuffle(buffer, 9).batch(4)),
+              drainInts(streamed.skip(10).shuffle(buffer, 9).batch(4)))
+        << "buffer " << buffer;
+  }
+  EXPECT_TRUE(drainInts(range(57).skip(60).shuffle(8, 1)).empty());
+  EXPECT_EQ(drainInts(range(57).take(100).shuffle(100, 9)).size(), 57u);
+}
+
 TEST(Shuffle, ReshufflesEachIterationUnlessAskedNotTo) {
   Dataset ds = range(50).shuffle(50, 3);
   std::vector<int> first = drainInts(ds), second = drainInts(ds);

@@ -71,6 +71,69 @@ TEST(ThreadPool, ResultsAreTheSameForAnyThreadCount) {
   EXPECT_NEAR(total, 12.0902, 0.001); // harmonic number H(100003)
 }
 
+// The engine's task k of a step works on the k-th part of the simulated
+// memory: when each worker starts on its own block of tasks, a part stays in
+// the cache of one core from step to step. With one shared task counter the
+// workers took tasks in arrival order (worker 1's first task was 1 here), so
+// every part moved between the cores, which costs most where they are far
+// apart. Every task waits until each worker has started one, so no worker
+// can finish its block and take from another's before all have begun.
+TEST(ThreadPool, EachWorkerStartsOnItsOwnBlockOfConsecutiveTasks) {
+  for (unsigned threads : {2u, 3u}) {
+    ThreadPool pool(threads);
+    const std::size_t numTasks = 4 * threads + 1;
+    std::vector<std::atomic<std::size_t>> first(threads);
+    for (auto &f : first)
+      f = numTasks;
+    std::atomic<unsigned> started{0};
+    pool.parallelFor(numTasks, [&](std::size_t task, unsigned worker) {
+      std::size_t none = numTasks;
+      if (first[worker].compare_exchange_strong(none, task))
+        ++started;
+      const auto deadline =
+          std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (started.load() < threads &&
+             std::chrono::steady_clock::now() < deadline)
+        std::this_thread::yield();
+    });
+    for (unsigned w = 0; w < threads; ++w)
+      EXPECT_EQ(first[w].load(), numTasks * w / threads)
+          << threads << " threads, worker " << w;
+  }
+}
+
+// A worker that runs out of its own tasks takes the others' last ones,
+// leaving each owner the front of its block, so a slow worker's part of
+// the data is still mostly its own.
+TEST(ThreadPool, AWorkerWithNoTasksLeftTakesTheLastOfAnotherBlock) {
+  ThreadPool pool(2);
+  std::vector<std::atomic<unsigned>> ranBy(8);
+  std::atomic<int> done{0};
+  std::atomic<bool> release{false};
+  const auto waitFor = [](const auto &ready) {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!ready() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::yield();
+  };
+  pool.parallelFor(8, [&](std::size_t task, unsigned worker) {
+    ranBy[task] = worker;
+    // Worker 0 holds its first task until worker 1, done with its own
+    // block, has taken one of worker 0's; that one then waits until
+    // worker 0 has run the rest of its block.
+    if (task == 0)
+      waitFor([&] { return release.load(); });
+    if (task == 3) {
+      release = true;
+      waitFor([&] { return done.load() == 3; });
+    }
+    if (task <= 2)
+      ++done;
+  });
+  for (std::size_t t = 0; t < 8; ++t)
+    EXPECT_EQ(ranBy[t].load(), t < 3 ? 0u : 1u) << "task " << t;
+}
+
 TEST(ThreadPool, ManyQuickSuccessiveCallsStayCorrect) {
   ThreadPool pool(3, std::chrono::microseconds(20));
   std::vector<std::uint64_t> out(6);

@@ -13,7 +13,12 @@
 ///
 /// Which worker runs which task is not fixed; results must depend only on the
 /// task index (callers partition their work statically), so they never
-/// depend on the number of threads.
+/// depend on the number of threads. Each worker starts on its own block of
+/// consecutive tasks (worker w: tasks [w * n / size, (w + 1) * n / size))
+/// and only then takes the last tasks left in other workers' blocks: a
+/// caller whose task k touches the k-th part of its data gets each part
+/// handled by the same worker call after call, so that part stays in that
+/// core's caches instead of moving between cores every call.
 #pragma once
 
 #include <atomic>
@@ -78,6 +83,9 @@ private:
   void workerMain(unsigned worker);
   std::uint64_t waitForJob(std::uint64_t lastSeen);
   void work(unsigned worker);
+  /// The next task of \p block: its first left for its own worker, its
+  /// last for another; false when none is left.
+  bool claim(unsigned block, bool own, std::size_t &task);
   void waitUntilDone();
 
   static inline thread_local const ThreadPool *currentPool_ = nullptr;
@@ -92,13 +100,18 @@ private:
   // generation and read by workers after they see it.
   TaskFn fn_ = nullptr;
   void *ctx_ = nullptr;
-  std::size_t numTasks_ = 0;
   std::size_t errorTask_ = 0;
   std::exception_ptr error_;
   std::mutex errorMutex_;
 
   alignas(64) std::atomic<std::uint64_t> activeJob_{0}; // 0: none
-  alignas(64) std::atomic<std::size_t> nextTask_{0};
+  /// Per worker: the tasks of its block not yet claimed, packed as
+  /// (first << 32) | end so that the owner (from the front) and others
+  /// (from the back) claim with one compare-and-swap.
+  struct alignas(64) Block {
+    std::atomic<std::uint64_t> range{0};
+  };
+  std::unique_ptr<Block[]> blocks_;
   alignas(64) std::atomic<std::size_t> remaining_{0};
   alignas(64) std::atomic<unsigned> busyWorkers_{0};
   alignas(64) std::atomic<unsigned> sleepingWorkers_{0};
