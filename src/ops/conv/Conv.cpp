@@ -16,6 +16,8 @@
 #include "tessera/support/Error.hpp"
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <string>
 
 namespace tessera::ops {
@@ -264,16 +266,18 @@ private:
       // Rows that continue each other on one tile are one entry (the vertex
       // cuts entries back into rows): a worker's list of regions rather
       // than a list element per row, as PopLibs' vertices take them.
-      connect(v, "in",
-              rowEntries(graph_,
-                         acts.slice({nr.begin, ci0 + cir.begin, ir.begin, 0},
-                                    {nr.end, ci0 + cir.end, ir.end, s_.inW}),
-                         s_.inW, tile, false));
+      const Tensor &actsBlock = shared(actsBlocks_, {g, u.n, u.h, ib}, [&] {
+        return acts.slice({nr.begin, ci0 + cir.begin, ir.begin, 0},
+                          {nr.end, ci0 + cir.end, ir.end, s_.inW});
+      });
+      const Tensor &weightsBlock = shared(weightBlocks_, {g, u.co, ib, 0}, [&] {
+        return w.slice({g, cr.begin, cir.begin, 0, 0},
+                       {g + 1, cr.end, cir.end, s_.kH, s_.kW});
+      });
+      connect(v, "in", rowEntries(graph_, actsBlock, s_.inW, tile, false));
       connect(v, "weights",
-              rowEntries(graph_,
-                         w.slice({g, cr.begin, cir.begin, 0, 0},
-                                 {g + 1, cr.end, cir.end, s_.kH, s_.kW}),
-                         cir.size() * s_.kH * s_.kW, tile, false));
+              rowEntries(graph_, weightsBlock, cir.size() * s_.kH * s_.kW, tile,
+                         false));
       if (parts_ > 1)
         parts.push_back(partials(rowsPerBlock * s_.outW, tile));
       connect(v, "out",
@@ -588,6 +592,24 @@ private:
   bool outFresh_ = true;
   /// hostEntries' lists, by group and piece.
   std::vector<std::vector<Tensor>> hostEntries_;
+  /// The forward pass's blocks of the input (by group, batch piece, row
+  /// piece and input-channel piece) and of the weights (by group, output-
+  /// and input-channel piece), each sliced once: every output-channel
+  /// piece reads the same input block and every batch and row piece the
+  /// same weights, and a block whose rows all lie on other tiles is one
+  /// entry sharing the block's runs. At 224x224 ResNet-50's copies of
+  /// them held about 1 GB.
+  using BlockKey = std::array<std::size_t, 4>;
+  std::map<BlockKey, Tensor> actsBlocks_, weightBlocks_;
+
+  template <typename Make>
+  static const Tensor &shared(std::map<BlockKey, Tensor> &blocks,
+                              const BlockKey &key, Make &&make) {
+    auto it = blocks.find(key);
+    if (it == blocks.end())
+      it = blocks.emplace(key, make()).first;
+    return it->second;
+  }
 };
 
 // Blocks [begin, end) of \p v assembled into the tensor of \p shape whose
