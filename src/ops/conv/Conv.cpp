@@ -349,16 +349,20 @@ private:
         const Range ir = connectedRows(s_, hr);
         VertexRef v = graph_.addVertex(cs_, cls);
         // Entries of whole (batch, channel) blocks, merged as rows are.
-        connect(v, "deltas",
-                rowEntries(graph_,
-                           deltas.slice({nr.begin, c0 + cr.begin, hr.begin, 0},
-                                        {nr.end, c0 + cr.end, hr.end, s_.outW}),
-                           hr.size() * s_.outW, tile, false));
+        const Tensor &deltasBlock =
+            shared(deltasBlocks_, {g, nb, hb, u.co}, [&] {
+              return deltas.slice({nr.begin, c0 + cr.begin, hr.begin, 0},
+                                  {nr.end, c0 + cr.end, hr.end, s_.outW});
+            });
+        const Tensor &actsBlock = shared(actsBlocks_, {g, nb, hb, u.ci}, [&] {
+          return acts.slice({nr.begin, ci0 + cir.begin, ir.begin, 0},
+                            {nr.end, ci0 + cir.end, ir.end, s_.inW});
+        });
+        connect(
+            v, "deltas",
+            rowEntries(graph_, deltasBlock, hr.size() * s_.outW, tile, false));
         connect(v, "acts",
-                rowEntries(graph_,
-                           acts.slice({nr.begin, ci0 + cir.begin, ir.begin, 0},
-                                      {nr.end, ci0 + cir.end, ir.end, s_.inW}),
-                           ir.size() * s_.inW, tile, false));
+                rowEntries(graph_, actsBlock, ir.size() * s_.inW, tile, false));
         if (parts_ > 1)
           parts.push_back(partials(cr.size() * kElems, tile));
         const Tensor &rows = parts_ > 1 ? parts.back() : outBlock;
@@ -592,15 +596,16 @@ private:
   bool outFresh_ = true;
   /// hostEntries' lists, by group and piece.
   std::vector<std::vector<Tensor>> hostEntries_;
-  /// The forward pass's blocks of the input (by group, batch piece, row
-  /// piece and input-channel piece) and of the weights (by group, output-
-  /// and input-channel piece), each sliced once: every output-channel
-  /// piece reads the same input block and every batch and row piece the
-  /// same weights, and a block whose rows all lie on other tiles is one
-  /// entry sharing the block's runs. At 224x224 ResNet-50's copies of
-  /// them held about 1 GB.
+  /// The blocks of the input (by group, batch piece, row piece and
+  /// input-channel piece), of the weights (by group, output- and
+  /// input-channel piece) and of the deltas (by group, batch, row and
+  /// output-channel piece) that the units read, each sliced once: every
+  /// output-channel piece of a forward pass reads the same input block and
+  /// every batch and row piece the same weights (a weight gradient's
+  /// pieces share inputs and deltas alike), and a block whose rows all lie
+  /// on other tiles is one entry sharing the block's runs.
   using BlockKey = std::array<std::size_t, 4>;
-  std::map<BlockKey, Tensor> actsBlocks_, weightBlocks_;
+  std::map<BlockKey, Tensor> actsBlocks_, weightBlocks_, deltasBlocks_;
 
   template <typename Make>
   static const Tensor &shared(std::map<BlockKey, Tensor> &blocks,
