@@ -407,6 +407,22 @@ void addMapHostKernel(Graph &graph, ComputeSet cs, const std::string &cls,
   graph.setHostKernel(cs, kernel);
 }
 
+// A tile's map vertex fields from its regions, whose operands are
+// \p numData data inputs, \p numFlags flag inputs, then the output.
+MapFields tileFields(const std::vector<Region> &regions, std::size_t numData,
+                     std::size_t numFlags) {
+  MapFields f;
+  for (const Region &r : regions) {
+    const auto begin = r.operands.begin();
+    f.in.insert(f.in.end(), begin, begin + numData);
+    f.flagIn.insert(f.flagIn.end(), begin + numData,
+                    begin + numData + numFlags);
+    f.outs.push_back(r.operands.back());
+    f.bases.push_back(static_cast<unsigned>(r.begin));
+  }
+  return f;
+}
+
 // Calls fn(i) for every i below n, the upper half on a second thread when
 // there are enough: planning a map's tiles reads the graph and writes
 // only the tile's own results, and took a quarter of ResNet-50's compile
@@ -546,18 +562,11 @@ void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
         (next - first - 1) * std::uint64_t(costs.supervisorCyclesPerVertex);
     estimates[g] = busiest + (starts + MultiVertex::numWorkers() - 1) /
                                  MultiVertex::numWorkers();
-    MapFields &f = perTile[g];
     // The index an element's value may depend on is its place in the
     // output, so only maps without it join regions out of that order.
-    for (const Region &r :
-         joinRegions(graph, regions, operands, repeating, !code.usesIndex())) {
-      const auto begin = r.operands.begin();
-      f.in.insert(f.in.end(), begin, begin + data.size());
-      f.flagIn.insert(f.flagIn.end(), begin + data.size(),
-                      begin + data.size() + flags.size());
-      f.outs.push_back(r.operands.back());
-      f.bases.push_back(static_cast<unsigned>(r.begin));
-    }
+    perTile[g] = tileFields(
+        joinRegions(graph, regions, operands, repeating, !code.usesIndex()),
+        data.size(), flags.size());
   });
   for (std::size_t g = 0; g < groups.size(); ++g)
     addMapVertex(graph, cs, cls, perTile[g], code, shares[groups[g].first].tile,
