@@ -153,8 +153,8 @@ struct Block {
 // at the first gap wide enough among those live at the same time; a chunk
 // whose blocks all end below the candidate offset, or none of which is live
 // with the block placed, cannot move it and is passed over whole. A
-// ResNet-50 tile places thousands of blocks, most of them below the gap
-// found, and looking at each of them was 10 % of its compile.
+// ResNet-50 tile places thousands of blocks, and looking at each of them
+// was 10 % of its compile at 32x32 (6 % with the chunks).
 class Occupancy {
 public:
   // The lowest offset from \p floor where \p bytes fit free in every step
