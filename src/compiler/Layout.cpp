@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <future>
 #include <iterator>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -146,24 +148,33 @@ struct Block {
 };
 
 // The bytes in use on one tile over time: the placed blocks, sorted by
-// offset. First fit walks them upwards and stops at the first gap wide
-// enough among those live at the same time, so no query sorts anything: a
-// ResNet-50 tile places thousands of blocks, and collecting and sorting
-// the overlapping ones for each (as this did) took two thirds of its
-// compile.
+// offset, in chunks of at most kChunk that each know the highest byte and
+// the span of steps of their blocks. First fit walks them upwards and stops
+// at the first gap wide enough among those live at the same time; a chunk
+// whose blocks all end below the candidate offset, or none of which is live
+// with the block placed, cannot move it and is passed over whole. A
+// ResNet-50 tile places thousands of blocks, and looking at each of them
+// was 10 % of its compile at 32x32 (6 % with the chunks).
 class Occupancy {
 public:
   // The lowest offset from \p floor where \p bytes fit free in every step
-  // of [begin, end].
+  // of [begin, end]. (Any order of the blocks that are live at the same
+  // time and start below the result gives that same offset.)
   std::uint64_t firstFit(std::int64_t begin, std::int64_t end,
                          std::uint64_t floor, std::uint64_t bytes) const {
     std::uint64_t off = floor;
-    for (const Placed &p : placed_) {
-      // This block and all after it start at or above off + bytes.
-      if (off + bytes <= p.lo)
+    for (const Chunk &c : chunks_) {
+      // This chunk and all after it start at or above off + bytes.
+      if (off + bytes <= c.placed.front().lo)
         break;
-      if (p.begin <= end && begin <= p.end)
-        off = std::max(off, p.hi);
+      if (c.hi <= off || end < c.begin || c.end < begin)
+        continue;
+      for (const Placed &p : c.placed) {
+        if (off + bytes <= p.lo)
+          return off;
+        if (p.begin <= end && begin <= p.end)
+          off = std::max(off, p.hi);
+      }
     }
     return off;
   }
@@ -173,18 +184,55 @@ public:
               std::uint64_t hi) {
     if (lo == hi)
       return;
+    // The last chunk starting at or below lo (or the first).
+    auto c = std::upper_bound(chunks_.begin(), chunks_.end(), lo,
+                              [](std::uint64_t x, const Chunk &k) {
+                                return x < k.placed.front().lo;
+                              });
+    if (c != chunks_.begin())
+      --c;
+    if (c == chunks_.end())
+      c = chunks_.insert(c, Chunk{});
     const auto at = std::upper_bound(
-        placed_.begin(), placed_.end(), lo,
+        c->placed.begin(), c->placed.end(), lo,
         [](std::uint64_t x, const Placed &p) { return x < p.lo; });
-    placed_.insert(at, Placed{begin, end, lo, hi});
+    c->placed.insert(at, Placed{begin, end, lo, hi});
+    c->add(Placed{begin, end, lo, hi});
+    if (c->placed.size() >= 2 * kChunk)
+      split(c);
   }
 
 private:
+  static constexpr std::size_t kChunk = 32;
   struct Placed {
     std::int64_t begin, end; ///< live steps
     std::uint64_t lo, hi;    ///< bytes [lo, hi)
   };
-  std::vector<Placed> placed_;
+  struct Chunk {
+    std::vector<Placed> placed; ///< sorted by lo
+    std::uint64_t hi = 0;       ///< the highest byte end of placed
+    std::int64_t begin = INT64_MAX, end = INT64_MIN; ///< their steps' span
+    void add(const Placed &p) {
+      hi = std::max(hi, p.hi);
+      begin = std::min(begin, p.begin);
+      end = std::max(end, p.end);
+    }
+  };
+  // Splits a full chunk in two halves, each with its own summary.
+  void split(std::vector<Chunk>::iterator c) {
+    Chunk upper;
+    upper.placed.assign(c->placed.begin() + kChunk, c->placed.end());
+    c->placed.resize(kChunk);
+    Chunk lower;
+    lower.placed = std::move(c->placed);
+    for (const Placed &p : lower.placed)
+      lower.add(p);
+    for (const Placed &p : upper.placed)
+      upper.add(p);
+    *c = std::move(lower);
+    chunks_.insert(c + 1, std::move(upper));
+  }
+  std::vector<Chunk> chunks_;
 };
 
 // First fit: the lowest offset that collides with no placed block whose
@@ -209,6 +257,28 @@ std::uint64_t placeTile(std::vector<Block> &blocks) {
     top = std::max(top, b.offset + b.bytes);
   }
   return top;
+}
+
+// placeTile of every tile: each tile's layout is its own, so the upper
+// half of the tiles is placed on a second thread (a tenth of a ResNet-50
+// compile on one); the result is the same as one tile after the other.
+std::vector<std::uint64_t> placeTiles(std::vector<std::vector<Block>> &tiles) {
+  std::vector<std::uint64_t> arenas(tiles.size());
+  const auto place = [&](std::size_t from, std::size_t to) {
+    for (std::size_t t = from; t < to; ++t)
+      arenas[t] = placeTile(tiles[t]);
+  };
+  const std::size_t half = tiles.size() / 2;
+  std::future<void> upper;
+  try {
+    upper = std::async(std::launch::async, place, half, tiles.size());
+  } catch (const std::system_error &) {
+    place(half, tiles.size()); // no second thread to be had
+  }
+  place(0, half);
+  if (upper.valid())
+    upper.get();
+  return arenas;
 }
 
 std::uint64_t vertexStateBytes(const State &s, unsigned v) {
@@ -317,6 +387,7 @@ void layoutMemory(State &s) {
     classesOnTile[*vd.tile].push_back(vd.vertexClass);
   }
 
+  const std::vector<std::uint64_t> arenas = placeTiles(tiles);
   s.exe.tileBase.assign(numTiles + 1, 0);
   unsigned numOver = 0, worst = 0;
   std::uint64_t worstOver = 0;
@@ -326,7 +397,7 @@ void layoutMemory(State &s) {
     std::sort(cls.begin(), cls.end());
     const auto distinct = std::unique(cls.begin(), cls.end()) - cls.begin();
     m.code = distinct * s.target.costs().codeBytesPerVertexClass;
-    const std::uint64_t arena = placeTile(tiles[t]);
+    const std::uint64_t arena = arenas[t];
     for (const Block &b : tiles[t]) {
       s.addrOf(b.var, b.interval) = b.offset; // tile-relative for now
       if (b.always && s.var(b.var).isConstant)

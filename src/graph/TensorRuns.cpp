@@ -158,6 +158,31 @@ std::size_t findRunBefore(ArrayView<std::int64_t> ends, std::size_t idx,
   }
 }
 
+// The thread's last run found by findRunNear, for the next search: views
+// of one tensor are often cut from it in order (a map's regions, a
+// convolution's rows), each a binary search over a list of up to millions
+// of runs otherwise. The hint only picks where the search starts, so a
+// stale one (another list since at the same address) costs a longer
+// gallop, never a wrong run.
+thread_local const TensorRunList *hintList = nullptr;
+thread_local std::size_t hintRun = 0;
+
+// source.findRun(flat), searched from the thread's hint.
+std::size_t findRunNear(const TensorRunList &source, std::int64_t flat) {
+  if (hintList != &source || hintRun >= source.count) {
+    hintList = &source;
+    return hintRun = source.findRun(flat);
+  }
+  TESSERA_INTERNAL_ASSERT(flat >= 0 && flat < source.numElements(),
+                          "flat index outside the run list");
+  const ArrayView<std::int64_t> ends(source.ends(), source.count);
+  if (flat >= ends[hintRun])
+    hintRun = findRunAfter(ends, hintRun, flat);
+  else if (hintRun > 0 && flat < ends[hintRun - 1])
+    hintRun = findRunBefore(ends, hintRun, flat);
+  return hintRun;
+}
+
 } // namespace
 
 namespace {
@@ -213,7 +238,7 @@ void RunBuilder::pushProgression(const TensorRunList &source, std::int64_t flat,
     push({r.var, r.start + flat * r.stride, r.stride * step, count});
     return;
   }
-  std::size_t idx = source.findRun(flat);
+  std::size_t idx = findRunNear(source, flat);
   if (step == 0) {
     push({source.run(idx).var, source.elementAt(idx, flat), 0, count});
     return;

@@ -495,6 +495,32 @@ TEST(Tensor, SlicesAndIntervals) {
   EXPECT_EQ(Interval(3, 7).size(), 4u);
 }
 
+// Slices of one many-run tensor taken out of order (each search for a
+// slice's first run starts where the thread's last one ended) still find
+// their elements.
+TEST(Tensor, SlicesOfManyRunsInAnyOrderFindTheirElements) {
+  // Runs of 1 to 3 elements, 5 apart: 200 runs, no affine form.
+  std::vector<Tensor> pieces;
+  for (std::size_t k = 0; k < 200; ++k)
+    pieces.push_back(contiguous({1000}).slice(5 * k, 5 * k + 1 + k % 3));
+  const Tensor t = concat(pieces);
+  ASSERT_EQ(t.runs().size(), 200u);
+  const Ref ref = refOf(t);
+  std::mt19937 rng(7);
+  for (int n = 0; n < 500; ++n) {
+    std::size_t b = rng() % 399, e = rng() % 399;
+    if (b > e)
+      std::swap(b, e);
+    const Tensor piece = t.slice(b, e + 1);
+    const std::vector<Elem> want(ref.elems.begin() + b,
+                                 ref.elems.begin() + e + 1);
+    ASSERT_EQ(elementsOf(piece.runs()), want) << "slice " << b << ", " << e + 1;
+    // A progression through the runs, backwards as well.
+    ASSERT_EQ(elementsOf(piece.reverse(0).runs()),
+              std::vector<Elem>(want.rbegin(), want.rend()));
+  }
+}
+
 TEST(Tensor, DimRollMovesOneDimension) {
   Tensor t = contiguous({2, 3, 4, 5});
   EXPECT_EQ(t.dimRoll(2).shape(), (Shape{4, 2, 3, 5}));

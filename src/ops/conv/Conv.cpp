@@ -16,6 +16,8 @@
 #include "tessera/support/Error.hpp"
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <string>
 
 namespace tessera::ops {
@@ -264,16 +266,18 @@ private:
       // Rows that continue each other on one tile are one entry (the vertex
       // cuts entries back into rows): a worker's list of regions rather
       // than a list element per row, as PopLibs' vertices take them.
-      connect(v, "in",
-              rowEntries(graph_,
-                         acts.slice({nr.begin, ci0 + cir.begin, ir.begin, 0},
-                                    {nr.end, ci0 + cir.end, ir.end, s_.inW}),
-                         s_.inW, tile, false));
+      const Tensor &actsBlock = shared(actsBlocks_, {g, u.n, u.h, ib}, [&] {
+        return acts.slice({nr.begin, ci0 + cir.begin, ir.begin, 0},
+                          {nr.end, ci0 + cir.end, ir.end, s_.inW});
+      });
+      const Tensor &weightsBlock = shared(weightBlocks_, {g, u.co, ib, 0}, [&] {
+        return w.slice({g, cr.begin, cir.begin, 0, 0},
+                       {g + 1, cr.end, cir.end, s_.kH, s_.kW});
+      });
+      connect(v, "in", rowEntries(graph_, actsBlock, s_.inW, tile, false));
       connect(v, "weights",
-              rowEntries(graph_,
-                         w.slice({g, cr.begin, cir.begin, 0, 0},
-                                 {g + 1, cr.end, cir.end, s_.kH, s_.kW}),
-                         cir.size() * s_.kH * s_.kW, tile, false));
+              rowEntries(graph_, weightsBlock, cir.size() * s_.kH * s_.kW, tile,
+                         false));
       if (parts_ > 1)
         parts.push_back(partials(rowsPerBlock * s_.outW, tile));
       connect(v, "out",
@@ -345,16 +349,20 @@ private:
         const Range ir = connectedRows(s_, hr);
         VertexRef v = graph_.addVertex(cs_, cls);
         // Entries of whole (batch, channel) blocks, merged as rows are.
-        connect(v, "deltas",
-                rowEntries(graph_,
-                           deltas.slice({nr.begin, c0 + cr.begin, hr.begin, 0},
-                                        {nr.end, c0 + cr.end, hr.end, s_.outW}),
-                           hr.size() * s_.outW, tile, false));
+        const Tensor &deltasBlock =
+            shared(deltasBlocks_, {g, nb, hb, u.co}, [&] {
+              return deltas.slice({nr.begin, c0 + cr.begin, hr.begin, 0},
+                                  {nr.end, c0 + cr.end, hr.end, s_.outW});
+            });
+        const Tensor &actsBlock = shared(actsBlocks_, {g, nb, hb, u.ci}, [&] {
+          return acts.slice({nr.begin, ci0 + cir.begin, ir.begin, 0},
+                            {nr.end, ci0 + cir.end, ir.end, s_.inW});
+        });
+        connect(
+            v, "deltas",
+            rowEntries(graph_, deltasBlock, hr.size() * s_.outW, tile, false));
         connect(v, "acts",
-                rowEntries(graph_,
-                           acts.slice({nr.begin, ci0 + cir.begin, ir.begin, 0},
-                                      {nr.end, ci0 + cir.end, ir.end, s_.inW}),
-                           ir.size() * s_.inW, tile, false));
+                rowEntries(graph_, actsBlock, ir.size() * s_.inW, tile, false));
         if (parts_ > 1)
           parts.push_back(partials(cr.size() * kElems, tile));
         const Tensor &rows = parts_ > 1 ? parts.back() : outBlock;
@@ -588,6 +596,25 @@ private:
   bool outFresh_ = true;
   /// hostEntries' lists, by group and piece.
   std::vector<std::vector<Tensor>> hostEntries_;
+  /// The blocks of the input (by group, batch piece, row piece and
+  /// input-channel piece), of the weights (by group, output- and
+  /// input-channel piece) and of the deltas (by group, batch, row and
+  /// output-channel piece) that the units read, each sliced once: every
+  /// output-channel piece of a forward pass reads the same input block and
+  /// every batch and row piece the same weights (a weight gradient's
+  /// pieces share inputs and deltas alike), and a block whose rows all lie
+  /// on other tiles is one entry sharing the block's runs.
+  using BlockKey = std::array<std::size_t, 4>;
+  std::map<BlockKey, Tensor> actsBlocks_, weightBlocks_, deltasBlocks_;
+
+  template <typename Make>
+  static const Tensor &shared(std::map<BlockKey, Tensor> &blocks,
+                              const BlockKey &key, Make &&make) {
+    auto it = blocks.find(key);
+    if (it == blocks.end())
+      it = blocks.emplace(key, make()).first;
+    return it->second;
+  }
 };
 
 // Blocks [begin, end) of \p v assembled into the tensor of \p shape whose

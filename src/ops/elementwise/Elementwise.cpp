@@ -11,7 +11,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <future>
 #include <optional>
+#include <system_error>
 
 namespace tessera::ops {
 namespace {
@@ -405,6 +407,47 @@ void addMapHostKernel(Graph &graph, ComputeSet cs, const std::string &cls,
   graph.setHostKernel(cs, kernel);
 }
 
+// A tile's map vertex fields from its regions, whose operands are
+// \p numData data inputs, \p numFlags flag inputs, then the output.
+MapFields tileFields(const std::vector<Region> &regions, std::size_t numData,
+                     std::size_t numFlags) {
+  MapFields f;
+  for (const Region &r : regions) {
+    const auto begin = r.operands.begin();
+    f.in.insert(f.in.end(), begin, begin + numData);
+    f.flagIn.insert(f.flagIn.end(), begin + numData,
+                    begin + numData + numFlags);
+    f.outs.push_back(r.operands.back());
+    f.bases.push_back(static_cast<unsigned>(r.begin));
+  }
+  return f;
+}
+
+// Calls fn(i) for every i below n, the upper half on a second thread when
+// there are enough: planning a map's tiles reads the graph and writes
+// only the tile's own results, and took a quarter of ResNet-50's compile
+// at 224x224 on one thread. The results do not depend on the split.
+constexpr std::size_t kParallelMinTiles = 64;
+template <typename Fn> void forEachIndex(std::size_t n, Fn &&fn) {
+  const auto range = [&fn](std::size_t from, std::size_t to) {
+    for (std::size_t i = from; i < to; ++i)
+      fn(i);
+  };
+  std::size_t half = n;
+  std::future<void> upper;
+  if (n >= kParallelMinTiles) {
+    half = n / 2;
+    try {
+      upper = std::async(std::launch::async, range, half, n);
+    } catch (const std::system_error &) {
+      half = n; // no second thread to be had
+    }
+  }
+  range(0, half);
+  if (upper.valid())
+    upper.get();
+}
+
 // The core of every map: one vertex per worker region of `out`.
 // A map's inputs as its vertices read them: of one non-BOOL type (others
 // cast to it first), in the output's layout where they have its shape,
@@ -481,14 +524,21 @@ void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
   const std::vector<WorkerPiece> shares =
       splitByWorker(graph, outFlat, 6, grain);
   const std::vector<const Tensor *> repeating = repeatingOperands(operands);
-  std::vector<MapFields> perTile;
-  for (std::size_t first = 0; first < shares.size();) {
-    const unsigned tile = shares[first].tile;
+  // Each tile's shares, [first, next) of `shares`.
+  std::vector<std::pair<std::size_t, std::size_t>> groups;
+  for (std::size_t first = 0, next = 0; first < shares.size(); first = next) {
+    while (next < shares.size() && shares[next].tile == shares[first].tile)
+      ++next;
+    groups.emplace_back(first, next);
+  }
+  std::vector<MapFields> perTile(groups.size());
+  std::vector<std::uint64_t> estimates(groups.size());
+  forEachIndex(groups.size(), [&](std::size_t g) {
+    const auto [first, next] = groups[g];
     Ranges regions;
     std::uint64_t busiest = 0;
-    std::size_t next = first;
-    for (; next < shares.size() && shares[next].tile == tile; ++next) {
-      for (const auto &[b, e] : shares[next].regions) {
+    for (std::size_t w = first; w < next; ++w) {
+      for (const auto &[b, e] : shares[w].regions) {
         // Workers cut the tile's intervals; rejoin what they cut.
         if (!regions.empty() && regions.back().second == b)
           regions.back().second = e;
@@ -498,7 +548,7 @@ void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
       // A worker runs its share's regions as cut at repeats, each cut a
       // region more to set up.
       std::vector<unsigned> sizes;
-      for (const auto &[b, e] : cutAtRepeats(shares[next].regions, repeating))
+      for (const auto &[b, e] : cutAtRepeats(shares[w].regions, repeating))
         sizes.push_back(static_cast<unsigned>(e - b));
       busiest =
           std::max(busiest, mapcode::mapWorkerCycles(
@@ -510,24 +560,17 @@ void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
     // start six separate vertices; in worker cycles, a sixth of that.
     const std::uint64_t starts =
         (next - first - 1) * std::uint64_t(costs.supervisorCyclesPerVertex);
-    busiest +=
-        (starts + MultiVertex::numWorkers() - 1) / MultiVertex::numWorkers();
-    first = next;
-    MapFields f;
+    estimates[g] = busiest + (starts + MultiVertex::numWorkers() - 1) /
+                                 MultiVertex::numWorkers();
     // The index an element's value may depend on is its place in the
     // output, so only maps without it join regions out of that order.
-    for (const Region &r :
-         joinRegions(graph, regions, operands, repeating, !code.usesIndex())) {
-      const auto begin = r.operands.begin();
-      f.in.insert(f.in.end(), begin, begin + data.size());
-      f.flagIn.insert(f.flagIn.end(), begin + data.size(),
-                      begin + data.size() + flags.size());
-      f.outs.push_back(r.operands.back());
-      f.bases.push_back(static_cast<unsigned>(r.begin));
-    }
-    addMapVertex(graph, cs, cls, f, code, tile, busiest);
-    perTile.push_back(std::move(f));
-  }
+    perTile[g] = tileFields(
+        joinRegions(graph, regions, operands, repeating, !code.usesIndex()),
+        data.size(), flags.size());
+  });
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    addMapVertex(graph, cs, cls, perTile[g], code, shares[groups[g].first].tile,
+                 estimates[g]);
   addMapHostKernel(graph, cs, cls, perTile, code, out.numElements(), dc);
   prog.add(program::Execute(cs, dc));
 }
