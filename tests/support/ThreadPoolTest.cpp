@@ -243,3 +243,18 @@ TEST(ThreadPool, ARefusedThreadIsARuntimeErrorSayingWhatToLower) {
                                          "system refused thread 2"));
   EXPECT_THAT(what, ::testing::HasSubstr("ask for fewer (engine.hostThreads)"));
 }
+
+TEST(ThreadPool, MoreTasksThanOneCallCanCountIsAnErrorBeforeAnyRuns) {
+  ThreadPool pool(2);
+  std::atomic<std::size_t> ran{0};
+  const std::size_t tooMany = (std::size_t(1) << 32) + 1;
+  try {
+    pool.parallelFor(tooMany, [&](std::size_t, unsigned) { ++ran; });
+    FAIL() << "expected a RuntimeError";
+  } catch (const RuntimeError &e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("4294967297 tasks are more "
+                                               "than the 4294967295"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("split the loop"));
+  }
+  EXPECT_EQ(ran.load(), 0u);
+}
