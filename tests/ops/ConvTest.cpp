@@ -23,6 +23,8 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <iterator>
+#include <set>
 #include <string>
 
 using namespace tessera;
@@ -546,6 +548,53 @@ TEST(ConvLayout, CreatedWeightsLieInMemorySlabBySlab) {
   ASSERT_GT(vertices, 0u);
   EXPECT_LE(regions, 2 * vertices)
       << regions << " regions on " << vertices << " tiles";
+}
+
+// Tiles holding some element of \p t.
+std::set<unsigned> tilesOf(const Graph &g, const Tensor &t) {
+  std::set<unsigned> tiles;
+  const TileMapping m = g.getTileMapping(t);
+  for (unsigned tile = 0; tile < m.size(); ++tile)
+    if (!m[tile].empty())
+      tiles.insert(tile);
+  return tiles;
+}
+
+// Two layers of the same shape whose plans use far fewer units than tiles
+// start on different tiles, rather than both on tile 0 (where every small
+// layer's weights, optimizer state and work would pile up), and each
+// layer's weights still lie on the tiles of the units that read them.
+TEST(ConvLayout, SmallLayersSpreadOverDifferentTiles) {
+  ConvParams p = makeParams(FLOAT, 1, {4, 4}, {1, 1}, 4, 4);
+  Graph g(Target::createIPUTarget(1, "ipu2"));
+  addCodelets(g);
+  const auto s = conv::forwardShape(p, FLOAT);
+  const conv::Plan plan =
+      conv::choosePlan(g.getTarget(), s, conv::Pass::Forward, {});
+  ASSERT_LE(plan.units() * 4, g.getTarget().getNumTiles());
+  program::Sequence prog;
+  Tensor x = createInput(g, p, "x");
+  std::vector<std::set<unsigned>> weightTiles;
+  for (const char *name : {"w1", "w2", "w3"}) {
+    Tensor w = createWeights(g, p, name);
+    Tensor y = convolution(g, x, w, p, false, prog);
+    weightTiles.push_back(tilesOf(g, w));
+    const std::set<unsigned> outTiles = tilesOf(g, y);
+    EXPECT_TRUE(std::includes(outTiles.begin(), outTiles.end(),
+                              weightTiles.back().begin(),
+                              weightTiles.back().end()))
+        << name << ": weights lie on tiles no unit of its plan runs on";
+  }
+  for (std::size_t i = 0; i < weightTiles.size(); ++i)
+    for (std::size_t j = i + 1; j < weightTiles.size(); ++j) {
+      std::vector<unsigned> shared;
+      std::set_intersection(weightTiles[i].begin(), weightTiles[i].end(),
+                            weightTiles[j].begin(), weightTiles[j].end(),
+                            std::back_inserter(shared));
+      EXPECT_LE(shared.size() * 2, weightTiles[i].size())
+          << "layers " << i << " and " << j << " share " << shared.size()
+          << " of " << weightTiles[i].size() << " weight tiles";
+    }
 }
 
 TEST(ConvLayout, AddBiasAddsPerChannel) {

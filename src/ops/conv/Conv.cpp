@@ -682,8 +682,8 @@ Tensor convolveInto(Graph &graph, const ConvShape &s, const Tensor &in,
                     Type type, const std::vector<std::size_t> &shape,
                     program::Sequence &prog, const DebugContext &dc,
                     const conv::ConvOptions &options) {
-  const Plan plan =
-      conv::choosePlan(graph.getTarget(), s, Pass::Forward, options);
+  Plan plan = conv::choosePlan(graph.getTarget(), s, Pass::Forward, options);
+  plan.shift = conv::planShift(graph.getTarget(), plan, w);
   const bool fresh = !out.valid();
   if (fresh)
     out = s.groups == 1
@@ -803,8 +803,11 @@ Tensor createInput(Graph &graph, const ConvParams &params,
   const ConvShape s = conv::forwardShape(params, o.partialsType);
   Tensor t = graph.addVariable(params.inputType, params.getInputShape(),
                                nameOr(dc, "input"));
-  conv::mapInput(graph, t, s,
-                 conv::choosePlan(graph.getTarget(), s, Pass::Forward, o));
+  // The convolution takes its shift from weights not known here: the
+  // input's own variable at least scatters different layers' inputs.
+  Plan plan = conv::choosePlan(graph.getTarget(), s, Pass::Forward, o);
+  plan.shift = conv::planShift(graph.getTarget(), plan, t);
+  conv::mapInput(graph, t, s, plan);
   return t;
 }
 
@@ -813,7 +816,7 @@ Tensor createWeights(Graph &graph, const ConvParams &params,
   params.validate();
   const auto o = conv::ConvOptions::parse(options);
   const ConvShape s = conv::forwardShape(params, o.partialsType);
-  const Plan plan = conv::choosePlan(graph.getTarget(), s, Pass::Forward, o);
+  Plan plan = conv::choosePlan(graph.getTarget(), s, Pass::Forward, o);
   const std::vector<std::size_t> shape = params.getWeightsShape();
   // Slab by slab (output- x input-channel piece) in memory, so that the
   // share of a slab each tile holds is one run.
@@ -825,6 +828,7 @@ Tensor createWeights(Graph &graph, const ConvParams &params,
                             nameOr(dc, "weights"))
                 .reshape(shape)
           : graph.addVariable(params.inputType, shape, nameOr(dc, "weights"));
+  plan.shift = conv::planShift(graph.getTarget(), plan, t);
   conv::mapWeights(graph, t, s, plan);
   return t;
 }
@@ -904,7 +908,8 @@ Tensor convolutionWeightGradient(Graph &graph, const Tensor &zDeltas,
               fwdParams.inputType);
   const DebugContext name = nameOr(dc, op);
   const ConvShape s = conv::forwardShape(fwdParams, o.partialsType);
-  const Plan plan = conv::choosePlan(graph.getTarget(), s, Pass::WeightGrad, o);
+  Plan plan = conv::choosePlan(graph.getTarget(), s, Pass::WeightGrad, o);
+  plan.shift = conv::planShift(graph.getTarget(), plan, zDeltas);
   const std::vector<std::size_t> shape = fwdParams.getWeightsShape();
   const Tensor dw =
       s.groups == 1 ? blockedVariable(graph, fwdParams.inputType,

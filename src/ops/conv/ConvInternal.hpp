@@ -183,9 +183,12 @@ void registerPoolVertices(VertexRegistry &registry);
 enum class Pass { Forward, WeightGrad };
 
 /// How many pieces each dimension is split into; every unit (one piece of
-/// each) runs on its own tile.
+/// each) runs on its own tile. \p shift moves the units' tiles up (see
+/// unitTile); the planner leaves it 0 and the callers set it per
+/// convolution (see planShift).
 struct Plan {
   unsigned groups = 1, batch = 1, outChans = 1, rows = 1, inChans = 1;
+  unsigned shift = 0;
   std::size_t units() const {
     return std::size_t(groups) * batch * outChans * rows * inChans;
   }
@@ -221,9 +224,17 @@ std::uint64_t estimatePlanCycles(const Target &target, const ConvShape &s,
                                  Pass pass, const Plan &plan);
 
 /// The tile of unit (g, n, co, h, ci) of \p plan: units spread evenly over
-/// the target's tiles.
+/// the target's tiles, unit u of U on tile u*T/U + plan.shift.
 unsigned unitTile(const Target &target, const Plan &plan, unsigned g,
                   unsigned n, unsigned co, unsigned h, unsigned ci);
+
+/// The shift of \p plan (below T - (U-1)*T/U, so its units keep their
+/// order and stay on the target) for the convolutions whose operand \p t
+/// is (the weights, or the weight gradient's deltas): taken from the
+/// variable holding t's first element, so createWeights and every
+/// convolution of those weights agree on it, and different layers' units
+/// lie on different tiles.
+unsigned planShift(const Target &target, const Plan &plan, const Tensor &t);
 
 /// Input rows [begin, end) (clamped to the input) that output rows \p out
 /// read.
