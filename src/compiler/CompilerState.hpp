@@ -173,8 +173,7 @@ struct State {
     for (const FieldCopies &c : copies) {
       const FieldSlot &fs =
           fieldSlots[static_cast<std::size_t>(vertexSlots[c.vertex]) + c.field];
-      const std::vector<Tensor> &ts =
-          data.vertices[c.vertex].fields[c.field].tensors;
+      const FieldTensors &ts = data.vertices[c.vertex].fields[c.field].tensors;
       for (std::uint32_t i = 0; i < ts.size(); ++i) {
         const ElementSlot &e = elementSlots[fs.first + i];
         if (e.count != 0 && ((e.count & kInPlace) != 0) == c.inPlace)

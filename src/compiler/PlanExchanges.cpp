@@ -166,7 +166,7 @@ public:
     for (unsigned f = 0; f < fields.size(); ++f) {
       if (fields[f].direction == codelet::Direction::State)
         continue;
-      const std::vector<Tensor> &ts = vd.fields[f].tensors;
+      const FieldTensors &ts = vd.fields[f].tensors;
       remote_.clear();
       for (unsigned i = 0; i < ts.size(); ++i)
         if (!usableInPlace(s_, ts[i], *vd.tile, locator_))
@@ -187,7 +187,7 @@ public:
                   codelet::Direction direction) {
     const bool read = direction != codelet::Direction::Output;
     const bool write = direction != codelet::Direction::Input;
-    const std::vector<Tensor> &ts = s_.data.vertices[v].fields[f].tensors;
+    const FieldTensors &ts = s_.data.vertices[v].fields[f].tensors;
     auto touch = [&](std::uint32_t var, bool r, bool w, std::uint64_t n) {
       addTouch(plan.touches, var, r, w, n);
     };
@@ -216,7 +216,7 @@ public:
   void addTemporaries(ComputeSetPlan &plan, unsigned v, unsigned f,
                       const codelet::FieldInfo &fi) {
     const VertexData &vd = s_.data.vertices[v];
-    const std::vector<Tensor> &ts = vd.fields[f].tensors;
+    const FieldTensors &ts = vd.fields[f].tensors;
     const Type type = ts[remote_.front()].elementType();
     // Elements an element's slice spans, its alignment gap included.
     auto span = [&](std::size_t n) {

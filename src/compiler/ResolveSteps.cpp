@@ -550,7 +550,7 @@ private:
       if (fields[f].direction == codelet::Direction::State) {
         FieldValue fv;
         fv.addr = s_.exe.stateBytes.size();
-        fv.size = static_cast<std::uint32_t>(b.stateCount);
+        fv.size = static_cast<std::uint32_t>(b.state.count());
         s_.exe.stateBytes.insert(s_.exe.stateBytes.end(), b.state.begin(),
                                  b.state.end());
         // Keep every state value aligned for its type.

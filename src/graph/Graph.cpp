@@ -555,7 +555,7 @@ void Graph::connect(const FieldRef &field, const Tensor &t) {
       throw GraphError(connectWhere(*v, info) +
                        ": the field is not a list; connect it "
                        "without an index");
-    b.tensors = {t};
+    b.tensors.assignOne(t);
   }
   b.connected = true;
 }
@@ -595,6 +595,11 @@ void Graph::setFieldSize(const FieldRef &field, std::size_t size) {
                      info.name +
                      ": only list fields and plain-state vectors have a "
                      "size to set");
+  if (size > FieldSize::kMax)
+    throw GraphError("setFieldSize " + v->vertexClass->info.name + "." +
+                     info.name + ": the size " + str(size) +
+                     " is beyond the largest field size, " +
+                     str(FieldSize::kMax));
   v->fields[idx].size = size;
 }
 
@@ -614,9 +619,8 @@ void Graph::setFieldState(const FieldRef &field, Type srcType,
   if (b.size && *b.size != count)
     throw ShapeError(where + ": the field size is " + str(*b.size) + " but " +
                      str(count) + " values were given");
-  b.state.resize(count * typeSize(info.elementType));
-  convertElements(srcType, values, info.elementType, b.state.data(), count);
-  b.stateCount = count;
+  std::byte *bytes = b.state.assign(count * typeSize(info.elementType), count);
+  convertElements(srcType, values, info.elementType, bytes, count);
   b.connected = true;
 }
 

@@ -244,4 +244,7 @@ TEST(GraphConnect, ListElementErrorsNameTheFieldAndTheProblem) {
   EXPECT_EQ(message([&] { g.connect(v["out"][0], f[0]); }),
             "connect Lists.out: the field is not a list; connect it without "
             "an index");
+  EXPECT_EQ(message([&] { g.setFieldSize(v["rows"], std::size_t{1} << 32); }),
+            "setFieldSize Lists.rows: the size 4294967296 is beyond the "
+            "largest field size, 4294967294");
 }
