@@ -255,9 +255,10 @@ TEST(Shuffle, IsAPermutationThatDependsOnlyOnTheSeed) {
   EXPECT_EQ(a, sorted);
 }
 
-TEST(Shuffle, InMemoryAndStreamedInputsShuffleAlike) {
-  // fromTensors shuffles indices, a generator shuffles whole elements; the
-  // same seed must give the same order either way, for any buffer size.
+namespace {
+
+// The ints 0..56 from a generator: the streamed twin of range(57).
+Dataset streamedRange57() {
   auto gen = [] {
     return [i = 0]() mutable -> std::optional<Element> {
       if (i == 57)
@@ -265,7 +266,15 @@ TEST(Shuffle, InMemoryAndStreamedInputsShuffleAlike) {
       return Element{HostTensor::scalar<int>(i++)};
     };
   };
-  Dataset streamed = Dataset::fromGenerator(gen, {{"", INT, {}}});
+  return Dataset::fromGenerator(gen, {{"", INT, {}}});
+}
+
+} // namespace
+
+TEST(Shuffle, InMemoryAndStreamedInputsShuffleAlike) {
+  // fromTensors shuffles indices, a generator shuffles whole elements; the
+  // same seed must give the same order either way, for any buffer size.
+  Dataset streamed = streamedRange57();
   for (std::size_t buffer : {1u, 5u, 56u, 57u, 100u}) {
     EXPECT_EQ(drainInts(range(57).shuffle(buffer, 9)),
               drainInts(streamed.shuffle(buffer, 9)))
@@ -279,14 +288,7 @@ TEST(Shuffle, InMemoryAndStreamedInputsShuffleAlike) {
 TEST(Shuffle, TakenAndSkippedInMemoryInputsShuffleLikeStreamedOnes) {
   // take and skip of fromTensors stay in-memory (the shuffle reads the
   // elements it picks in place): same order as a generator's elements.
-  auto gen = [] {
-    return [i = 0]() mutable -> std::optional<Element> {
-      if (i == 57)
-        return std::nullopt;
-      return Element{HostTensor::scalar<int>(i++)};
-    };
-  };
-  Dataset streamed = Dataset::fromGenerator(gen, {{"", INT, {}}});
+  Dataset streamed = streamedRange57();
   for (std::size_t buffer : {1u, 7u, 40u, 100u}) {
     EXPECT_EQ(drainInts(range(57).take(40).shuffle(buffer, 9)),
               drainInts(streamed.take(40).shuffle(buffer, 9)))
