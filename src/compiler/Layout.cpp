@@ -5,13 +5,12 @@
 
 #include "tessera/support/Error.hpp"
 #include "tessera/support/Logging.hpp"
+#include "tessera/support/ThreadPool.hpp"
 
 #include <algorithm>
 #include <cstdint>
-#include <future>
 #include <iterator>
 #include <string>
-#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -264,20 +263,8 @@ std::uint64_t placeTile(std::vector<Block> &blocks) {
 // compile on one); the result is the same as one tile after the other.
 std::vector<std::uint64_t> placeTiles(std::vector<std::vector<Block>> &tiles) {
   std::vector<std::uint64_t> arenas(tiles.size());
-  const auto place = [&](std::size_t from, std::size_t to) {
-    for (std::size_t t = from; t < to; ++t)
-      arenas[t] = placeTile(tiles[t]);
-  };
-  const std::size_t half = tiles.size() / 2;
-  std::future<void> upper;
-  try {
-    upper = std::async(std::launch::async, place, half, tiles.size());
-  } catch (const std::system_error &) {
-    place(half, tiles.size()); // no second thread to be had
-  }
-  place(0, half);
-  if (upper.valid())
-    upper.get();
+  forEachOnTwoThreads(tiles.size(), 2,
+                      [&](std::size_t t) { arenas[t] = placeTile(tiles[t]); });
   return arenas;
 }
 

@@ -258,3 +258,37 @@ TEST(ThreadPool, MoreTasksThanOneCallCanCountIsAnErrorBeforeAnyRuns) {
   }
   EXPECT_EQ(ran.load(), 0u);
 }
+
+TEST(ForEachOnTwoThreads, EveryIndexOnceTheUpperHalfOnASecondThread) {
+  std::vector<int> hits(100, 0);
+  std::vector<std::thread::id> by(100);
+  forEachOnTwoThreads(100, 64, [&](std::size_t i) {
+    ++hits[i];
+    by[i] = std::this_thread::get_id();
+  });
+  EXPECT_EQ(hits, std::vector<int>(100, 1));
+  EXPECT_EQ(by[0], std::this_thread::get_id());
+  EXPECT_EQ(by[49], std::this_thread::get_id());
+  EXPECT_NE(by[50], std::this_thread::get_id());
+  EXPECT_EQ(by[50], by[99]);
+}
+
+TEST(ForEachOnTwoThreads, FewerThanTheMinimumRunOnTheCaller) {
+  std::vector<std::thread::id> by(63);
+  forEachOnTwoThreads(
+      63, 64, [&](std::size_t i) { by[i] = std::this_thread::get_id(); });
+  for (const std::thread::id &id : by)
+    EXPECT_EQ(id, std::this_thread::get_id());
+}
+
+TEST(ForEachOnTwoThreads, AnExceptionOfTheUpperHalfReachesTheCaller) {
+  std::atomic<int> ran{0};
+  EXPECT_THROW(forEachOnTwoThreads(10, 2,
+                                   [&](std::size_t i) {
+                                     ++ran;
+                                     if (i == 7)
+                                       throw std::runtime_error("seven");
+                                   }),
+               std::runtime_error);
+  EXPECT_EQ(ran.load(), 8); // the lower half and 5..7 of the upper
+}

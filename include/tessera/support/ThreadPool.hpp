@@ -27,8 +27,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <future>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -123,5 +125,33 @@ private:
   std::condition_variable wakeWorkers_;
   std::condition_variable wakeCaller_;
 };
+
+/// Calls fn(i) for every i in [0, n) without a pool: when n is at least
+/// \p minParallel, the upper half runs on a thread started for the call
+/// (or on the caller, if the system grants none) while the caller runs the
+/// lower half. For one-off loops of independent iterations that write only
+/// their own results (a compiler phase over tiles), so the outcome does not
+/// depend on the split. An exception from either half reaches the caller
+/// once both halves have ended.
+template <typename Fn>
+void forEachOnTwoThreads(std::size_t n, std::size_t minParallel, Fn &&fn) {
+  const auto range = [&fn](std::size_t from, std::size_t to) {
+    for (std::size_t i = from; i < to; ++i)
+      fn(i);
+  };
+  std::size_t half = n;
+  std::future<void> upper;
+  if (n >= minParallel && n > 1) {
+    half = n / 2;
+    try {
+      upper = std::async(std::launch::async, range, half, n);
+    } catch (const std::system_error &) {
+      half = n; // no second thread to be had
+    }
+  }
+  range(0, half); // on throwing, upper's destructor waits for its half
+  if (upper.valid())
+    upper.get();
+}
 
 } // namespace tessera

@@ -8,12 +8,11 @@
 #include "tessera/device/Target.hpp"
 #include "tessera/support/Error.hpp"
 #include "tessera/support/OptionParser.hpp"
+#include "tessera/support/ThreadPool.hpp"
 
 #include <algorithm>
 #include <cstring>
-#include <future>
 #include <optional>
-#include <system_error>
 
 namespace tessera::ops {
 namespace {
@@ -423,30 +422,10 @@ MapFields tileFields(const std::vector<Region> &regions, std::size_t numData,
   return f;
 }
 
-// Calls fn(i) for every i below n, the upper half on a second thread when
-// there are enough: planning a map's tiles reads the graph and writes
-// only the tile's own results, and took a quarter of ResNet-50's compile
-// at 224x224 on one thread. The results do not depend on the split.
+// Planning a map's tiles reads the graph and writes only the tile's own
+// results, and took a quarter of ResNet-50's compile at 224x224 on one
+// thread: maps of this many tiles or more plan on two.
 constexpr std::size_t kParallelMinTiles = 64;
-template <typename Fn> void forEachIndex(std::size_t n, Fn &&fn) {
-  const auto range = [&fn](std::size_t from, std::size_t to) {
-    for (std::size_t i = from; i < to; ++i)
-      fn(i);
-  };
-  std::size_t half = n;
-  std::future<void> upper;
-  if (n >= kParallelMinTiles) {
-    half = n / 2;
-    try {
-      upper = std::async(std::launch::async, range, half, n);
-    } catch (const std::system_error &) {
-      half = n; // no second thread to be had
-    }
-  }
-  range(0, half);
-  if (upper.valid())
-    upper.get();
-}
 
 // The core of every map: one vertex per worker region of `out`.
 // A map's inputs as its vertices read them: of one non-BOOL type (others
@@ -533,7 +512,7 @@ void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
   }
   std::vector<MapFields> perTile(groups.size());
   std::vector<std::uint64_t> estimates(groups.size());
-  forEachIndex(groups.size(), [&](std::size_t g) {
+  forEachOnTwoThreads(groups.size(), kParallelMinTiles, [&](std::size_t g) {
     const auto [first, next] = groups[g];
     Ranges regions;
     std::uint64_t busiest = 0;
