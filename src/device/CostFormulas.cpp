@@ -1,6 +1,8 @@
 #include "tessera/device/CostFormulas.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 
 namespace tessera::cost {
 
@@ -79,6 +81,22 @@ std::uint64_t computeCycles(const Target &target,
                             std::uint64_t vertices) {
   return target.getNumWorkerContexts() * busiestWorkerCycles +
          target.costs().supervisorCyclesPerVertex * vertices;
+}
+
+std::uint64_t multiVertexWorkerCycles(const Target &target,
+                                      std::vector<std::uint64_t> shareCycles,
+                                      unsigned workers) {
+  if (shareCycles.empty())
+    return 0;
+  std::sort(shareCycles.begin(), shareCycles.end(), std::greater<>());
+  std::vector<std::uint64_t> load(workers, 0);
+  for (std::uint64_t c : shareCycles)
+    *std::min_element(load.begin(), load.end()) += c;
+  const std::uint64_t starts =
+      (shareCycles.size() - 1) *
+      std::uint64_t(target.costs().supervisorCyclesPerVertex);
+  return *std::max_element(load.begin(), load.end()) +
+         (starts + workers - 1) / workers;
 }
 
 } // namespace tessera::cost

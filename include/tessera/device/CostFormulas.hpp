@@ -11,6 +11,7 @@
 #include "tessera/device/Target.hpp"
 
 #include <cstdint>
+#include <vector>
 
 namespace tessera::cost {
 
@@ -65,5 +66,15 @@ std::uint64_t gwLinkCycles(const Target &target, std::uint64_t bytes);
 std::uint64_t computeCycles(const Target &target,
                             std::uint64_t busiestWorkerCycles,
                             std::uint64_t vertices);
+
+/// Worker cycles of one MultiVertex whose \p workers workers take the
+/// shares of \p shareCycles as separate vertices would be taken (longest
+/// first, each to the least loaded worker): the busiest worker's cycles,
+/// plus the supervisor's start of every share after the first
+/// (CostFigures::supervisorCyclesPerVertex each) counted in worker cycles,
+/// a \p workers-th of them rounded up. 0 for no shares.
+std::uint64_t multiVertexWorkerCycles(const Target &target,
+                                      std::vector<std::uint64_t> shareCycles,
+                                      unsigned workers);
 
 } // namespace tessera::cost

@@ -5,6 +5,7 @@
 #include "MapCode.hpp"
 #include "OpsInternal.hpp"
 
+#include "tessera/device/CostFormulas.hpp"
 #include "tessera/device/Target.hpp"
 #include "tessera/support/Error.hpp"
 #include "tessera/support/OptionParser.hpp"
@@ -515,7 +516,7 @@ void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
   forEachOnTwoThreads(groups.size(), kParallelMinTiles, [&](std::size_t g) {
     const auto [first, next] = groups[g];
     Ranges regions;
-    std::uint64_t busiest = 0;
+    std::vector<std::uint64_t> shareCycles;
     for (std::size_t w = first; w < next; ++w) {
       for (const auto &[b, e] : shares[w].regions) {
         // Workers cut the tile's intervals; rejoin what they cut.
@@ -529,18 +530,14 @@ void mapImpl(Graph &graph, const Expr &e, std::vector<Tensor> ts,
       std::vector<unsigned> sizes;
       for (const auto &[b, e] : cutAtRepeats(shares[w].regions, repeating))
         sizes.push_back(static_cast<unsigned>(e - b));
-      busiest =
-          std::max(busiest, mapcode::mapWorkerCycles(
-                                costs.binaryOpWorkerCycles,
-                                costs.binaryOpWorkerCyclesPerVector, operations,
-                                sizes, static_cast<unsigned>(grain)));
+      shareCycles.push_back(mapcode::mapWorkerCycles(
+          costs.binaryOpWorkerCycles, costs.binaryOpWorkerCyclesPerVector,
+          operations, sizes, static_cast<unsigned>(grain)));
     }
-    // The supervisor starts each worker that has a share, as it would
-    // start six separate vertices; in worker cycles, a sixth of that.
-    const std::uint64_t starts =
-        (next - first - 1) * std::uint64_t(costs.supervisorCyclesPerVertex);
-    estimates[g] = busiest + (starts + MultiVertex::numWorkers() - 1) /
-                                 MultiVertex::numWorkers();
+    // A worker a share (at most six): the busiest, plus the supervisor's
+    // starts of the others, as it would start six separate vertices.
+    estimates[g] = cost::multiVertexWorkerCycles(
+        graph.getTarget(), std::move(shareCycles), MultiVertex::numWorkers());
     // The index an element's value may depend on is its place in the
     // output, so only maps without it join regions out of that order.
     perTile[g] = tileFields(

@@ -5,13 +5,13 @@
 #include "OpsInternal.hpp"
 #include "ReduceInternal.hpp"
 
+#include "tessera/device/CostFormulas.hpp"
 #include "tessera/device/Target.hpp"
 #include "tessera/support/Error.hpp"
 #include "tessera/support/OptionParser.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <map>
 #include <ostream>
 
@@ -224,17 +224,6 @@ PieceList piecesOf(const CanonicalView &cv, const VertexWork &w) {
   return list;
 }
 
-// Workers take the parts longest first, each to the least loaded worker,
-// as the cost model schedules separate vertices; the busiest one's cycles.
-std::uint64_t busiestWorker(std::vector<std::uint64_t> parts,
-                            unsigned workers) {
-  std::sort(parts.begin(), parts.end(), std::greater<>());
-  std::vector<std::uint64_t> load(workers, 0);
-  for (std::uint64_t c : parts)
-    *std::min_element(load.begin(), load.end()) += c;
-  return *std::max_element(load.begin(), load.end());
-}
-
 // One worker's share of a tile's work as the planner cut it: its partials
 // (outputs numbered from its first) and the outputs it writes.
 struct Part {
@@ -245,9 +234,8 @@ struct Part {
 // The vertex of one tile's \p parts, whose outputs are consecutive in
 // memory: its out is theirs concatenated and its partials theirs, joined
 // where one continues another. A MultiVertex whose workers take a part
-// each: estimated as the busiest worker plus a sixth of the supervisor's
-// starts of the others, as the maps' MultiVertex is, which on one tile is
-// the cost of separate vertices.
+// each, estimated as the maps' MultiVertex is: on one tile, the cost of
+// separate vertices.
 void addParts(Graph &graph, ComputeSet cs, const ReduceCostShape &cost,
               unsigned tile, const std::vector<Part> &parts, float scale) {
   const Target &target = graph.getTarget();
@@ -269,12 +257,9 @@ void addParts(Graph &graph, ComputeSet cs, const ReduceCostShape &cost,
   VertexRef v = addReduceVertex(
       graph, cs, reduceVertexName(cost.op, cost.update, cost.in, cost.out),
       tile, all.tensors, all.meta, concat(outs), scale);
-  const unsigned workers = MultiVertex::numWorkers();
-  const std::uint64_t starts =
-      (parts.size() - 1) *
-      std::uint64_t(target.costs().supervisorCyclesPerVertex);
-  graph.setPerfEstimate(v, busiestWorker(partCycles, workers) +
-                               (starts + workers - 1) / workers);
+  graph.setPerfEstimate(
+      v, tessera::cost::multiVertexWorkerCycles(target, std::move(partCycles),
+                                                MultiVertex::numWorkers()));
 }
 
 // Partials exchanged between stages: tensors[i] holds outputs
