@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <iterator>
 #include <string>
+#include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -280,9 +282,11 @@ std::uint64_t vertexStateBytes(const State &s, unsigned v) {
           fields[f].direction == codelet::Direction::State ? b.state.size() : 4;
       break;
     case codelet::Shape::Vector:
-      bytes += fields[f].direction == codelet::Direction::State
-                   ? 8 + b.state.size()
-                   : 8;
+      // A shared table's bytes are its tile's (SharedTables), once.
+      bytes +=
+          fields[f].direction == codelet::Direction::State && !fields[f].shared
+              ? 8 + b.state.size()
+              : 8;
       break;
     default:
       bytes += 8 + 8 * b.tensors.size();
@@ -290,6 +294,25 @@ std::uint64_t vertexStateBytes(const State &s, unsigned v) {
   }
   return alignUp(bytes);
 }
+
+// The distinct values of the shared fields (FieldInfo::shared) of one
+// tile's vertices. On the IPU such a table (a map's program) is read-only
+// data that every vertex holding the same value points at, as a codelet's
+// code is stored once per tile however many vertices run it: counting it
+// per vertex made a tile with hundreds of maps of one program (an
+// optimizer's update of each weight) hold hundreds of copies.
+class SharedTables {
+public:
+  // Adds \p value; returns its bytes if the tile holds no equal value yet.
+  std::uint64_t add(const FieldState &value) {
+    const std::string_view bytes(reinterpret_cast<const char *>(value.data()),
+                                 value.size());
+    return seen_.insert(bytes).second ? alignUp(bytes.size()) : 0;
+  }
+
+private:
+  std::unordered_set<std::string_view> seen_; // views of the graph's states
+};
 
 [[noreturn]] void reportOutOfMemory(const State &s, unsigned tile,
                                     const TileMemory &m, unsigned numOver,
@@ -366,12 +389,18 @@ void layoutMemory(State &s) {
 
   s.exe.tileMemory.assign(numTiles, TileMemory{});
   std::vector<std::vector<const RegisteredVertex *>> classesOnTile(numTiles);
+  std::vector<SharedTables> tablesOnTile(numTiles);
   for (unsigned v = 0; v < s.data.vertices.size(); ++v) {
     const VertexData &vd = s.data.vertices[v];
     if (!vd.tile || s.data.computeSets[vd.computeSet].isHostKernel)
       continue;
-    s.exe.tileMemory[*vd.tile].vertexState += vertexStateBytes(s, v);
+    TileMemory &m = s.exe.tileMemory[*vd.tile];
+    m.vertexState += vertexStateBytes(s, v);
     classesOnTile[*vd.tile].push_back(vd.vertexClass);
+    const auto &fields = vd.vertexClass->info.fields;
+    for (unsigned f = 0; f < fields.size(); ++f)
+      if (fields[f].shared)
+        m.code += tablesOnTile[*vd.tile].add(vd.fields[f].state);
   }
 
   const std::vector<std::uint64_t> arenas = placeTiles(tiles);
@@ -383,7 +412,7 @@ void layoutMemory(State &s) {
     auto &cls = classesOnTile[t];
     std::sort(cls.begin(), cls.end());
     const auto distinct = std::unique(cls.begin(), cls.end()) - cls.begin();
-    m.code = distinct * s.target.costs().codeBytesPerVertexClass;
+    m.code += distinct * s.target.costs().codeBytesPerVertexClass;
     const std::uint64_t arena = arenas[t];
     for (const Block &b : tiles[t]) {
       s.addrOf(b.var, b.interval) = b.offset; // tile-relative for now
