@@ -10,9 +10,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_set>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -295,23 +296,53 @@ std::uint64_t vertexStateBytes(const State &s, unsigned v) {
   return alignUp(bytes);
 }
 
-// The distinct values of the shared fields (FieldInfo::shared) of one
-// tile's vertices. On the IPU such a table (a map's program) is read-only
-// data that every vertex holding the same value points at, as a codelet's
-// code is stored once per tile however many vertices run it: counting it
-// per vertex made a tile with hundreds of maps of one program (an
-// optimizer's update of each weight) hold hundreds of copies.
+// The distinct values of the shared fields (FieldInfo::shared) on each
+// tile. On the IPU such a table (a map's program) is read-only data that
+// every vertex holding the same value points at, as a codelet's code is
+// stored once per tile however many vertices run it: counting it per
+// vertex made a tile with hundreds of maps of one program (an optimizer's
+// update of each weight) hold hundreds of copies.
 class SharedTables {
 public:
-  // Adds \p value; returns its bytes if the tile holds no equal value yet.
-  std::uint64_t add(const FieldState &value) {
+  explicit SharedTables(unsigned numTiles) : onTile_(numTiles) {}
+
+  // Notes field \p field's \p value on \p tile.
+  void add(unsigned tile, unsigned field, const FieldState &value) {
     const std::string_view bytes(reinterpret_cast<const char *>(value.data()),
                                  value.size());
-    return seen_.insert(bytes).second ? alignUp(bytes.size()) : 0;
+    // The vertices of a compute set come one after another and hold one
+    // value: compare with the field's last value before hashing.
+    if (field >= last_.size())
+      last_.resize(field + 1);
+    auto &[lastBytes, lastId] = last_[field];
+    if (!lastId || bytes != lastBytes) {
+      const auto [it, added] =
+          ids_.try_emplace(bytes, static_cast<std::uint32_t>(bytes_.size()));
+      if (added)
+        bytes_.push_back(alignUp(bytes.size()));
+      lastBytes = bytes;
+      lastId = it->second;
+    }
+    onTile_[tile].push_back(*lastId);
+  }
+
+  // The bytes of the distinct values on \p tile.
+  std::uint64_t bytesOn(unsigned tile) {
+    std::vector<std::uint32_t> &ids = onTile_[tile];
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    std::uint64_t sum = 0;
+    for (const std::uint32_t id : ids)
+      sum += bytes_[id];
+    return sum;
   }
 
 private:
-  std::unordered_set<std::string_view> seen_; // views of the graph's states
+  // Each distinct value's id (views of the graph's states) and bytes.
+  std::unordered_map<std::string_view, std::uint32_t> ids_;
+  std::vector<std::uint64_t> bytes_;
+  std::vector<std::pair<std::string_view, std::optional<std::uint32_t>>> last_;
+  std::vector<std::vector<std::uint32_t>> onTile_; // ids, repeated
 };
 
 [[noreturn]] void reportOutOfMemory(const State &s, unsigned tile,
@@ -389,7 +420,7 @@ void layoutMemory(State &s) {
 
   s.exe.tileMemory.assign(numTiles, TileMemory{});
   std::vector<std::vector<const RegisteredVertex *>> classesOnTile(numTiles);
-  std::vector<SharedTables> tablesOnTile(numTiles);
+  SharedTables tables(numTiles);
   for (unsigned v = 0; v < s.data.vertices.size(); ++v) {
     const VertexData &vd = s.data.vertices[v];
     if (!vd.tile || s.data.computeSets[vd.computeSet].isHostKernel)
@@ -400,7 +431,7 @@ void layoutMemory(State &s) {
     const auto &fields = vd.vertexClass->info.fields;
     for (unsigned f = 0; f < fields.size(); ++f)
       if (fields[f].shared)
-        m.code += tablesOnTile[*vd.tile].add(vd.fields[f].state);
+        tables.add(*vd.tile, f, vd.fields[f].state);
   }
 
   const std::vector<std::uint64_t> arenas = placeTiles(tiles);
@@ -412,7 +443,8 @@ void layoutMemory(State &s) {
     auto &cls = classesOnTile[t];
     std::sort(cls.begin(), cls.end());
     const auto distinct = std::unique(cls.begin(), cls.end()) - cls.begin();
-    m.code += distinct * s.target.costs().codeBytesPerVertexClass;
+    m.code =
+        distinct * s.target.costs().codeBytesPerVertexClass + tables.bytesOn(t);
     const std::uint64_t arena = arenas[t];
     for (const Block &b : tiles[t]) {
       s.addrOf(b.var, b.interval) = b.offset; // tile-relative for now
