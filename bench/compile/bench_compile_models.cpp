@@ -166,7 +166,7 @@ std::optional<long> residentBytes(pid_t pid, const char *what = "VmRSS:") {
 // the names, so that the layers of one kind add up), on stderr. A vertex's
 // bytes are counted as the compiler's layout counts them: its entry in the
 // compute set's list, 4 bytes a scalar edge, 8 a vector edge, 8 plus 8 per
-// element of a list, state inline.
+// element of a list, state inline (a shared table: 8, its bytes are code).
 void printBreakdown(const Executable &exe, std::size_t tile) {
   VertexRegistry::registerBuiltinLibrary("ops", &ops::registerVertices);
   VertexRegistry registry;
@@ -243,7 +243,7 @@ void printBreakdown(const Executable &exe, std::size_t tile) {
         if (fi.shape == codelet::Shape::Scalar)
           bytes += isState ? state : 4;
         else if (fi.shape == codelet::Shape::Vector)
-          bytes += isState ? 8 + state : 8;
+          bytes += isState && !fi.shared ? 8 + state : 8; // shared: code
         else
           bytes += 8 + 8 * std::uint64_t(fv.size);
       }

@@ -243,6 +243,11 @@ struct FieldInfo {
   Direction direction = Direction::Input;
   Shape shape = Shape::Scalar;
   Type elementType = Type::FLOAT;
+  /// A state vector the vertices of a tile read and never write, as a
+  /// table shared by all the vertices with the same value (a map's
+  /// program): a tile holds each distinct value once, with its code, and a
+  /// vertex holds only where it lies. Set by VertexDescriber::sharedField.
+  bool shared = false;
 };
 
 /// A vertex class as the engine runs it: how to build an object and call
@@ -314,6 +319,18 @@ public:
     f.shape = Traits::shape;
     f.elementType = Traits::elementType;
     info_.fields.push_back(std::move(f));
+    return *this;
+  }
+  /// A plain-state vector field (Vector<T>) that is a read-only table,
+  /// stored once per tile for the vertices holding the same value
+  /// (FieldInfo::shared).
+  template <typename F>
+  VertexDescriber &sharedField(std::string name, F V::*member) {
+    static_assert(FieldTraits<F>::direction == Direction::State &&
+                      FieldTraits<F>::shape == Shape::Vector,
+                  "a shared field is a plain-state Vector<T>");
+    field(std::move(name), member);
+    info_.fields.back().shared = true;
     return *this;
   }
   VertexClassInfo take() { return std::move(info_); }

@@ -10,7 +10,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <iterator>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -280,9 +283,11 @@ std::uint64_t vertexStateBytes(const State &s, unsigned v) {
           fields[f].direction == codelet::Direction::State ? b.state.size() : 4;
       break;
     case codelet::Shape::Vector:
-      bytes += fields[f].direction == codelet::Direction::State
-                   ? 8 + b.state.size()
-                   : 8;
+      // A shared table's bytes are its tile's (SharedTables), once.
+      bytes +=
+          fields[f].direction == codelet::Direction::State && !fields[f].shared
+              ? 8 + b.state.size()
+              : 8;
       break;
     default:
       bytes += 8 + 8 * b.tensors.size();
@@ -290,6 +295,55 @@ std::uint64_t vertexStateBytes(const State &s, unsigned v) {
   }
   return alignUp(bytes);
 }
+
+// The distinct values of the shared fields (FieldInfo::shared) on each
+// tile. On the IPU such a table (a map's program) is read-only data that
+// every vertex holding the same value points at, as a codelet's code is
+// stored once per tile however many vertices run it: counting it per
+// vertex made a tile with hundreds of maps of one program (an optimizer's
+// update of each weight) hold hundreds of copies.
+class SharedTables {
+public:
+  explicit SharedTables(unsigned numTiles) : onTile_(numTiles) {}
+
+  // Notes field \p field's \p value on \p tile.
+  void add(unsigned tile, unsigned field, const FieldState &value) {
+    const std::string_view bytes(reinterpret_cast<const char *>(value.data()),
+                                 value.size());
+    // The vertices of a compute set come one after another and hold one
+    // value: compare with the field's last value before hashing.
+    if (field >= last_.size())
+      last_.resize(field + 1);
+    auto &[lastBytes, lastId] = last_[field];
+    if (!lastId || bytes != lastBytes) {
+      const auto [it, added] =
+          ids_.try_emplace(bytes, static_cast<std::uint32_t>(bytes_.size()));
+      if (added)
+        bytes_.push_back(alignUp(bytes.size()));
+      lastBytes = bytes;
+      lastId = it->second;
+    }
+    onTile_[tile].push_back(*lastId);
+  }
+
+  // The bytes of the distinct values on \p tile.
+  std::uint64_t bytesOn(unsigned tile) {
+    std::vector<std::uint32_t> &ids = onTile_[tile];
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    std::uint64_t sum = 0;
+    for (const std::uint32_t id : ids)
+      sum += bytes_[id];
+    return sum;
+  }
+
+private:
+  // Each distinct value's id (views of the graph's states) and bytes.
+  std::unordered_map<std::string_view, std::uint32_t> ids_;
+  std::vector<std::uint64_t> bytes_;
+  std::vector<std::pair<std::string_view, std::optional<std::uint32_t>>> last_;
+  std::vector<std::vector<std::uint32_t>> onTile_; // ids, repeated
+};
 
 [[noreturn]] void reportOutOfMemory(const State &s, unsigned tile,
                                     const TileMemory &m, unsigned numOver,
@@ -366,12 +420,18 @@ void layoutMemory(State &s) {
 
   s.exe.tileMemory.assign(numTiles, TileMemory{});
   std::vector<std::vector<const RegisteredVertex *>> classesOnTile(numTiles);
+  SharedTables tables(numTiles);
   for (unsigned v = 0; v < s.data.vertices.size(); ++v) {
     const VertexData &vd = s.data.vertices[v];
     if (!vd.tile || s.data.computeSets[vd.computeSet].isHostKernel)
       continue;
-    s.exe.tileMemory[*vd.tile].vertexState += vertexStateBytes(s, v);
+    TileMemory &m = s.exe.tileMemory[*vd.tile];
+    m.vertexState += vertexStateBytes(s, v);
     classesOnTile[*vd.tile].push_back(vd.vertexClass);
+    const auto &fields = vd.vertexClass->info.fields;
+    for (unsigned f = 0; f < fields.size(); ++f)
+      if (fields[f].shared)
+        tables.add(*vd.tile, f, vd.fields[f].state);
   }
 
   const std::vector<std::uint64_t> arenas = placeTiles(tiles);
@@ -383,7 +443,8 @@ void layoutMemory(State &s) {
     auto &cls = classesOnTile[t];
     std::sort(cls.begin(), cls.end());
     const auto distinct = std::unique(cls.begin(), cls.end()) - cls.begin();
-    m.code = distinct * s.target.costs().codeBytesPerVertexClass;
+    m.code =
+        distinct * s.target.costs().codeBytesPerVertexClass + tables.bytesOn(t);
     const std::uint64_t arena = arenas[t];
     for (const Block &b : tiles[t]) {
       s.addrOf(b.var, b.interval) = b.offset; // tile-relative for now

@@ -22,7 +22,7 @@ bool sameFields(const std::vector<codelet::FieldInfo> &a,
   for (std::size_t i = 0; i < a.size(); ++i)
     if (a[i].name != b[i].name || a[i].offset != b[i].offset ||
         a[i].direction != b[i].direction || a[i].shape != b[i].shape ||
-        a[i].elementType != b[i].elementType)
+        a[i].elementType != b[i].elementType || a[i].shared != b[i].shared)
       return false;
   return true;
 }

@@ -4,6 +4,7 @@
 // casts, fills, scaled additions and estimates.
 #include "OpsTestUtil.hpp"
 
+#include "tessera/compiler/Compiler.hpp"
 #include "tessera/ops/Elementwise.hpp"
 #include "tessera/ops/Reference.hpp"
 #include "tessera/support/Error.hpp"
@@ -367,4 +368,44 @@ TEST(ElementwiseEstimates, FloatAddCostsPoplarsCyclesPerElement) {
   const double perElementPerTile = 1.5 * (24576 - 768) / 4;
   EXPECT_NEAR(growth(false), perElementPerTile, 0.05 * perElementPerTile);
   EXPECT_NEAR(growth(true), 2 * perElementPerTile, 0.1 * perElementPerTile);
+}
+
+namespace {
+// Tile 0's memory after compiling one map of each expression of \p exprs
+// over one 64-element input, all on tile 0.
+TileMemory mapsOnOneTile(const std::vector<expr::Expr> &exprs) {
+  IPUModel model;
+  model.tilesPerIPU = 1;
+  Device device = model.createDevice();
+  Graph g(device.getTarget());
+  ops::addCodelets(g);
+  Tensor x = g.addVariable(FLOAT, {64}, "x");
+  g.setTileMapping(x, 0);
+  g.createHostWrite("x", x);
+  program::Sequence prog;
+  for (std::size_t i = 0; i < exprs.size(); ++i)
+    g.createHostRead("y" + std::to_string(i), map(g, exprs[i], {x}, prog));
+  return compileGraph(g, {prog}).tileMemory.at(0);
+}
+} // namespace
+
+TEST(ElementwiseMemory, MapsOfOneProgramOnATileHoldItOnceAsCode) {
+  using namespace expr;
+  const Expr shortE = _1 + Const(1.0f);
+  const Expr longE = Sigmoid(_1 * Const(2.0f) + Const(1.0f)) -
+                     Square(_1) / Const(3.0f) + Exp(_1 * Const(0.25f));
+  const TileMemory one = mapsOnOneTile({longE});
+  const TileMemory four = mapsOnOneTile({longE, longE, longE, longE});
+  // The program is a table on the tile, not in each vertex: a vertex's
+  // state does not grow with its program, and more vertices of the same
+  // program add no code.
+  EXPECT_EQ(mapsOnOneTile({shortE, shortE, shortE, shortE}).vertexState,
+            four.vertexState);
+  EXPECT_EQ(four.code, one.code);
+  // Each distinct program is held once: four different constants are
+  // four programs.
+  const TileMemory distinct = mapsOnOneTile(
+      {longE, longE + Const(1.0f), longE + Const(2.0f), longE + Const(3.0f)});
+  EXPECT_GT(distinct.code, four.code + 3 * 8 * 10);
+  EXPECT_EQ(distinct.vertexState, four.vertexState);
 }

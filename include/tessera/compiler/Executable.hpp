@@ -134,7 +134,9 @@ struct TileMemory {
   std::uint64_t constants = 0;
   std::uint64_t temporaries = 0; ///< compiler-made rearrangement buffers
   std::uint64_t vertexState = 0; ///< vertex objects and their field tables
-  std::uint64_t code = 0;        ///< vertex code, estimated
+  /// Vertex code (estimated) and the tables its vertices share
+  /// (FieldInfo::shared), each distinct value once.
+  std::uint64_t code = 0;
   std::uint64_t total() const {
     return alwaysLive + notAlwaysLive + constants + temporaries + vertexState +
            code;

@@ -375,7 +375,9 @@ VertexRef addMapVertex(Graph &graph, ComputeSet cs, const std::string &cls,
   graph.setInitialValue(
       v["code"], std::vector<unsigned>(code.code.begin(), code.code.end()));
   graph.setInitialValue(v["constants"], words(code.constants));
-  graph.setInitialValue(v["indexBase"], f.bases);
+  // Only a program that reads the index needs the regions' bases.
+  graph.setInitialValue(v["indexBase"],
+                        code.usesIndex() ? f.bases : std::vector<unsigned>());
   graph.setTileMapping(v, tile);
   return v;
 }

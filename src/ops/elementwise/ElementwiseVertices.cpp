@@ -95,8 +95,8 @@ void registerMap(VertexRegistry &registry) {
   d.field("in", &V::in)
       .field("flags", &V::flags)
       .field("out", &V::out)
-      .field("code", &V::code)
-      .field("constants", &V::constants)
+      .sharedField("code", &V::code)
+      .sharedField("constants", &V::constants)
       .field("indexBase", &V::indexBase);
   // Poplar's elementwise figures: a fixed cost per vertex plus a few cycles
   // per 64-bit vector for each operation of the expression.

@@ -151,9 +151,12 @@ public:
   Vector<Input<Vector<InT>>> in;
   Vector<Input<Vector<bool>>> flags;
   Vector<Output<Vector<OutT>>> out;
+  /// The program (a table its tile shares with every vertex of the same
+  /// program: FieldInfo::shared).
   Vector<unsigned> code;
-  Vector<unsigned> constants; ///< each a double as two words
-  /// Per region: the flat output index of its first element.
+  Vector<unsigned> constants; ///< each a double as two words; shared too
+  /// Per region: the flat output index of its first element; empty when
+  /// the code has no Index instruction.
   Vector<unsigned> indexBase;
 
   bool compute(unsigned worker) {
