@@ -97,6 +97,9 @@ struct ComputeSetPlan {
   std::uint32_t firstVertex = 0; ///< in Executable order
   /// The host kernel run in this compute set's place, or -1.
   int hostKernel = -1;
+  /// Whether the graph's host kernel could run in its place (a paired
+  /// kernel also needs its pair's).
+  bool kernelUsable = false;
 };
 
 /// Everything the phases share.

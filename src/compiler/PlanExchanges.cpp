@@ -93,12 +93,29 @@ public:
   // vertices (checked as any vertex is) is one contiguous piece of one tile
   // interval (read and written where it lies) and cs writes nothing through
   // temporaries. cs's gathers are then only costed: nothing reads their
-  // temporaries.
+  // temporaries. Paired kernels (Graph::pairHostKernels) run both or
+  // neither, decided when the second of the two compute sets is planned
+  // (until then, the first's gathers stay real).
   void planHostKernel(unsigned cs) {
-    const std::optional<unsigned> kernel = s_.data.computeSets[cs].hostKernel;
     ComputeSetPlan &plan = s_.csPlans[cs];
-    if (!kernel || !s_.options.hostKernels || !plan.scatters.empty())
+    plan.kernelUsable = kernelUsable(cs);
+    const std::optional<unsigned> pair = s_.data.computeSets[cs].hostKernelPair;
+    if (!pair) {
+      if (plan.kernelUsable)
+        useHostKernel(cs);
       return;
+    }
+    const ComputeSetPlan &other = s_.csPlans[*pair];
+    if (other.planned && other.kernelUsable && plan.kernelUsable) {
+      useHostKernel(cs);
+      useHostKernel(*pair);
+    }
+  }
+
+  bool kernelUsable(unsigned cs) {
+    const std::optional<unsigned> kernel = s_.data.computeSets[cs].hostKernel;
+    if (!kernel || !s_.options.hostKernels || !s_.csPlans[cs].scatters.empty())
+      return false;
     for (unsigned v : s_.data.computeSets[*kernel].vertices) {
       const VertexData &vd = checkedVertex(v);
       const auto &fields = vd.vertexClass->info.fields;
@@ -108,11 +125,17 @@ public:
         unsigned tile = 0;
         for (const Tensor &t : vd.fields[f].tensors)
           if (!contiguousInOneInterval(s_, t, &tile, locator_))
-            return;
+            return false;
       }
     }
-    plan.hostKernel = static_cast<int>(*kernel);
-    s_.csPlans[*kernel].planned = true;
+    return true;
+  }
+
+  void useHostKernel(unsigned cs) {
+    ComputeSetPlan &plan = s_.csPlans[cs];
+    const unsigned kernel = *s_.data.computeSets[cs].hostKernel;
+    plan.hostKernel = static_cast<int>(kernel);
+    s_.csPlans[kernel].planned = true;
     plan.costOnlyGathers.insert(plan.costOnlyGathers.end(),
                                 plan.gathers.begin(), plan.gathers.end());
     plan.gathers.clear();

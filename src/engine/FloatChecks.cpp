@@ -52,29 +52,63 @@ FloatChecker::FloatChecker(const Executable &exe,
   first_.push_back(static_cast<std::uint32_t>(outputs_.size()));
 }
 
+namespace {
+
+bool forbidden(const std::byte *mem, std::uint64_t addr, std::uint32_t i,
+               Type type, bool nan, bool inf, double &x) {
+  if (type == FLOAT) {
+    float f;
+    std::memcpy(&f, mem + addr + 4 * std::uint64_t(i), 4);
+    x = f;
+  } else {
+    std::uint16_t h;
+    std::memcpy(&h, mem + addr + 2 * std::uint64_t(i), 2);
+    x = halfBitsToFloat(h);
+  }
+  return (nan && std::isnan(x)) || (inf && std::isinf(x));
+}
+
+} // namespace
+
+bool FloatChecker::firstForbidden(std::uint32_t begin, std::uint32_t end,
+                                  const std::byte *mem, Found &found) const {
+  for (std::uint32_t v = begin; v < end; ++v)
+    for (std::uint32_t o = first_[v]; o < first_[v + 1]; ++o) {
+      const Output &out = outputs_[o];
+      for (std::uint32_t i = 0; i < out.count; ++i)
+        if (forbidden(mem, out.addr, i, out.type, nan_, inf_, found.value)) {
+          found = {v, o, i, found.value};
+          return true;
+        }
+    }
+  return false;
+}
+
 void FloatChecker::check(const Step &st, std::size_t pc, const std::byte *mem,
                          unsigned replica) const {
   // Vertices of a compute step are st.a .. st.a + st.b; scan in order so
-  // the error names the first one, whatever the thread count.
-  for (std::uint32_t v = st.a; v < st.a + st.b; ++v) {
-    for (std::uint32_t o = first_[v]; o < first_[v + 1]; ++o) {
-      const Output &out = outputs_[o];
-      for (std::uint32_t i = 0; i < out.count; ++i) {
-        double x;
-        if (out.type == FLOAT) {
-          float f;
-          std::memcpy(&f, mem + out.addr + 4 * std::uint64_t(i), 4);
-          x = f;
-        } else {
-          std::uint16_t h;
-          std::memcpy(&h, mem + out.addr + 2 * std::uint64_t(i), 2);
-          x = halfBitsToFloat(h);
-        }
-        if ((nan_ && std::isnan(x)) || (inf_ && std::isinf(x)))
-          throwFor(st, pc, v, out, i, x, replica);
-      }
-    }
+  // the error names the first one, whatever the thread count. A step run
+  // by a host kernel (st.count of them from st.addr) is first checked by
+  // what the kernel wrote: the same bytes as the tiles' outputs, except
+  // where paired kernels (Graph::pairHostKernels) leave some unwritten,
+  // and those must not be read as results. Only the error then names the
+  // first tile vertex, or the kernel's where no tile output shows it.
+  Found found;
+  if (st.count) {
+    const auto begin = static_cast<std::uint32_t>(st.addr);
+    if (!firstForbidden(begin, begin + static_cast<std::uint32_t>(st.count),
+                        mem, found))
+      return;
+    Found tile;
+    if (firstForbidden(st.a, st.a + st.b, mem, tile))
+      throwFor(st, pc, tile.vertex, outputs_[tile.output], tile.element,
+               tile.value, replica);
+    throwFor(st, pc, found.vertex, outputs_[found.output], found.element,
+             found.value, replica);
   }
+  if (firstForbidden(st.a, st.a + st.b, mem, found))
+    throwFor(st, pc, found.vertex, outputs_[found.output], found.element,
+             found.value, replica);
 }
 
 void FloatChecker::throwFor(const Step &st, std::size_t pc,
@@ -82,6 +116,9 @@ void FloatChecker::throwFor(const Step &st, std::size_t pc,
                             std::size_t element, double value,
                             unsigned replica) const {
   const VertexInstance &inst = exe_.vertices[vertex];
+  // A tile vertex of the step, or else one of its host kernel's.
+  const std::uint64_t index =
+      vertex >= st.a && vertex < st.a + st.b ? vertex - st.a : vertex - st.addr;
   const RegisteredVertex &cls = *classes_[inst.vertexClass];
   const bool nan = std::isnan(value);
   std::string msg =
@@ -89,10 +126,9 @@ void FloatChecker::throwFor(const Step &st, std::size_t pc,
       (nan ? "invalid operation (a NaN; flags inv/nanoo)"
            : "overflow or division by zero (an infinity; flags oflo/div0)") +
       " first produced at program step " + str(pc) + ", compute set \"" +
-      exe_.computeSetNames[st.c] + "\", by vertex " + str(vertex - st.a) +
-      " (class " + cls.info.name + ", tile " + str(inst.tile) +
-      ") in field \"" + cls.info.fields[o.field].name + "\" element " +
-      str(element) +
+      exe_.computeSetNames[st.c] + "\", by vertex " + str(index) + " (class " +
+      cls.info.name + ", tile " + str(inst.tile) + ") in field \"" +
+      cls.info.fields[o.field].name + "\" element " + str(element) +
       (exe_.replicationFactor > 1 ? " of replica " + str(replica) : "") +
       ". Check this op's inputs (a NaN read from the host shows up here "
       "first), lower the learning rate or use loss scaling, or turn the "

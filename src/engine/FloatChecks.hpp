@@ -37,6 +37,15 @@ private:
     Type type;
     std::uint32_t field; ///< index into the class's fields
   };
+  /// A forbidden value: vertex, index into outputs_, element, value.
+  struct Found {
+    std::uint32_t vertex = 0, output = 0, element = 0;
+    double value = 0;
+  };
+  /// Whether the outputs of vertices [begin, end) hold a forbidden value;
+  /// if so, \p found is the first.
+  bool firstForbidden(std::uint32_t begin, std::uint32_t end,
+                      const std::byte *mem, Found &found) const;
   void throwFor(const Step &st, std::size_t pc, std::uint32_t vertex,
                 const Output &o, std::size_t element, double value,
                 unsigned replica) const;

@@ -416,6 +416,23 @@ void Graph::setHostKernel(ComputeSet cs, ComputeSet kernel) {
   k.isHostKernel = true;
 }
 
+void Graph::pairHostKernels(ComputeSet first, ComputeSet second) {
+  const std::size_t n = data_->computeSets.size();
+  if (first.getId() >= n || second.getId() >= n)
+    throw GraphError("pairHostKernels: compute set " +
+                     str(std::max(first.getId(), second.getId())) +
+                     " does not belong to this graph");
+  ComputeSetData &a = data_->computeSets[first.getId()];
+  ComputeSetData &b = data_->computeSets[second.getId()];
+  if (first.getId() == second.getId() || !a.hostKernel || !b.hostKernel ||
+      a.hostKernelPair || b.hostKernelPair)
+    throw GraphError("pairHostKernels: \"" + a.name + "\" and \"" + b.name +
+                     "\" must be two compute sets with host kernels "
+                     "(setHostKernel) and no pair yet");
+  a.hostKernelPair = second.getId();
+  b.hostKernelPair = first.getId();
+}
+
 VertexRef Graph::addVertex(ComputeSet cs, const std::string &vertexType) {
   if (cs.getId() >= data_->computeSets.size())
     throw GraphError("addVertex: compute set " + str(cs.getId()) +

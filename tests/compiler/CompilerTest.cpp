@@ -710,6 +710,61 @@ TEST(CompilerHostKernel, KernelVertexIsCheckedAsAnyVertexIs) {
   }
 }
 
+// Two compute sets sum x into s1 and s2; their kernels sum y1 and y2
+// instead, so the results tell which ran. Paired, the kernels run both or
+// neither: y2 split over two tiles keeps its kernel from running, and so
+// the other's, whichever of the two runs first.
+TEST(CompilerHostKernel, PairedKernelsRunBothOrNeither) {
+  for (bool split : {false, true})
+    for (bool secondSplit : {false, true}) {
+      Device device = modelDevice();
+      Graph g(device.getTarget());
+      addTestCodelets(g);
+      Tensor x = g.addVariable(FLOAT, {4}, "x");
+      Tensor y1 = g.addVariable(FLOAT, {4}, "y1");
+      Tensor y2 = g.addVariable(FLOAT, {4}, "y2");
+      Tensor s1 = g.addVariable(FLOAT, {}, "s1");
+      Tensor s2 = g.addVariable(FLOAT, {}, "s2");
+      for (const Tensor &t : {x, y1, y2, s1, s2})
+        g.setTileMapping(t, 0);
+      if (split)
+        g.setTileMapping((secondSplit ? y2 : y1).slice(2, 4), 3);
+      g.setInitialValue(x, std::vector<float>{1, 2, 3, 4});
+      g.setInitialValue(y1, std::vector<float>{10, 20, 30, 40});
+      g.setInitialValue(y2, std::vector<float>{100, 200, 300, 400});
+      g.createHostRead("s1", s1);
+      g.createHostRead("s2", s2);
+      ComputeSet cs[2], kernel[2];
+      const Tensor out[2] = {s1, s2}, alt[2] = {y1, y2};
+      for (unsigned i = 0; i < 2; ++i) {
+        cs[i] = g.addComputeSet("sum" + std::to_string(i));
+        g.setTileMapping(
+            g.addVertex(cs[i], "SumVertex", {{"in", x}, {"out", out[i]}}), 0);
+        kernel[i] = g.addComputeSet("sum/host" + std::to_string(i));
+        g.setTileMapping(g.addVertex(kernel[i], "SumVertex",
+                                     {{"in", alt[i]}, {"out", out[i]}}),
+                         0);
+        g.setHostKernel(cs[i], kernel[i]);
+      }
+      g.pairHostKernels(cs[0], cs[1]);
+      Engine e(compileGraph(g, {Sequence{Execute(cs[0]), Execute(cs[1])}}));
+      e.load(device);
+      e.run();
+      float r1 = 0, r2 = 0;
+      e.readTensor("s1", &r1, &r1 + 1);
+      e.readTensor("s2", &r2, &r2 + 1);
+      EXPECT_EQ(r1, split ? 10.0f : 100.0f) << split << secondSplit;
+      EXPECT_EQ(r2, split ? 10.0f : 1000.0f) << split << secondSplit;
+    }
+}
+
+TEST(CompilerHostKernel, PairsAreTwoKernelsOfTheirOwn) {
+  HostKernelGraph h(false);
+  ComputeSet other = h.g.addComputeSet("other");
+  EXPECT_THROW(h.g.pairHostKernels(h.cs, h.cs), GraphError);
+  EXPECT_THROW(h.g.pairHostKernels(h.cs, other), GraphError);
+}
+
 // A host kernel reads its operands where they lie, at its compute set's
 // step, though the compute set's own vertex reads a copy gathered before
 // it: y, gathered from two tiles and so dead after the gather as far as that

@@ -20,6 +20,7 @@ using ::testing::HasSubstr;
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 // x -> "first" (x * scale1) -> y -> "second" (y * 2) -> z, on tile 1.
 struct TwoScales {
@@ -92,4 +93,49 @@ TEST(EngineFloatingPoint, FlagsOffOrNotMatchingLetValuesThrough) {
   EXPECT_EQ(fine.runWith({{"debug.floatingPointBehaviour.inv", "true"},
                           {"debug.floatingPointBehaviour.oflo", "true"}}),
             "");
+}
+
+// A step a host kernel runs is checked by what the kernel wrote: the tiles'
+// outputs it leaves unwritten (paired kernels pass work through them in
+// another form) hold no result. A value found is still named by the first
+// tile vertex whose output shows it.
+TEST(EngineFloatingPoint, HostKernelStepIsCheckedByWhatTheKernelWrote) {
+  for (bool kernelMakesNaN : {false, true}) {
+    Device device = modelDevice();
+    Graph g(device.getTarget());
+    addTestCodelets(g);
+    Tensor x = g.addVariable(FLOAT, {2}, "x");
+    Tensor y = g.addVariable(FLOAT, {2}, "y");
+    Tensor w = g.addVariable(FLOAT, {2}, "w");
+    for (const Tensor &t : {x, y, w})
+      g.setTileMapping(t, 1);
+    g.setInitialValue(x, std::vector<float>{kInf, 1.0f});
+    g.setInitialValue(y, std::vector<float>{kNaN, kNaN});
+    g.createHostRead("w", w);
+    ComputeSet cs = g.addComputeSet("first");
+    VertexRef v = g.addVertex(cs, "ScaleVertex", {{"in", x}, {"out", y}});
+    g.setInitialValue(v["scale"], 0.0f);
+    g.setTileMapping(v, 1);
+    // The kernel writes w (finite: x * 1), or y (inf * 0 is NaN).
+    ComputeSet kernel = g.addComputeSet("first/host");
+    VertexRef k = g.addVertex(kernel, "ScaleVertex",
+                              {{"in", x}, {"out", kernelMakesNaN ? y : w}});
+    g.setInitialValue(k["scale"], kernelMakesNaN ? 0.0f : 1.0f);
+    g.setTileMapping(k, 0);
+    g.setHostKernel(cs, kernel);
+    Engine e(g, Execute(cs), {{"debug.floatingPointBehaviour.inv", "true"}});
+    e.load(device);
+    if (!kernelMakesNaN) {
+      EXPECT_NO_THROW(e.run());
+      continue;
+    }
+    try {
+      e.run();
+      ADD_FAILURE() << "the kernel's NaN went through";
+    } catch (const FloatingPointError &err) {
+      EXPECT_THAT(err.what(), HasSubstr("\"first\""));
+      EXPECT_THAT(err.what(), HasSubstr("tile 1"));
+      EXPECT_THAT(err.what(), HasSubstr("element 0"));
+    }
+  }
 }

@@ -42,6 +42,9 @@ enum class Layout { Linear, Planned };
 struct Outcome {
   std::vector<double> c;
   std::uint64_t cycles = 0;
+  /// Compute steps the host ran as MatMulHostSum (the K-slices summed in
+  /// the block kernel).
+  unsigned summedSteps = 0;
 };
 
 Target targetOf(unsigned tiles) {
@@ -114,6 +117,12 @@ Outcome run(unsigned tiles, const Case &c, Type in, Type out,
   o.c = read(e, "c", C);
   for (std::uint64_t x : e.getCycleCounts())
     o.cycles += x;
+  const Executable &exe = e.getExecutable();
+  for (const Step &st : exe.steps)
+    if (st.kind == StepKind::Compute && st.count > 0 &&
+        exe.vertexClasses[exe.vertices[st.addr].vertexClass].name ==
+            "tessera::ops::MatMulHostSum")
+      ++o.summedSteps;
   return o;
 }
 
@@ -284,6 +293,10 @@ TEST(MatMul, HostKernelWritesExactlyWhatTheTilesWould) {
                                 Layout::Linear, false, tilesOnly);
       EXPECT_EQ(host.c, tiles.c) << name(c, 1472) << " " << t.partials;
       EXPECT_EQ(host.cycles, tiles.cycles) << name(c, 1472);
+      // Float K-splits sum their slices in the block kernel.
+      EXPECT_EQ(host.summedSteps, t.in == FLOAT && c.k >= 96 ? 1u : 0u)
+          << name(c, 1472);
+      EXPECT_EQ(tiles.summedSteps, 0u);
     }
 }
 

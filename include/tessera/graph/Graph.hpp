@@ -142,6 +142,13 @@ public:
   /// with the option engine.hostKernels false. \p kernel's vertices need a
   /// tile mapping but take no tile memory; \p kernel cannot be executed.
   void setHostKernel(ComputeSet cs, ComputeSet kernel);
+  /// Makes the host run the kernels of \p first and \p second (each given
+  /// by setHostKernel) both or neither: for kernels that pass each other
+  /// work through a variable that only the two compute sets write and
+  /// read, in a form their vertices do not (a K-split matmul's block
+  /// kernel leaves the whole sum in the first K-slice's partials, which its
+  /// reduction kernel copies out). \p first must run before \p second.
+  void pairHostKernels(ComputeSet first, ComputeSet second);
   VertexRef addVertex(ComputeSet cs, const std::string &vertexType);
   VertexRef
   addVertex(ComputeSet cs, const std::string &vertexType,

@@ -166,6 +166,9 @@ struct ComputeSetData {
   /// Whether this is another's host kernel: never executed by a program,
   /// never costed, laid out or profiled.
   bool isHostKernel = false;
+  /// The compute set whose host kernel runs exactly when this one's does
+  /// (pairHostKernels).
+  std::optional<unsigned> hostKernelPair;
 };
 
 struct StreamData {

@@ -9,6 +9,7 @@
 #include "tessera/ops/MatMul.hpp"
 
 #include "MatMulInternal.hpp"
+#include "MatMulKernel.hpp"
 #include "OpsInternal.hpp"
 
 #include "tessera/device/Target.hpp"
@@ -339,6 +340,65 @@ Tensor sliceOutput(const Plan &p, const Tensor &C,
   return concat(panels, 0);
 }
 
+// Whether the host kernels sum the K-slices' products as the block kernel
+// runs, leaving each sum in the first slice's partials for the reduction's
+// kernel to copy out (paired by Graph::pairHostKernels): float products
+// into a new C whose slices are one chunk of matmul::gemm's each and small
+// enough to be read in place.
+bool summedOnHost(const Plan &p) {
+  return p.numTiles() > 1 && p.k.parts > 1 && !p.accumulate &&
+         p.types.input == FLOAT && p.types.partials == FLOAT &&
+         p.types.output == FLOAT && p.k.maxSize() <= matmul::kMaxSummedSlice &&
+         p.k.maxSize() * p.n.length <= matmul::kDirectMaxB;
+}
+
+// summedOnHost's block kernel: per group, up to four MatMulHostSum
+// vertices, each a band of rows by a band of B's columns over all of K.
+void addSummedHostKernel(Graph &graph, const Plan &p, const Tensor &A,
+                         const Tensor &B, const Tensor &C,
+                         const PieceVariable &partials, ComputeSet blocks,
+                         bool transA, bool transB, const DebugContext &dc) {
+  ComputeSet cs = graph.addComputeSet(DebugContext(dc, "blocks/host"));
+  const Range allK{0, p.k.length};
+  std::vector<unsigned> slices;
+  for (unsigned kk = 0; kk < p.k.parts; ++kk)
+    slices.push_back(static_cast<unsigned>(p.k(kk).size()));
+  // Two bands of rows (of at least 32) by two of 16-column panels: each
+  // vertex gathers its rows of A (pieces of a few floats each) once per
+  // column band and reads its columns of B once per row band, and a
+  // K-slice of half of B's columns (36 x 128 floats in the MLP) stays in
+  // L1; the host's threads share four vertices. (Measured on the MLP:
+  // 1 x 2 beats 1 x 1 at batch 32 and 2 x 2 beats 4 x 1 at 128.)
+  const unsigned bands = static_cast<unsigned>(std::clamp<std::size_t>(
+      std::min((4 + p.g.length - 1) / p.g.length, p.m.length / 32), 1, 2));
+  const std::size_t panels = (p.n.length + 15) / 16;
+  const unsigned colBands = panels >= 2 ? 2 : 1;
+  for (std::size_t q = 0; q < p.g.length; ++q) {
+    const Tensor out = sliceOutput(p, C, &partials, q, 0);
+    for (unsigned band = 0; band < bands; ++band)
+      for (unsigned cb = 0; cb < colBands; ++cb) {
+        const Range rows = sub({0, p.m.length}, bands, band);
+        const Range cols{
+            std::min(p.n.length, 16 * (cb * panels / colBands)),
+            std::min(p.n.length, 16 * ((cb + 1) * panels / colBands))};
+        if (!rows.size() || !cols.size())
+          continue;
+        VertexRef v = graph.addVertex(cs, "tessera::ops::MatMulHostSum");
+        graph.connect(v["a"], operandPieces(graph, A[q], rows, allK, transA));
+        graph.connect(v["b"], operandPieces(graph, B[q], allK, cols, transB));
+        graph.connect(v["c"], operandPieces(graph, out, rows, cols, false));
+        graph.setInitialValue(v["m"], static_cast<unsigned>(rows.size()));
+        graph.setInitialValue(v["n"], static_cast<unsigned>(cols.size()));
+        graph.setInitialValue(v["slices"], slices);
+        graph.setInitialValue(v["transA"], static_cast<unsigned>(transA));
+        graph.setInitialValue(v["transB"], static_cast<unsigned>(transB));
+        graph.setTileMapping(v, 0);
+        graph.setPerfEstimate(v, rows.size() * p.k.length * cols.size() / 64);
+      }
+  }
+  graph.setHostKernel(blocks, cs);
+}
+
 // The block products' host kernel (Graph::setHostKernel): per group and
 // K-slice, a few MatMulHost vertices each multiply a band of rows by all of
 // B's columns with the tiles' kernel and order of sums, writing exactly the
@@ -386,10 +446,10 @@ void addHostKernel(Graph &graph, const Plan &p, const Tensor &A,
 // The block products: one MatMulBlock per group of each tile's block,
 // writing C directly or the partials when a reduction follows; with a host
 // kernel when the product spans several tiles.
-void addBlockVertices(Graph &graph, const Plan &p, const Tensor &A,
-                      const Tensor &B, const Tensor &C,
-                      const PieceVariable *partials, Sequence &prog,
-                      const DebugContext &dc) {
+ComputeSet addBlockVertices(Graph &graph, const Plan &p, const Tensor &A,
+                            const Tensor &B, const Tensor &C,
+                            const PieceVariable *partials, Sequence &prog,
+                            const DebugContext &dc) {
   const std::string cls =
       templateName("tessera::ops::MatMulBlock",
                    {p.types.input, p.types.partials,
@@ -411,14 +471,18 @@ void addBlockVertices(Graph &graph, const Plan &p, const Tensor &A,
     graph.setInitialValue(v["n"], static_cast<unsigned>(cols.size()));
     graph.setTileMapping(v, tile);
   });
-  if (p.numTiles() > 1)
+  if (partials && summedOnHost(p))
+    addSummedHostKernel(graph, p, A, B, C, *partials, cs, transA, transB, dc);
+  else if (p.numTiles() > 1)
     addHostKernel(graph, p, A, B, C, partials, cs, transA, transB, dc);
   prog.add(program::Execute(cs, DebugContext(dc, "blocks")));
+  return cs;
 }
 
 // The reduction's host kernel (Graph::setHostKernel), for a product into
 // a new C: one vertex per block sums its kS whole partials, in the tiles'
-// order, into the block's pieces of C.
+// order, into the block's pieces of C; when summedOnHost, it copies the
+// first, which holds the sum.
 void addReduceHostKernel(Graph &graph, const Plan &p, const Tensor &C,
                          const PieceVariable &partials, ComputeSet reduce,
                          const DebugContext &dc) {
@@ -433,7 +497,7 @@ void addReduceHostKernel(Graph &graph, const Plan &p, const Tensor &C,
         if (!n)
           continue;
         std::vector<Tensor> parts;
-        for (unsigned kk = 0; kk < kS; ++kk)
+        for (unsigned kk = 0; kk < (summedOnHost(p) ? 1 : kS); ++kk)
           parts.push_back(partials.piece(p.piece(q, i, j, kk)));
         VertexRef v = graph.addVertex(cs, cls);
         graph.connect(v["partials"], parts);
@@ -447,9 +511,9 @@ void addReduceHostKernel(Graph &graph, const Plan &p, const Tensor &C,
 
 // The reduction: tile (.., kk) sums range reduceRange(kk) of its block's
 // kS partials into C (or adds alpha times the sum to C).
-void addReduceVertices(Graph &graph, const Plan &p, const Tensor &C,
-                       const PieceVariable &partials, float alpha,
-                       Sequence &prog, const DebugContext &dc) {
+ComputeSet addReduceVertices(Graph &graph, const Plan &p, const Tensor &C,
+                             const PieceVariable &partials, float alpha,
+                             Sequence &prog, const DebugContext &dc) {
   const std::string cls =
       templateName(p.accumulate ? "tessera::ops::MatMulReduceAcc"
                                 : "tessera::ops::MatMulReduce",
@@ -476,6 +540,7 @@ void addReduceVertices(Graph &graph, const Plan &p, const Tensor &C,
   if (p.numTiles() > 1 && !p.accumulate)
     addReduceHostKernel(graph, p, C, partials, cs, dc);
   prog.add(program::Execute(cs, DebugContext(dc, "reduce")));
+  return cs;
 }
 
 // The product of 3-D A and B into C (created when not given), per plan.
@@ -493,8 +558,12 @@ Tensor build(Graph &graph, const Plan &p, const Tensor &A, const Tensor &B,
     partials.add(p.piece(q, i, j, kk), p.m(i).size() * p.n(j).size(), tile);
   });
   partials.create(graph, p.types.partials, DebugContext(dc, "partials"));
-  addBlockVertices(graph, p, A, B, C, &partials, prog, dc);
-  addReduceVertices(graph, p, C, partials, alpha, prog, dc);
+  const ComputeSet blocks =
+      addBlockVertices(graph, p, A, B, C, &partials, prog, dc);
+  const ComputeSet reduce =
+      addReduceVertices(graph, p, C, partials, alpha, prog, dc);
+  if (summedOnHost(p))
+    graph.pairHostKernels(blocks, reduce);
   return C;
 }
 

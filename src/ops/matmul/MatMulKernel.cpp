@@ -21,9 +21,10 @@
 namespace tessera::ops::matmul {
 namespace {
 
-constexpr std::size_t kMr = 6;   // rows of the register tile
-constexpr std::size_t kNr = 16;  // columns of the register tile (two ymm)
-constexpr std::size_t kKc = 256; // K slice (a multiple of kRoundEvery)
+constexpr std::size_t kMr = 6;  // rows of the register tile
+constexpr std::size_t kNr = 16; // columns of the register tile (two ymm)
+constexpr std::size_t kKc = kMaxSummedSlice; // K slice (a multiple of
+                                             // kRoundEvery)
 constexpr std::size_t kNc = 256; // N chunk packed at once (a multiple of kNr)
 constexpr std::size_t kRoundEvery = 16;
 
@@ -42,6 +43,14 @@ struct Tile {
   bool accumulate = false;
   __m256i mask{}; // lanes of the last vector that are inside C
 };
+
+// How a micro-kernel call treats C. Plain: C = the product (or C += it,
+// the sums running on from C, when the tile accumulates). RoundHalf: the
+// same with each running sum rounded to half precision every kRoundEvery
+// products. AddAfter: the product is summed from zero, then stored, or,
+// when the tile accumulates, added to C: C + (A B), one rounding per
+// element, as adding a K-slice's partial to the sum of the ones before.
+enum class Mode { Plain, RoundHalf, AddAfter };
 
 inline __m256 roundedToHalf(__m256 v) {
   return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
@@ -67,13 +76,15 @@ inline void store(float *p, std::size_t v, __m256 x, __m256i mask) {
 // a template parameter, and the accumulators are named variables, not an
 // array: GCC keeps an array of vectors in memory across the K loop.
 #define TESSERA_MM_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
-template <std::size_t R, std::size_t V, bool Masked, bool Round>
+template <std::size_t R, std::size_t V, bool Masked, Mode M>
 void microKernel(const Tile &t) {
+  constexpr bool Round = M == Mode::RoundHalf;
+  constexpr bool LoadFirst = M != Mode::AddAfter;
   const __m256i mask = t.mask;
 #define TESSERA_MM_INIT(r)                                                     \
   const float *a##r = t.a[R > r ? r : 0];                                      \
   __m256 c##r##0 = _mm256_setzero_ps(), c##r##1 = _mm256_setzero_ps();         \
-  if (R > r && t.accumulate) {                                                 \
+  if (R > r && LoadFirst && t.accumulate) {                                    \
     c##r##0 = load<V, Masked>(t.c[r], 0, mask);                                \
     if (V > 1)                                                                 \
       c##r##1 = load<V, Masked>(t.c[r], 1, mask);                              \
@@ -109,6 +120,18 @@ void microKernel(const Tile &t) {
 #undef TESSERA_MM_ROUND
     }
   }
+  if constexpr (M == Mode::AddAfter) {
+    if (t.accumulate) {
+#define TESSERA_MM_ADD(r)                                                      \
+  if constexpr (R > r) {                                                       \
+    c##r##0 = _mm256_add_ps(load<V, Masked>(t.c[r], 0, mask), c##r##0);        \
+    if constexpr (V > 1)                                                       \
+      c##r##1 = _mm256_add_ps(load<V, Masked>(t.c[r], 1, mask), c##r##1);      \
+  }
+      TESSERA_MM_ROWS(TESSERA_MM_ADD)
+#undef TESSERA_MM_ADD
+    }
+  }
 #define TESSERA_MM_STORE(r)                                                    \
   if constexpr (R > r) {                                                       \
     store<V, Masked>(t.c[r], 0, c##r##0, mask);                                \
@@ -122,31 +145,45 @@ void microKernel(const Tile &t) {
 
 using MicroKernel = void (*)(const Tile &);
 
-template <std::size_t R, bool Round>
+template <std::size_t R, Mode M>
 MicroKernel kernelOfWidth(std::size_t vectors, bool masked) {
   if (vectors == 1)
-    return masked ? &microKernel<R, 1, true, Round>
-                  : &microKernel<R, 1, false, Round>;
-  return masked ? &microKernel<R, 2, true, Round>
-                : &microKernel<R, 2, false, Round>;
+    return masked ? &microKernel<R, 1, true, M> : &microKernel<R, 1, false, M>;
+  return masked ? &microKernel<R, 2, true, M> : &microKernel<R, 2, false, M>;
 }
 
-template <bool Round>
-MicroKernel kernelFor(std::size_t rows, std::size_t vectors, bool masked) {
+template <Mode M>
+MicroKernel kernelOfMode(std::size_t rows, std::size_t vectors, bool masked) {
   switch (rows) {
   case 1:
-    return kernelOfWidth<1, Round>(vectors, masked);
+    return kernelOfWidth<1, M>(vectors, masked);
   case 2:
-    return kernelOfWidth<2, Round>(vectors, masked);
+    return kernelOfWidth<2, M>(vectors, masked);
   case 3:
-    return kernelOfWidth<3, Round>(vectors, masked);
+    return kernelOfWidth<3, M>(vectors, masked);
   case 4:
-    return kernelOfWidth<4, Round>(vectors, masked);
+    return kernelOfWidth<4, M>(vectors, masked);
   case 5:
-    return kernelOfWidth<5, Round>(vectors, masked);
+    return kernelOfWidth<5, M>(vectors, masked);
   default:
-    return kernelOfWidth<6, Round>(vectors, masked);
+    return kernelOfWidth<6, M>(vectors, masked);
   }
+}
+
+MicroKernel kernelFor(Mode mode, std::size_t rows, std::size_t vectors,
+                      bool masked) {
+  switch (mode) {
+  case Mode::RoundHalf:
+    return kernelOfMode<Mode::RoundHalf>(rows, vectors, masked);
+  case Mode::AddAfter:
+    return kernelOfMode<Mode::AddAfter>(rows, vectors, masked);
+  default:
+    return kernelOfMode<Mode::Plain>(rows, vectors, masked);
+  }
+}
+
+Mode modeOf(bool roundToHalf) {
+  return roundToHalf ? Mode::RoundHalf : Mode::Plain;
 }
 
 // Rows [k0, k0 + kc) and columns [n0, n0 + nc) of B into panels of kNr
@@ -212,8 +249,7 @@ struct Operands {
 // The C columns [n0, n0 + nc) for K slice [k0, k0 + kc): every row group
 // times every 16-column panel.
 void sweep(std::size_t m, std::size_t k0, std::size_t kc, std::size_t n0,
-           std::size_t nc, const Operands &o, bool accumulate,
-           bool roundToHalf) {
+           std::size_t nc, const Operands &o, bool accumulate, Mode mode) {
   const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   for (std::size_t i0 = 0, rows = 0; i0 < m; i0 += rows) {
     rows = rowGroup(m - i0);
@@ -235,10 +271,7 @@ void sweep(std::size_t m, std::size_t k0, std::size_t kc, std::size_t n0,
       for (std::size_t r = 0; r < rows; ++r)
         t.c[r] = o.cPanels ? o.cPanels[(n0 / kNr + p) * m + i0 + r]
                            : o.c + (i0 + r) * o.ldc + n0 + p * kNr;
-      const MicroKernel kernel =
-          roundToHalf ? kernelFor<true>(rows, vectors, tail != 8)
-                      : kernelFor<false>(rows, vectors, tail != 8);
-      kernel(t);
+      kernelFor(mode, rows, vectors, tail != 8)(t);
     }
   }
 }
@@ -271,7 +304,7 @@ void gemm(std::size_t m, std::size_t n, std::size_t k,
     const std::size_t kc = std::min(kKc, k - k0);
     const bool acc = accumulate || k0 > 0;
     if (direct) {
-      sweep(m, k0, kc, 0, n, o, acc, roundToHalf);
+      sweep(m, k0, kc, 0, n, o, acc, modeOf(roundToHalf));
       continue;
     }
     for (std::size_t n0 = 0; n0 < n; n0 += kNc) {
@@ -279,7 +312,7 @@ void gemm(std::size_t m, std::size_t n, std::size_t k,
       packB(bRows, k0, kc, n0, nc, s.packed.data(), s.rows.data());
       o.panelRows = s.rows.data();
       o.panelStride = kc;
-      sweep(m, k0, kc, n0, nc, o, acc, roundToHalf);
+      sweep(m, k0, kc, n0, nc, o, acc, modeOf(roundToHalf));
     }
     o.panelRows = nullptr;
   }
@@ -306,7 +339,27 @@ void gemmPanels(std::size_t m, std::size_t n, std::size_t k,
   for (std::size_t k0 = 0; k0 < k; k0 += kKc) {
     o.panelRows = bPanels + k0;
     sweep(m, k0, std::min(kKc, k - k0), 0, n, o, accumulate || k0 > 0,
-          roundToHalf);
+          modeOf(roundToHalf));
+  }
+}
+
+void gemmPanelsSummed(std::size_t m, std::size_t n, const unsigned *slices,
+                      std::size_t numSlices, const float *const *aRows,
+                      const float *const *bPanels, float *const *cPanels) {
+  std::size_t k = 0;
+  for (std::size_t s = 0; s < numSlices; ++s)
+    k += slices[s];
+  if (m == 0 || n == 0 || numSlices == 0)
+    return;
+  Operands o;
+  o.aRows = aRows;
+  o.panelStride = k;
+  o.cPanels = cPanels;
+  // Slice by slice over the whole band: a slice of B stays in cache while
+  // every row group reads it, and the band of C (summed into) in L2.
+  for (std::size_t s = 0, k0 = 0; s < numSlices; k0 += slices[s++]) {
+    o.panelRows = bPanels + k0;
+    sweep(m, k0, slices[s], 0, n, o, s > 0, Mode::AddAfter);
   }
 }
 

@@ -43,6 +43,20 @@ void gemmPanels(std::size_t m, std::size_t n, std::size_t k,
                 float *const *cPanels, bool accumulate,
                 bool roundToHalf = false);
 
+/// The longest K-slice gemmPanelsSummed takes: gemm sums over K in chunks
+/// of this many products, so a slice no longer is one chunk.
+constexpr std::size_t kMaxSummedSlice = 256;
+
+/// The sum of the products of consecutive K-slices of sizes
+/// slices[0, numSlices) (each at most kMaxSummedSlice), each computed as
+/// gemmPanels computes it from zero and then added in slice order,
+/// ((s0 + s1) + s2) + ..., in float: bit for bit what writing each slice's
+/// product as a partial and summing the partials with sumRows<false> gives,
+/// without storing the partials. Operands as gemmPanels', over the whole K.
+void gemmPanelsSummed(std::size_t m, std::size_t n, const unsigned *slices,
+                      std::size_t numSlices, const float *const *aRows,
+                      const float *const *bPanels, float *const *cPanels);
+
 /// dst[0, n) = the sums of the float rows parts[i].data() + at in part
 /// order, ((z + p0) + p1) + ..., where z is 0 when \p FromZero (turning a
 /// -0 sum to +0) and absent otherwise. Chunks of 256 floats take up to four

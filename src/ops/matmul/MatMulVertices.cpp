@@ -307,6 +307,66 @@ private:
   }
 };
 
+/// The host kernel of a float block-product compute set whose K-slices'
+/// partials only a reduction reads (paired with that reduction's kernel by
+/// Graph::pairHostKernels): a band of m rows over all of K and all n
+/// columns, each K-slice's product as MatMulBlock computes it, summed in
+/// slice order as the reduction sums the partials (matmul::
+/// gemmPanelsSummed), written to the band's rows of the first K-slice's
+/// partials. The paired reduction kernel copies those to the output, so
+/// the output's bytes are the tiles', and no other partial is written or
+/// read. c lists the pieces of the band row-major, as MatMulHost's.
+class MatMulHostSum : public Vertex {
+public:
+  Input<VectorList<float>> a;
+  Input<VectorList<float>> b;
+  Vector<Output<Vector<float>>> c;
+  unsigned m = 0, n = 0;
+  unsigned transA = 0, transB = 0;
+  Vector<unsigned> slices; ///< the K-slices' sizes, in order
+
+  bool compute() {
+    std::size_t total = 0, k = 0;
+    for (std::size_t i = 0; i < c.size(); ++i)
+      total += c[i].size();
+    for (std::size_t s = 0; s < slices.size(); ++s) {
+      if (slices[s] > matmul::kMaxSummedSlice)
+        return false;
+      k += slices[s];
+    }
+    if (total != std::size_t(m) * n || k == 0)
+      return false;
+    auto &aRows = rowPointers(0), &bRows = rowPointers(1);
+    const bool bPieces = !transB && arePanels(b, k, n);
+    if (!(transA ? transposedRowsOf<float>(a, k, m, scratch(0), aRows)
+                 : rowsOf<float>(a, m, k, scratch(0), aRows)))
+      return false;
+    if (!bPieces &&
+        !(transB ? transposedRowsOf<float>(b, n, k, scratch(1), bRows)
+                 : rowsOf<float>(b, k, n, scratch(1), bRows)))
+      return false;
+    thread_local std::vector<const float *> bPanels;
+    panelsOf(b, bPieces, bRows.data(), k, n, bPanels);
+    const bool cPieces = arePanels(c, m, n);
+    std::vector<float> &out = scratch(2);
+    std::vector<float *> &rows = outPointers();
+    if (!cPieces) {
+      out.resize(std::max(out.size(), std::size_t(m) * n));
+      rows.resize(m);
+      for (std::size_t r = 0; r < m; ++r)
+        rows[r] = out.data() + r * n;
+    }
+    thread_local std::vector<float *> cPanels;
+    panelsOf(c, cPieces, rows.data(), m, n, cPanels);
+    matmul::gemmPanelsSummed(m, n, slices.data(), slices.size(), aRows.data(),
+                             bPanels.data(), cPanels.data());
+    if (!cPieces)
+      for (std::size_t i = 0, at = 0; i < c.size(); at += c[i++].size())
+        matmul::copyFloats(out.data() + at, c[i].data(), c[i].size());
+    return true;
+  }
+};
+
 // sums[0, len) = the float partials' elements [at, at + len) added in
 // partial order, ((p0 + p1) + p2) + ..., as the rounding of the tiles'
 // sums requires, written once (matmul::sumRows).
@@ -434,6 +494,13 @@ public:
     // floats each would each pay a pass per partial, so those are summed
     // in chunks and stored piece by piece.
     if constexpr (bothFloat<OutT, PartialsT>) {
+      // One partial (the sum MatMulHostSum left): a copy, piece by piece.
+      if (partials.size() == 1) {
+        for (std::size_t i = 0, at = 0; i < out.size(); at += out[i++].size())
+          matmul::copyFloats(partials[0].data() + at, out[i].data(),
+                             out[i].size());
+        return true;
+      }
       if (shortest >= 32) {
         for (std::size_t i = 0, at = 0; i < out.size(); at += out[i++].size())
           addFloatPartials(partials, at, out[i].size(), out[i].data());
@@ -513,6 +580,19 @@ void registerBlock(VertexRegistry &registry) {
                       });
 }
 
+void registerHostSum(VertexRegistry &registry) {
+  // Runs on no tile (see registerBlock).
+  using H = MatMulHostSum;
+  codelet::VertexDescriber<H> h("tessera::ops::MatMulHostSum");
+  h.field("a", &H::a).field("b", &H::b).field("c", &H::c);
+  h.field("m", &H::m).field("n", &H::n).field("slices", &H::slices);
+  h.field("transA", &H::transA).field("transB", &H::transB);
+  registry.addBuiltin(h.take(),
+                      [](const VertexInstanceShape &, const Target &) {
+                        return std::uint64_t(1);
+                      });
+}
+
 template <typename OutT, typename PartialsT, bool Acc>
 void registerReduce(VertexRegistry &registry) {
   using V = std::conditional_t<Acc, MatMulReduceAcc<OutT, PartialsT>,
@@ -559,6 +639,7 @@ void registerMatMulVertices(VertexRegistry &registry) {
   registerBlock<Half, float, Half>(registry);
   registerBlock<Half, Half, Half>(registry);
   registerBlock<Half, Half, float>(registry);
+  registerHostSum(registry);
   registerReduces<float, float>(registry);
   registerReduces<Half, float>(registry);
   registerReduces<Half, Half>(registry);
