@@ -7,6 +7,7 @@
 #include "tessera/device/Target.hpp"
 #include "tessera/graph/Graph.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -229,29 +230,74 @@ inline std::size_t elementsOf(const Tensor &t) {
 /// The tile of element \p e of variable \p v, and the interval index.
 std::pair<unsigned, std::size_t> locate(const VariableData &v, std::size_t e);
 
-/// locate() that first tries the interval it found last and the one after:
-/// operands visit a variable's elements mostly in order, and a binary
-/// search over a variable spread on every tile misses the cache.
+/// locate() that searches outwards from the interval it found last in the
+/// same variable (it remembers a few variables: a vertex's fields
+/// alternate between theirs): operands visit a variable's elements mostly
+/// in order, or in strides of a few intervals (a transposed read), and a
+/// binary search over a variable spread on every tile misses the cache.
 class Locator {
 public:
   std::pair<unsigned, std::size_t>
   operator()(std::uint32_t id, const VariableData &v, std::size_t e) {
-    if (id == var_) {
-      for (std::size_t i = idx_; i < idx_ + 2 && i < v.mapping.size(); ++i)
-        if (v.mapping[i].begin <= e && e < v.mapping[i].end) {
-          idx_ = i;
-          return {v.mapping[i].tile, i};
-        }
+    Recent *r = recent_;
+    while (r != recent_ + kRecent && r->var != id)
+      ++r;
+    if (r == recent_ + kRecent) {
+      const auto found = locate(v, e);
+      r = &recent_[next_];
+      next_ = (next_ + 1) % kRecent;
+      *r = {id, found.second};
+      return found;
     }
-    const auto found = locate(v, e);
-    var_ = id;
-    idx_ = found.second;
-    return found;
+    const std::vector<TileInterval> &m = v.mapping;
+    std::size_t &idx = r->idx;
+    if (m[idx].begin <= e && e < m[idx].end)
+      return {m[idx].tile, idx};
+    idx = search(m, idx, e);
+    return {m[idx].tile, idx};
   }
 
 private:
-  std::uint32_t var_ = 0xffffffffu;
-  std::size_t idx_ = 0;
+  // The interval holding e, bracketed from `from` with steps that double,
+  // then searched: the intervals are sorted and contiguous.
+  static std::size_t search(const std::vector<TileInterval> &m,
+                            std::size_t from, std::size_t e) {
+    std::size_t lo = 0, hi = m.size();
+    if (e >= m[from].end) {
+      lo = from + 1;
+      for (std::size_t step = 1; lo + step <= m.size(); step *= 2) {
+        if (e < m[lo + step - 1].end) {
+          hi = lo + step;
+          break;
+        }
+        lo += step;
+      }
+    } else {
+      hi = from;
+      for (std::size_t step = 1; step <= hi; step *= 2) {
+        if (m[hi - step].begin <= e) {
+          lo = hi - step;
+          break;
+        }
+        hi -= step;
+      }
+    }
+    const auto it = std::upper_bound(
+        m.begin() + static_cast<std::ptrdiff_t>(lo),
+        m.begin() + static_cast<std::ptrdiff_t>(hi), e,
+        [](std::size_t x, const TileInterval &iv) { return x < iv.end; });
+    TESSERA_INTERNAL_ASSERT(it != m.end() && it->begin <= e,
+                            "element of an unmapped variable");
+    return static_cast<std::size_t>(it - m.begin());
+  }
+
+  static constexpr std::size_t kRecent = 4;
+  struct Recent {
+    std::uint32_t var = 0xffffffffu;
+    std::size_t idx = 0;
+  };
+  Recent recent_[kRecent];
+  std::size_t next_ = 0;
 };
 
 } // namespace tessera::compiler

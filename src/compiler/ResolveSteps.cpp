@@ -88,7 +88,8 @@ private:
 
 class OpBuilder {
 public:
-  OpBuilder(State &s, Traffic &traffic) : s_(s), traffic_(traffic) {}
+  OpBuilder(State &s, Traffic &traffic)
+      : s_(s), traffic_(traffic), multiIpu_(s.target.getNumIPUs() > 1) {}
 
   // Copies src to dst element by element; either may be the host (a run with
   // var kHost whose start is the element position in the host buffer).
@@ -115,6 +116,25 @@ public:
     }
   }
 
+  // Costs copying src to a temporary on \p tile, making no ops: a
+  // temporary is one interval, so only the source's intervals cut the
+  // pieces, as copy() would cut them.
+  void cost(std::span<const Run> src, unsigned tile, std::uint32_t elemBytes) {
+    size_ = elemBytes;
+    Span b;
+    b.tile = tile;
+    for (const Run &r : src)
+      for (std::int64_t e = r.start, n = r.count; n > 0;) {
+        const Span a = span(r.var, e, r.stride, srcLocator_);
+        const std::int64_t k = std::min(n, a.cap);
+        contiguousSource_ = k == 1 || r.stride == 1;
+        repeatedSource_ = k > 1 && r.stride == 0;
+        account(a, b, static_cast<std::uint64_t>(k) * size_);
+        e += k * r.stride;
+        n -= k;
+      }
+  }
+
 private:
   Span span(std::uint32_t var, std::int64_t e, std::int64_t stride,
             Locator &locator) const {
@@ -126,12 +146,19 @@ private:
     Span sp;
     sp.addr = s_.addrOf(var, idx) + (e - iv.begin) * size_;
     sp.tile = tile;
-    if (stride > 0)
-      sp.cap = (static_cast<std::int64_t>(iv.end) - 1 - e) / stride + 1;
-    else if (stride < 0)
-      sp.cap = (e - static_cast<std::int64_t>(iv.begin)) / (-stride) + 1;
-    else
+    // Elements left in the interval past e, along the stride: divided
+    // only when the stride takes more than one step inside it (a
+    // transposed read crosses an interval at every element).
+    const std::int64_t left = stride >= 0
+                                  ? static_cast<std::int64_t>(iv.end) - 1 - e
+                                  : e - static_cast<std::int64_t>(iv.begin);
+    const std::int64_t step = stride >= 0 ? stride : -stride;
+    if (step == 0)
       sp.cap = kUnbounded;
+    else if (step == 1)
+      sp.cap = left + 1;
+    else
+      sp.cap = left < step ? 1 : left / step + 1;
     return sp;
   }
 
@@ -155,8 +182,6 @@ private:
     contiguousSource_ = k == 1 || ss == 1;
     repeatedSource_ = k > 1 && ss == 0;
     account(a, b, bytes);
-    if (costOnly_)
-      return;
     const auto sz = static_cast<std::int64_t>(size_);
     auto &ops = ops_;
     const bool contiguous = k == 1 || (ss * sz == sz && ds * sz == sz) ||
@@ -205,7 +230,9 @@ private:
       traffic_.onTile[a.tile] += bytes;
       return;
     }
-    if (a.tile / perIpu != b.tile / perIpu) {
+    // (One IPU, the common case, needs no division by a count not known
+    // at compile time on every piece.)
+    if (multiIpu_ && a.tile / perIpu != b.tile / perIpu) {
       traffic_.in[b.tile] += bytes;
       traffic_.out[a.tile] += bytes;
       traffic_.ipuOut[a.tile / perIpu] += bytes;
@@ -240,7 +267,6 @@ public:
   void setCrossReplica(bool on) { crossReplica_ = on; }
   /// The host side of the next copies is streaming (remote) memory.
   void setRemote(bool on) { remote_ = on; }
-  void setCostOnly(bool on) { costOnly_ = on; }
   /// The index the next copy op will have in the executable's table.
   std::uint32_t nextOp() const {
     return static_cast<std::uint32_t>(s_.exe.copyOps.size() + ops_.size());
@@ -252,12 +278,12 @@ private:
   State &s_;
   CopyOpChunks ops_;
   Traffic &traffic_;
+  const bool multiIpu_;
   Locator srcLocator_, dstLocator_;
   std::uint32_t size_ = 4;
   bool mergeable_ = false;
   bool crossReplica_ = false;
   bool remote_ = false;
-  bool costOnly_ = false;
   bool contiguousSource_ = false;
   bool repeatedSource_ = false;
   unsigned lastSrcTile_ = 0, lastDstTile_ = 0;
@@ -376,11 +402,8 @@ private:
           gather(*d.gathers);
         if (d.scatters)
           scatter(*d.scatters);
-        if (d.costOnlyGathers) {
-          ops_.setCostOnly(true);
-          gather(*d.costOnlyGathers);
-          ops_.setCostOnly(false);
-        }
+        if (d.costOnlyGathers)
+          costGathers(*d.costOnlyGathers);
       });
       return;
     case StepKind::StreamIn:
@@ -433,6 +456,16 @@ private:
     s_.forEachCopy(copies, [&](const Tensor &t, const Substitution &sub) {
       const Run dst = sub.run();
       ops_.copy(t.runs(), {&dst, 1},
+                static_cast<std::uint32_t>(typeSize(t.elementType())));
+    });
+  }
+
+  // Costs each field element's copy to its temporary, which the simulator
+  // skips.
+  void costGathers(const std::vector<FieldCopies> &copies) {
+    s_.forEachCopy(copies, [&](const Tensor &t, const Substitution &sub) {
+      // A temporary is one interval on its vertex's tile.
+      ops_.cost(t.runs(), s_.var(sub.var).mapping[0].tile,
                 static_cast<std::uint32_t>(typeSize(t.elementType())));
     });
   }

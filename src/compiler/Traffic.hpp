@@ -14,7 +14,7 @@ struct Traffic {
   explicit Traffic(unsigned numTiles, unsigned numIPUs)
       : in(numTiles), out(numTiles), onTile(numTiles), sharedIn(numTiles),
         ipuIn(numIPUs), ipuOut(numIPUs), isTouched(numTiles),
-        bucket_(numTiles) {}
+        lastSend_(numTiles, 0xffffffffu), bucket_(numTiles) {}
   std::vector<std::uint64_t> in, out, onTile; // per tile
   /// Per tile: bytes of `in` that its exchange-bus partner also receives
   /// (counted by pairReceives()); the shared bus carries them at twice the
@@ -40,29 +40,31 @@ struct Traffic {
   };
   std::vector<Receive> receives;
 
-  /// Adds a send range, joined to the last one where they overlap or meet
-  /// (their union is what counts).
+  /// Adds a send range, joined to the tile's last one where they overlap
+  /// or meet (their union is what counts). The tile's last range, not only
+  /// the step's: an operand read across its variable's intervals (a
+  /// transposed weight read element by element) visits many tiles in turn,
+  /// and then comes back to each one just past where it left it.
   void addSend(unsigned tile, std::uint64_t begin, std::uint64_t end) {
-    if (!sends.empty()) {
-      Send &last = sends.back();
-      if (last.tile == tile && last.begin <= begin && begin <= last.end) {
-        last.end = std::max(last.end, end);
-        return;
-      }
-    }
+    std::uint32_t &at = lastSend_[tile];
+    if (at < sends.size() && sends[at].tile == tile &&
+        join(sends[at].begin, sends[at].end, begin, end))
+      return;
+    at = static_cast<std::uint32_t>(sends.size());
     sends.push_back({tile, begin, end});
   }
-  /// Adds a receive range, joined to the last one as addSend does.
+  /// Adds a receive range, joined to the last one of the same tile and
+  /// sender as addSend does (found through a small table that may forget:
+  /// a range not joined only costs an entry).
   void addReceive(unsigned tile, unsigned from, std::uint64_t begin,
                   std::uint64_t end) {
-    if (!receives.empty()) {
-      Receive &last = receives.back();
-      if (last.tile == tile && last.from == from && last.begin <= begin &&
-          begin <= last.end) {
-        last.end = std::max(last.end, end);
-        return;
-      }
-    }
+    std::uint32_t &at =
+        lastReceive_[(tile * 0x9e3779b1u ^ from) & (kReceiveSlots - 1)];
+    if (at < receives.size() && receives[at].tile == tile &&
+        receives[at].from == from &&
+        join(receives[at].begin, receives[at].end, begin, end))
+      return;
+    at = static_cast<std::uint32_t>(receives.size());
     receives.push_back({tile, from, begin, end});
   }
 
@@ -155,6 +157,24 @@ struct Traffic {
   }
 
 private:
+  // Widens [begin, end) to its union with [b, e) when they overlap or meet.
+  static bool join(std::uint64_t &begin, std::uint64_t &end, std::uint64_t b,
+                   std::uint64_t e) {
+    if (b > end || e < begin)
+      return false;
+    begin = std::min(begin, b);
+    end = std::max(end, e);
+    return true;
+  }
+
+  static constexpr std::size_t kReceiveSlots = std::size_t(1) << 14;
+  /// Per tile, the index in `sends` of its last range; per hashed (tile,
+  /// sender), that of a receive range. Stale after the lists are cleared,
+  /// so an entry counts only if the range it names is the tile's.
+  std::vector<std::uint32_t> lastSend_;
+  std::vector<std::uint32_t> lastReceive_ =
+      std::vector<std::uint32_t>(kReceiveSlots, 0xffffffffu);
+
   // Orders items by tile, then by `less` within a tile: a counting pass
   // over the few tiles a step's copies touch, then a sort of each tile's
   // items only where they are out of order (copies usually emit a tile's

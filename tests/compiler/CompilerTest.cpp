@@ -819,6 +819,52 @@ TEST(CompilerHostKernel, OperandsTheKernelReadsStayLiveThroughItsStep) {
   EXPECT_EQ(rv, 1000.0f);
 }
 
+// A host kernel's compute set still costs the gathers the simulator skips,
+// as the IPU would make them: a column of x crossing a tile interval at
+// every element, strided pieces of several elements, a repeated element,
+// bytes already on the vertex's tile and bytes two bus partners (tiles 6
+// and 7) both receive cost what copying them would.
+TEST(CompilerHostKernel, SkippedGathersCostWhatTheirCopiesWould) {
+  Device device = modelDevice(8);
+  Graph g(device.getTarget());
+  addTestCodelets(g);
+  // Rows 0-7 of x on tiles 0-3 in turn, rows 8-15 one interval on tile 5.
+  Tensor x = g.addVariable(FLOAT, {16, 12}, "x");
+  for (std::size_t r = 0; r < 8; ++r)
+    g.setTileMapping(x.slice(r, r + 1), static_cast<unsigned>(r % 4));
+  g.setTileMapping(x.slice(8, 16), 5);
+  const Tensor column = x.transpose().flatten();
+  const Tensor repeated = x.flatten().slice(0, 1).broadcast(5, 0);
+  const Tensor row = x.slice(1, 2).flatten();
+  ComputeSet cs = g.addComputeSet("sums");
+  for (unsigned tile : {1u, 6u, 7u}) {
+    Tensor out = g.addVariable(FLOAT, {3}, "out");
+    g.setTileMapping(out, tile);
+    VertexRef v = g.addVertex(cs, "ConcatSumVertex", {{"out", out}});
+    g.connect(v["parts"], std::vector<Tensor>{column, repeated, row});
+    g.setTileMapping(v, tile);
+  }
+  Tensor y = g.addVariable(FLOAT, {4}, "y");
+  Tensor s = g.addVariable(FLOAT, {}, "s");
+  g.setTileMapping(y, 2);
+  g.setTileMapping(s, 2);
+  ComputeSet kernel = g.addComputeSet("sums/host");
+  g.setTileMapping(g.addVertex(kernel, "SumVertex", {{"in", y}, {"out", s}}),
+                   2);
+  g.setHostKernel(cs, kernel);
+  const Executable on = compileGraph(g, {Execute(cs)});
+  const Executable off =
+      compileGraph(g, {Execute(cs)}, {{"engine.hostKernels", "false"}});
+  // The kernel ran instead, so its gathers made no copy ops.
+  EXPECT_LT(on.copyOps.size(), off.copyOps.size());
+  ASSERT_EQ(on.steps.size(), off.steps.size());
+  for (std::size_t i = 0; i < on.steps.size(); ++i) {
+    EXPECT_EQ(on.estimates[i].ipuCycles, off.estimates[i].ipuCycles) << i;
+    EXPECT_EQ(on.estimates[i].bytesExchanged, off.estimates[i].bytesExchanged)
+        << i;
+  }
+}
+
 TEST(CompilerReport, ProfileListsEveryPhaseWithItsTimeAndMemory) {
   Device device = modelDevice();
   Graph g(device.getTarget());
