@@ -133,9 +133,7 @@ std::vector<MemoryPiece> memoryPieces(const Graph &graph, const Tensor &t) {
 std::vector<Tensor> memoryPieceTensors(const Graph &graph, const Tensor &t) {
   std::vector<Tensor> out;
   for (const MemoryPiece &p : memoryPieces(graph, t))
-    out.emplace_back(t.elementType(),
-                     std::vector<std::size_t>{std::size_t(p.run.count)},
-                     std::vector<Run>{p.run});
+    out.emplace_back(t.elementType(), ArrayView<Run>(&p.run, 1));
   return out;
 }
 
@@ -218,8 +216,7 @@ std::vector<Tensor> mergeRowsCore(const Graph &graph, Type type,
   bool remoteOpen = false;
   const auto flush = [&](std::size_t row) {
     if (open)
-      out.emplace_back(type, std::vector<std::size_t>{std::size_t(cur.count)},
-                       std::vector<Run>{cur});
+      out.emplace_back(type, ArrayView<Run>(&cur, 1));
     if (remoteOpen)
       out.push_back(rowsOf(remoteFrom, row));
     open = remoteOpen = false;
@@ -274,6 +271,26 @@ std::vector<Tensor> mergeRows(const Graph &graph,
         for (std::size_t r = a; r < b; ++r)
           flat.push_back(rows[r].flatten());
         return concat(flat);
+      },
+      tile, oneTile);
+}
+
+std::vector<Tensor> mergeRowRuns(const Graph &graph, Type type,
+                                 const std::vector<ArrayView<Run>> &rows,
+                                 std::optional<unsigned> tile, bool oneTile) {
+  std::vector<Run> joined;
+  return mergeRowsCore(
+      graph, type, rows.size(),
+      [&](std::size_t r, std::vector<Run> &runs) {
+        runs.assign(rows[r].begin(), rows[r].end());
+      },
+      [&](std::size_t a, std::size_t b) {
+        // The runs of rows [a, b) one after another, merged as concat
+        // merges them.
+        joined.clear();
+        for (std::size_t r = a; r < b; ++r)
+          joined.insert(joined.end(), rows[r].begin(), rows[r].end());
+        return Tensor(type, joined);
       },
       tile, oneTile);
 }
