@@ -164,8 +164,10 @@ RowPlace placeRow(const std::vector<VariableData> &vars, const Run *runs,
                       runs[0].count > 0;
   if (oneTile)
     return {simple ? RowPlace::Interval : RowPlace::Other, 0};
-  // Remote: every element mapped, none on the vertex's tile.
+  // Remote: every element mapped, none on the vertex's tile. For a simple
+  // row the first search also finds the interval holding its start.
   bool remote = tile.has_value();
+  std::vector<TileInterval>::const_iterator first;
   for (std::size_t i = 0; i < numRuns && remote; ++i) {
     const Run &r = runs[i];
     const std::int64_t last = r.start + (r.count - 1) * r.stride;
@@ -176,6 +178,8 @@ RowPlace placeRow(const std::vector<VariableData> &vars, const Run *runs,
                                [](std::int64_t x, const TileInterval &iv) {
                                  return x < static_cast<std::int64_t>(iv.end);
                                });
+    if (i == 0)
+      first = it;
     std::int64_t covered = lo; // elements below covered are mapped
     for (; it != m.end() && static_cast<std::int64_t>(it->begin) <= hi; ++it) {
       if (static_cast<std::int64_t>(it->begin) > covered || it->tile == *tile)
@@ -191,9 +195,13 @@ RowPlace placeRow(const std::vector<VariableData> &vars, const Run *runs,
   if (remote || !simple)
     return {remote ? RowPlace::Remote : RowPlace::Other, 0};
   const Run &r = runs[0];
-  const auto it = intervalAt(vars[r.var].mapping, r.start);
-  if (it != vars[r.var].mapping.end() &&
-      static_cast<std::int64_t>(it->end) >= r.start + r.count)
+  const auto &m = vars[r.var].mapping;
+  // With a tile, the remote check searched r.start (the lowest element of
+  // a simple row) already.
+  auto it = tile.has_value() ? first : intervalAt(m, r.start);
+  if (it != m.end() && static_cast<std::int64_t>(it->begin) > r.start)
+    it = m.end();
+  if (it != m.end() && static_cast<std::int64_t>(it->end) >= r.start + r.count)
     return {RowPlace::Interval, static_cast<std::int64_t>(it->end)};
   return {RowPlace::Other, 0};
 }
