@@ -1055,3 +1055,17 @@ TEST(Tensor, OneDimensionalConstructorMergesRuns) {
   EXPECT_EQ(t.runs(), Tensor(FLOAT, {9}, runs).runs());
   EXPECT_EQ(Tensor(HALF, ArrayView<tessera::Run>()).numElements(), 0u);
 }
+
+TEST(Tensor, ReversingInnerDimensionsTogetherGivesTheSameRuns) {
+  // What the convolution's flipped weights rely on: reversing the two
+  // kernel dimensions of a transposed kernel one after the other or as one
+  // flattened dimension gives the same runs.
+  for (const Shape &s : {Shape{1, 4, 3, 3, 3}, Shape{2, 3, 5, 1, 1},
+                         Shape{1, 2, 3, 7, 7}, Shape{1, 3, 2, 1, 3}}) {
+    const Tensor t = contiguous(s).dimShuffle({0, 2, 1, 3, 4});
+    const std::vector<std::size_t> shape = t.shape();
+    EXPECT_EQ(t.flatten(3, 5).reverse(3).reshape(shape).runs(),
+              t.reverse(3).reverse(4).runs())
+        << t;
+  }
+}

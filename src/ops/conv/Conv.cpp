@@ -138,9 +138,15 @@ void addInterval(TileMapping &m, unsigned tile, std::size_t begin,
 
 /// Weights as the forward convolution reads them ([G, Cout, Cin, kH, kW]):
 /// given so, or transposed and flipped from [G, Cin, Cout, kH, kW].
+// Both kernel dimensions reverse as one (the same elements, in the same
+// runs): a reverse builds a whole run list, and reversing kH first splits
+// each kernel into kH runs (800k for a 512 x 512 x 3 x 3 kernel).
 Tensor forwardWeights(const Tensor &w, bool transposeAndFlip) {
-  return transposeAndFlip ? w.dimShuffle({0, 2, 1, 3, 4}).reverse(3).reverse(4)
-                          : w;
+  if (!transposeAndFlip)
+    return w;
+  const Tensor t = w.dimShuffle({0, 2, 1, 3, 4});
+  const std::vector<std::size_t> shape = t.shape();
+  return t.flatten(3, 5).reverse(3).reshape(shape);
 }
 
 class ConvBuilder {
@@ -603,10 +609,19 @@ private:
   void reduce(const std::vector<Tensor> &parts, const Tensor &outBlock,
               Range er, std::size_t rowElems, unsigned tile) {
     VertexRef v = graph_.addVertex(reduceCs_, reduceClass());
-    std::vector<Tensor> in;
-    for (const Tensor &p : parts)
-      in.push_back(p.slice(er.begin * rowElems, er.end * rowElems));
-    connect(v, "partials", mergeRows(graph_, in, tile, false));
+    // Each partial's rows er, as runs (a tensor each only once merged).
+    std::vector<Run> all;
+    std::vector<std::size_t> ends;
+    for (const Tensor &p : parts) {
+      p.flatRuns(er.begin * rowElems, er.end * rowElems, runs_);
+      all.insert(all.end(), runs_.begin(), runs_.end());
+      ends.push_back(all.size());
+    }
+    std::vector<ArrayView<Run>> in;
+    for (std::size_t i = 0, from = 0; i < ends.size(); from = ends[i++])
+      in.emplace_back(all.data() + from, ends[i] - from);
+    connect(v, "partials",
+            mergeRowRuns(graph_, s_.partialsType, in, tile, false));
     connect(v, "out",
             rowEntries(graph_,
                        outBlock.slice(er.begin * rowElems, er.end * rowElems),
