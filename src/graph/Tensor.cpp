@@ -114,6 +114,20 @@ Tensor::Tensor(Type type, const std::vector<std::size_t> &shape,
   runs_ = detail::makeRunList(runs.data(), runs.size()).release();
 }
 
+Tensor::Tensor(Type type, ArrayView<Run> runs) : type_(type) {
+  std::size_t total = 0;
+  for (const Run &r : runs) {
+    TESSERA_INTERNAL_ASSERT(
+        r.count >= 0 &&
+            (r.count == 0 ||
+             (r.start >= 0 && r.start + (r.count - 1) * r.stride >= 0)),
+        "run with a negative count or element index");
+    total += static_cast<std::size_t>(r.count);
+  }
+  setShape(&total, 1);
+  runs_ = detail::makeRunList(runs.data(), runs.size()).release();
+}
+
 Tensor::Tensor(Type type, const std::size_t *shape, std::size_t rank,
                const detail::TensorRunList *runs)
     : type_(type), runs_(runs) {
@@ -266,6 +280,22 @@ Tensor Tensor::slice(const std::vector<std::size_t> &begin,
     return Tensor(type_, out.data(), out.size(), detail::emptyRunList());
   return Tensor(type_, out.data(), out.size(),
                 mapAffine(list(), base, dims.data(), dims.size()).release());
+}
+
+void Tensor::flatRuns(std::size_t begin, std::size_t end,
+                      std::vector<Run> &out) const {
+  requireValid(*this, "flatRuns");
+  const std::size_t n = numElements();
+  if (begin > end || end > n)
+    throw ShapeError("flatRuns: elements [" + std::to_string(begin) + ", " +
+                     std::to_string(end) + ") are not within the " +
+                     std::to_string(n) + " elements" + inTensor(shape()));
+  out.clear();
+  if (begin == end)
+    return;
+  detail::RunBuilder builder(out);
+  builder.pushProgression(list(), static_cast<std::int64_t>(begin), 1,
+                          static_cast<std::int64_t>(end - begin));
 }
 
 std::vector<Tensor> Tensor::slices(const std::vector<Interval> &intervals,

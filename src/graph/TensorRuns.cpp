@@ -158,21 +158,36 @@ std::size_t findRunBefore(ArrayView<std::int64_t> ends, std::size_t idx,
   }
 }
 
-// The thread's last run found by findRunNear, for the next search: views
-// of one tensor are often cut from it in order (a map's regions, a
-// convolution's rows), each a binary search over a list of up to millions
-// of runs otherwise. The hint only picks where the search starts, so a
-// stale one (another list since at the same address) costs a longer
-// gallop, never a wrong run.
-thread_local const TensorRunList *hintList = nullptr;
-thread_local std::size_t hintRun = 0;
+// The thread's last run found by findRunNear in each of the last few
+// lists, for the next search: views of one tensor are often cut from it in
+// order (a map's regions, a convolution's rows), each a binary search over
+// a list of up to millions of runs otherwise, and a map cuts each region
+// from all its operands in turn. The hint only picks where the search
+// starts, so a stale one (another list since at the same address) costs a
+// longer gallop, never a wrong run.
+struct RunHint {
+  const TensorRunList *list = nullptr;
+  std::size_t run = 0;
+};
+constexpr unsigned kHints = 8;
+thread_local RunHint hints[kHints];
+thread_local unsigned nextHint = 0;
 
-// source.findRun(flat), searched from the thread's hint.
+// source.findRun(flat), searched from the thread's hint for source.
 std::size_t findRunNear(const TensorRunList &source, std::int64_t flat) {
-  if (hintList != &source || hintRun >= source.count) {
-    hintList = &source;
-    return hintRun = source.findRun(flat);
+  RunHint *hint = nullptr;
+  for (RunHint &h : hints)
+    if (h.list == &source)
+      hint = &h;
+  if (!hint || hint->run >= source.count) {
+    if (!hint) {
+      hint = &hints[nextHint];
+      nextHint = (nextHint + 1) % kHints;
+      hint->list = &source;
+    }
+    return hint->run = source.findRun(flat);
   }
+  std::size_t &hintRun = hint->run;
   TESSERA_INTERNAL_ASSERT(flat >= 0 && flat < source.numElements(),
                           "flat index outside the run list");
   const ArrayView<std::int64_t> ends(source.ends(), source.count);

@@ -180,6 +180,9 @@ private:
 class RunBuilder {
 public:
   RunBuilder();
+  /// A builder that collects into \p into (for callers that keep the runs
+  /// and not a list; finish is then not called).
+  explicit RunBuilder(std::vector<Run> &into) : runs_(&into) {}
   ~RunBuilder();
   RunBuilder(const RunBuilder &) = delete;
   RunBuilder &operator=(const RunBuilder &) = delete;

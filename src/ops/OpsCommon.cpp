@@ -133,9 +133,7 @@ std::vector<MemoryPiece> memoryPieces(const Graph &graph, const Tensor &t) {
 std::vector<Tensor> memoryPieceTensors(const Graph &graph, const Tensor &t) {
   std::vector<Tensor> out;
   for (const MemoryPiece &p : memoryPieces(graph, t))
-    out.emplace_back(t.elementType(),
-                     std::vector<std::size_t>{std::size_t(p.run.count)},
-                     std::vector<Run>{p.run});
+    out.emplace_back(t.elementType(), ArrayView<Run>(&p.run, 1));
   return out;
 }
 
@@ -166,8 +164,10 @@ RowPlace placeRow(const std::vector<VariableData> &vars, const Run *runs,
                       runs[0].count > 0;
   if (oneTile)
     return {simple ? RowPlace::Interval : RowPlace::Other, 0};
-  // Remote: every element mapped, none on the vertex's tile.
+  // Remote: every element mapped, none on the vertex's tile. For a simple
+  // row the first search also finds the interval holding its start.
   bool remote = tile.has_value();
+  std::vector<TileInterval>::const_iterator first;
   for (std::size_t i = 0; i < numRuns && remote; ++i) {
     const Run &r = runs[i];
     const std::int64_t last = r.start + (r.count - 1) * r.stride;
@@ -178,6 +178,8 @@ RowPlace placeRow(const std::vector<VariableData> &vars, const Run *runs,
                                [](std::int64_t x, const TileInterval &iv) {
                                  return x < static_cast<std::int64_t>(iv.end);
                                });
+    if (i == 0)
+      first = it;
     std::int64_t covered = lo; // elements below covered are mapped
     for (; it != m.end() && static_cast<std::int64_t>(it->begin) <= hi; ++it) {
       if (static_cast<std::int64_t>(it->begin) > covered || it->tile == *tile)
@@ -193,9 +195,13 @@ RowPlace placeRow(const std::vector<VariableData> &vars, const Run *runs,
   if (remote || !simple)
     return {remote ? RowPlace::Remote : RowPlace::Other, 0};
   const Run &r = runs[0];
-  const auto it = intervalAt(vars[r.var].mapping, r.start);
-  if (it != vars[r.var].mapping.end() &&
-      static_cast<std::int64_t>(it->end) >= r.start + r.count)
+  const auto &m = vars[r.var].mapping;
+  // With a tile, the remote check searched r.start (the lowest element of
+  // a simple row) already.
+  auto it = tile.has_value() ? first : intervalAt(m, r.start);
+  if (it != m.end() && static_cast<std::int64_t>(it->begin) > r.start)
+    it = m.end();
+  if (it != m.end() && static_cast<std::int64_t>(it->end) >= r.start + r.count)
     return {RowPlace::Interval, static_cast<std::int64_t>(it->end)};
   return {RowPlace::Other, 0};
 }
@@ -218,8 +224,7 @@ std::vector<Tensor> mergeRowsCore(const Graph &graph, Type type,
   bool remoteOpen = false;
   const auto flush = [&](std::size_t row) {
     if (open)
-      out.emplace_back(type, std::vector<std::size_t>{std::size_t(cur.count)},
-                       std::vector<Run>{cur});
+      out.emplace_back(type, ArrayView<Run>(&cur, 1));
     if (remoteOpen)
       out.push_back(rowsOf(remoteFrom, row));
     open = remoteOpen = false;
@@ -274,6 +279,26 @@ std::vector<Tensor> mergeRows(const Graph &graph,
         for (std::size_t r = a; r < b; ++r)
           flat.push_back(rows[r].flatten());
         return concat(flat);
+      },
+      tile, oneTile);
+}
+
+std::vector<Tensor> mergeRowRuns(const Graph &graph, Type type,
+                                 const std::vector<ArrayView<Run>> &rows,
+                                 std::optional<unsigned> tile, bool oneTile) {
+  std::vector<Run> joined;
+  return mergeRowsCore(
+      graph, type, rows.size(),
+      [&](std::size_t r, std::vector<Run> &runs) {
+        runs.assign(rows[r].begin(), rows[r].end());
+      },
+      [&](std::size_t a, std::size_t b) {
+        // The runs of rows [a, b) one after another, merged as concat
+        // merges them.
+        joined.clear();
+        for (std::size_t r = a; r < b; ++r)
+          joined.insert(joined.end(), rows[r].begin(), rows[r].end());
+        return Tensor(type, joined);
       },
       tile, oneTile);
 }

@@ -86,6 +86,11 @@ std::vector<Tensor> memoryPieceTensors(const Graph &graph, const Tensor &t);
 std::vector<Tensor> mergeRows(const Graph &graph,
                               const std::vector<Tensor> &rows,
                               std::optional<unsigned> tile, bool oneTile);
+/// mergeRows of rows given by their runs (each row's runs merged, as a
+/// tensor's are), without a tensor per row.
+std::vector<Tensor> mergeRowRuns(const Graph &graph, Type type,
+                                 const std::vector<ArrayView<Run>> &rows,
+                                 std::optional<unsigned> tile, bool oneTile);
 /// mergeRows of the rows of \p rowLen elements that \p block's elements
 /// are, in order, without making a tensor per row.
 std::vector<Tensor> rowEntries(const Graph &graph, const Tensor &block,

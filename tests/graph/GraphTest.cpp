@@ -8,6 +8,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 using namespace tessera;
 using ::testing::HasSubstr;
 
@@ -116,12 +118,50 @@ TEST(GraphClone, AViewOfOneWholeVariableKeepsItsOrderInMemory) {
   EXPECT_TRUE(g.clone(v.slice(2, 6)).isContiguous());
 }
 
+TEST(GraphClone, AViewNamingAnElementTwiceIsClonedInItsOwnOrder) {
+  Graph g(smallTarget());
+  Tensor v = g.addVariable(FLOAT, {6}, "v");
+  g.setTileMapping(v, 0);
+  // Six elements of v, but 2 and 3 twice (in runs of either direction, and
+  // with a stride) and 0 and 5 not at all: no view of one variable.
+  for (const Tensor &t :
+       {concat(v.slice(1, 4), v.slice(2, 5)),
+        concat(v.slice(1, 4), v.slice(2, 5).reverse(0)),
+        concat(v.slice(2, 4).reverse(0), v.slice(1, 5)),
+        concat(v.slice(1, 5).subSample(2, 0), v.slice(1, 5))}) {
+    const Tensor c = g.clone(t.reshape({2, 3}), "c");
+    EXPECT_TRUE(c.isContiguous()) << t;
+  }
+  // Reversed and strided runs that name each element once keep the order.
+  for (const Tensor &t : {concat(v.slice(3, 6), v.slice(0, 3).reverse(0)),
+                          v.reshape({3, 2}).transpose().flatten()}) {
+    const Tensor c = g.clone(t);
+    ASSERT_EQ(c.runs().size(), t.runs().size()) << t;
+    EXPECT_EQ(c.runs()[0].start, t.runs()[0].start) << t;
+  }
+}
+
 TEST(GraphConstants, ValueCountMustMatchTheShape) {
   Graph g(smallTarget());
   EXPECT_THROW(g.addConstant<float>(FLOAT, {3}, std::vector<float>{1, 2}),
                ShapeError);
   Tensor v = g.addVariable(FLOAT, {3}, "v");
   EXPECT_THROW(g.setInitialValue(v, std::vector<float>{1, 2}), ShapeError);
+}
+
+TEST(GraphConstants, InitialValuesLandWhereEachViewElementLies) {
+  // Runs of consecutive, reversed, strided and repeated-variable elements:
+  // value i goes to the variable element that view element i names.
+  Graph g(smallTarget());
+  Tensor v = g.addVariable(INT, {10}, "v");
+  const Tensor view = concat({v.slice(6, 10), v.slice(0, 3).reverse(0),
+                              v.slice(3, 6).subSample(2, 0)});
+  g.setInitialValue(view, std::vector<int>{10, 11, 12, 13, 14, 15, 16, 17, 18});
+  const VariableData &var = g.data().variables[v.runs()[0].var];
+  ASSERT_EQ(var.initialValue.size(), 10 * sizeof(int));
+  std::vector<int> got(10);
+  std::memcpy(got.data(), var.initialValue.data(), 10 * sizeof(int));
+  EXPECT_EQ(got, (std::vector<int>{16, 15, 14, 17, 0, 18, 10, 11, 12, 13}));
 }
 
 TEST(GraphHandles, HandlesAreUnique) {

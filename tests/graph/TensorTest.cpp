@@ -1011,3 +1011,61 @@ TEST(TensorDeathTest, RunsThatDoNotFillTheShapeAreABug) {
   };
   EXPECT_DEATH(bad(), "");
 }
+
+TEST(Tensor, FlatRunsAreTheRunsOfTheFlatSlice) {
+  // Every range of views whose runs are strided, repeated, reversed and
+  // from two variables gives the runs its slice has, merged alike.
+  Tensor a = contiguous({6, 5});
+  Tensor b(FLOAT, {4, 5}, {{1, 0, 1, 20}});
+  const std::vector<Tensor> views{a.transpose(),
+                                  a.subSample(2, 1),
+                                  contiguous({6, 1}).broadcast(3, 1),
+                                  a.reverse(1),
+                                  concat(a, b),
+                                  concat(a.transpose(), b.transpose(), 1),
+                                  a.flatten().slice(3, 4)};
+  std::vector<tessera::Run> runs{{7, 7, 7, 7}};
+  for (const Tensor &v : views) {
+    const std::size_t n = v.numElements();
+    for (std::size_t begin = 0; begin <= n; ++begin)
+      for (std::size_t end = begin; end <= n; ++end) {
+        v.flatRuns(begin, end, runs);
+        if (begin == end)
+          EXPECT_TRUE(runs.empty());
+        else
+          EXPECT_EQ(ArrayView<tessera::Run>(runs),
+                    v.flatten().slice(begin, end).runs())
+              << v << " [" << begin << ", " << end << ")";
+      }
+  }
+}
+
+TEST(Tensor, FlatRunsRejectRangesOutsideTheTensor) {
+  std::vector<tessera::Run> runs;
+  EXPECT_THROW(contiguous({2, 3}).flatRuns(2, 7, runs), ShapeError);
+  EXPECT_THROW(contiguous({2, 3}).flatRuns(4, 3, runs), ShapeError);
+  EXPECT_THROW(Tensor().flatRuns(0, 0, runs), GraphError);
+}
+
+TEST(Tensor, OneDimensionalConstructorMergesRuns) {
+  const std::vector<tessera::Run> runs{
+      {0, 0, 1, 2}, {0, 2, 1, 3}, {1, 7, 1, 1}, {1, 9, 5, 1}, {1, 11, 2, 2}};
+  Tensor t(FLOAT, ArrayView<tessera::Run>(runs));
+  EXPECT_EQ(t.shape(), (Shape{9}));
+  EXPECT_EQ(t.runs(), Tensor(FLOAT, {9}, runs).runs());
+  EXPECT_EQ(Tensor(HALF, ArrayView<tessera::Run>()).numElements(), 0u);
+}
+
+TEST(Tensor, ReversingInnerDimensionsTogetherGivesTheSameRuns) {
+  // What the convolution's flipped weights rely on: reversing the two
+  // kernel dimensions of a transposed kernel one after the other or as one
+  // flattened dimension gives the same runs.
+  for (const Shape &s : {Shape{1, 4, 3, 3, 3}, Shape{2, 3, 5, 1, 1},
+                         Shape{1, 2, 3, 7, 7}, Shape{1, 3, 2, 1, 3}}) {
+    const Tensor t = contiguous(s).dimShuffle({0, 2, 1, 3, 4});
+    const std::vector<std::size_t> shape = t.shape();
+    EXPECT_EQ(t.flatten(3, 5).reverse(3).reshape(shape).runs(),
+              t.reverse(3).reverse(4).runs())
+        << t;
+  }
+}

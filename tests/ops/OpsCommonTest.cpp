@@ -100,3 +100,25 @@ TEST(OpsMergeRows, RowEntriesOfABlockMergeAsItsRowsWould) {
       sizes(ops::rowEntries(f.g, f.t.slice(3, 5).transpose(), 2, 1u, false)),
       (std::vector<std::size_t>{8}));
 }
+
+TEST(OpsMergeRows, RowRunsMergeAsTheirRowsWould) {
+  RowsFixture f;
+  // Rows as runs give the entries (runs included) that the rows as tensors
+  // give, remote groups and a row of several runs among them.
+  std::vector<Tensor> rows = f.rows;
+  rows.push_back(concat(f.t[0].slice(0, 2), f.t[2].slice(0, 2)));
+  rows.push_back(f.t.slice(3, 5).transpose()[0]);
+  rows.push_back(f.t.slice(3, 5).transpose()[1]);
+  std::vector<ArrayView<tessera::Run>> runs;
+  for (const Tensor &r : rows)
+    runs.push_back(r.runs());
+  for (const std::optional<unsigned> tile :
+       {std::optional<unsigned>(1u), std::optional<unsigned>(2u),
+        std::optional<unsigned>()}) {
+    const auto want = ops::mergeRows(f.g, rows, tile, false);
+    const auto got = ops::mergeRowRuns(f.g, FLOAT, runs, tile, false);
+    ASSERT_EQ(sizes(got), sizes(want));
+    for (std::size_t i = 0; i < got.size(); ++i)
+      EXPECT_EQ(got[i].runs(), want[i].runs()) << "entry " << i;
+  }
+}

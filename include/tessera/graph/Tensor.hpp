@@ -126,6 +126,9 @@ public:
   /// other are merged.
   Tensor(Type type, const std::vector<std::size_t> &shape,
          const std::vector<Run> &runs);
+  /// A 1-D tensor over \p runs (merged as above), without a shape vector:
+  /// for planners that make many small pieces.
+  Tensor(Type type, ArrayView<Run> runs);
   Tensor(const Tensor &o) : type_(o.type_), rank_(o.rank_), runs_(o.runs_) {
     copyShape(o);
     retain(runs_);
@@ -200,6 +203,11 @@ public:
   /// Multi-dimensional slice: [begin[i], end[i]) on each dimension i.
   Tensor slice(const std::vector<std::size_t> &begin,
                const std::vector<std::size_t> &end) const;
+  /// The runs that flatten().slice(begin, end) would have, into \p out
+  /// (replacing what it held), without building a tensor: for planners
+  /// that read many pieces of one tensor.
+  void flatRuns(std::size_t begin, std::size_t end,
+                std::vector<Run> &out) const;
   /// One slice per interval along \p dim.
   std::vector<Tensor> slices(const std::vector<Interval> &intervals,
                              unsigned dim = 0) const;

@@ -50,9 +50,7 @@ void mapInMemoryOrder(Graph &graph, const Tensor &t, const TileMapping &m) {
                                   : a.run.start < b.run.start;
   });
   for (const Piece &p : pieces)
-    graph.setTileMapping(Tensor(t.elementType(),
-                                {static_cast<std::size_t>(p.run.count)},
-                                {p.run}),
+    graph.setTileMapping(Tensor(t.elementType(), ArrayView<Run>(&p.run, 1)),
                          p.tile);
 }
 
@@ -140,9 +138,15 @@ void addInterval(TileMapping &m, unsigned tile, std::size_t begin,
 
 /// Weights as the forward convolution reads them ([G, Cout, Cin, kH, kW]):
 /// given so, or transposed and flipped from [G, Cin, Cout, kH, kW].
+// Both kernel dimensions reverse as one (the same elements, in the same
+// runs): a reverse builds a whole run list, and reversing kH first splits
+// each kernel into kH runs (800k for a 512 x 512 x 3 x 3 kernel).
 Tensor forwardWeights(const Tensor &w, bool transposeAndFlip) {
-  return transposeAndFlip ? w.dimShuffle({0, 2, 1, 3, 4}).reverse(3).reverse(4)
-                          : w;
+  if (!transposeAndFlip)
+    return w;
+  const Tensor t = w.dimShuffle({0, 2, 1, 3, 4});
+  const std::vector<std::size_t> shape = t.shape();
+  return t.flatten(3, 5).reverse(3).reshape(shape);
 }
 
 class ConvBuilder {
@@ -205,6 +209,16 @@ public:
 private:
   struct Unit {
     unsigned g, n, co, h, ci;
+  };
+
+  // A row that a tile vertex writes, as a host kernel lists it: its run,
+  // or its tensor when it is several runs.
+  struct HostRow {
+    Run run;
+    Tensor tensor;
+    ArrayView<Run> runs() const {
+      return tensor.valid() ? tensor.runs() : ArrayView<Run>(&run, 1);
+    }
   };
 
   // The type of the pass's result, and of what its units write: the result
@@ -285,15 +299,16 @@ private:
                   ? std::vector<Tensor>{parts.back()}
                   : rowEntries(graph_, outBlock, s_.outW, tile, outFresh_));
       if (host) {
-        std::vector<Tensor> &entries =
+        std::vector<HostRow> &entries =
             hostEntries(g, (u.n * plan_.rows + u.h) * plan_.inChans + ib,
                         nr.size() * s_.outChans * hr.size());
         const Tensor &rows = parts_ > 1 ? parts.back() : outBlock;
         for (std::size_t r = 0; r < rowsPerBlock; ++r) {
           const std::size_t oh = r % hr.size(), co = r / hr.size() % cr.size(),
                             n = r / (hr.size() * cr.size());
-          entries[(n * s_.outChans + cr.begin + co) * hr.size() + oh] =
-              rows.slice(r * s_.outW, (r + 1) * s_.outW);
+          setHostRow(
+              entries[(n * s_.outChans + cr.begin + co) * hr.size() + oh], rows,
+              r * s_.outW, (r + 1) * s_.outW);
         }
       }
       graph_.setInitialValue(v["geometry"], geometry(s_, cir.size(), cr.size(),
@@ -368,11 +383,11 @@ private:
         const Tensor &rows = parts_ > 1 ? parts.back() : outBlock;
         connect(v, "out", rowEntries(graph_, rows, kElems, tile, true));
         if (host) {
-          std::vector<Tensor> &entries =
+          std::vector<HostRow> &entries =
               hostEntries(g, nb * plan_.rows + hb, s_.outChans * plan_.inChans);
           for (std::size_t c = 0; c < cr.size(); ++c)
-            entries[(cr.begin + c) * plan_.inChans + u.ci] =
-                rows.slice(c * kElems, (c + 1) * kElems);
+            setHostRow(entries[(cr.begin + c) * plan_.inChans + u.ci], rows,
+                       c * kElems, (c + 1) * kElems);
         }
         graph_.setInitialValue(
             v["geometry"],
@@ -411,12 +426,37 @@ private:
   // the order a host kernel vertex lists them: by output channel, then
   // input-channel piece (weight gradient), or by batch entry, output
   // channel and row (forward).
-  std::vector<Tensor> &hostEntries(std::size_t g, std::size_t p,
-                                   std::size_t size) {
+  std::vector<HostRow> &hostEntries(std::size_t g, std::size_t p,
+                                    std::size_t size) {
     hostEntries_.resize(s_.groups * hostPieces());
-    std::vector<Tensor> &e = hostEntries_[g * hostPieces() + p];
+    std::vector<HostRow> &e = hostEntries_[g * hostPieces() + p];
     e.resize(size);
     return e;
+  }
+
+  // Row [begin, end) of \p rows as a host kernel lists it: its runs, kept
+  // as a tensor only when there are several (a tensor per row of every
+  // tile vertex was a fifth of a ResNet-50's convolution lowering).
+  void setHostRow(HostRow &row, const Tensor &rows, std::size_t begin,
+                  std::size_t end) {
+    hostType_ = rows.elementType();
+    rows.flatRuns(begin, end, runs_);
+    if (runs_.size() == 1) {
+      row.run = runs_[0];
+      row.tensor = Tensor();
+    } else {
+      row.tensor = Tensor(rows.elementType(), runs_);
+    }
+  }
+
+  // The host kernel's out entries: \p rows merged as mergeRows merges
+  // them.
+  std::vector<Tensor> hostOut(const std::vector<const HostRow *> &rows) const {
+    std::vector<ArrayView<Run>> runs;
+    runs.reserve(rows.size());
+    for (const HostRow *r : rows)
+      runs.push_back(r->runs());
+    return mergeRowRuns(graph_, hostType_, runs, std::nullopt, false);
   }
 
   // A host kernel vertex: on tile 0 (it takes no tile memory), its
@@ -460,11 +500,14 @@ private:
             pieceOf(s_.outH, plan_.rows, p / plan_.inChans % plan_.rows);
         const Range cir = pieceOf(s_.inChans, plan_.inChans, p % plan_.inChans);
         const Range ir = connectedRows(s_, hr);
-        const std::vector<Tensor> &entries =
+        const std::vector<HostRow> &entries =
             hostEntries(g, p, nr.size() * s_.outChans * hr.size());
-        const Tensor in =
+        // Every band reads the whole input block.
+        const std::vector<Tensor> in = memoryPieceTensors(
+            graph_,
             acts.slice({nr.begin, g * s_.inChans + cir.begin, ir.begin, 0},
-                       {nr.end, g * s_.inChans + cir.end, ir.end, s_.inW});
+                       {nr.end, g * s_.inChans + cir.end, ir.end, s_.inW})
+                .flatten());
         for (unsigned b = 0; b < bands; ++b) {
           const Range cb = pieceOf(s_.outChans, bands, b);
           const Tensor w =
@@ -472,19 +515,20 @@ private:
                                       {g + 1, cir.end, cb.end, s_.kH, s_.kW})
                       : weights.slice({g, cb.begin, cir.begin, 0, 0},
                                       {g + 1, cb.end, cir.end, s_.kH, s_.kW});
-          std::vector<Tensor> out;
+          std::vector<const HostRow *> out;
           for (std::size_t n = 0; n < nr.size(); ++n)
             for (std::size_t co = cb.begin; co < cb.end; ++co)
               for (std::size_t oh = 0; oh < hr.size(); ++oh)
-                out.push_back(entries[(n * s_.outChans + co) * hr.size() + oh]);
+                out.push_back(
+                    &entries[(n * s_.outChans + co) * hr.size() + oh]);
           VertexRef v = hostVertex(cs, cls,
                                    cir.size() * s_.kH * s_.kW * cb.size() *
                                        nr.size() * hr.size() * s_.outW);
-          graph_.connect(v["in"], memoryPieceTensors(graph_, in.flatten()));
+          graph_.connect(v["in"], in);
           graph_.connect(v["weights"], memoryPieceTensors(graph_, w.flatten()));
           // Rows that continue each other in one tile interval are one
           // entry; the vertex cuts them back into rows.
-          connect(v, "out", mergeRows(graph_, out, std::nullopt, false));
+          connect(v, "out", hostOut(out));
           graph_.setInitialValue(
               v["geometry"],
               geometry(s_, cir.size(), cb.size(), nr.size(), hr, ir));
@@ -508,29 +552,31 @@ private:
         const Range nr = pieceOf(s_.batch, plan_.batch, p / plan_.rows);
         const Range hr = pieceOf(s_.outH, plan_.rows, p % plan_.rows);
         const Range ir = connectedRows(s_, hr);
-        const std::vector<Tensor> &entries =
+        const std::vector<HostRow> &entries =
             hostEntries(g, p, s_.outChans * plan_.inChans);
+        // Every band reads all input channels.
+        const std::vector<Tensor> in = memoryPieceTensors(
+            graph_, acts.slice({nr.begin, g * s_.inChans, ir.begin, 0},
+                               {nr.end, (g + 1) * s_.inChans, ir.end, s_.inW})
+                        .flatten());
         for (unsigned b = 0; b < bands; ++b) {
           const Range cb = pieceOf(s_.outChans, bands, b);
           const std::size_t c0 = g * s_.outChans;
           const Tensor dl =
               deltas.slice({nr.begin, c0 + cb.begin, hr.begin, 0},
                            {nr.end, c0 + cb.end, hr.end, s_.outW});
-          const Tensor in =
-              acts.slice({nr.begin, g * s_.inChans, ir.begin, 0},
-                         {nr.end, (g + 1) * s_.inChans, ir.end, s_.inW});
           VertexRef v = hostVertex(cs, cls,
                                    s_.inChans * s_.kH * s_.kW * cb.size() *
                                        nr.size() * hr.size() * s_.outW);
           graph_.connect(v["deltas"], memoryPieceTensors(graph_, dl.flatten()));
-          graph_.connect(v["acts"], memoryPieceTensors(graph_, in.flatten()));
+          graph_.connect(v["acts"], in);
           // Piece by piece, channel by channel: a tile's rows of one piece
           // then follow each other in memory and merge into one entry.
-          std::vector<Tensor> out;
+          std::vector<const HostRow *> out;
           for (unsigned p = 0; p < plan_.inChans; ++p)
             for (std::size_t co = cb.begin; co < cb.end; ++co)
-              out.push_back(entries[co * plan_.inChans + p]);
-          connect(v, "out", mergeRows(graph_, out, std::nullopt, false));
+              out.push_back(&entries[co * plan_.inChans + p]);
+          connect(v, "out", hostOut(out));
           graph_.setInitialValue(
               v["geometry"],
               geometry(s_, s_.inChans, cb.size(), nr.size(), hr, ir));
@@ -563,10 +609,19 @@ private:
   void reduce(const std::vector<Tensor> &parts, const Tensor &outBlock,
               Range er, std::size_t rowElems, unsigned tile) {
     VertexRef v = graph_.addVertex(reduceCs_, reduceClass());
-    std::vector<Tensor> in;
-    for (const Tensor &p : parts)
-      in.push_back(p.slice(er.begin * rowElems, er.end * rowElems));
-    connect(v, "partials", mergeRows(graph_, in, tile, false));
+    // Each partial's rows er, as runs (a tensor each only once merged).
+    std::vector<Run> all;
+    std::vector<std::size_t> ends;
+    for (const Tensor &p : parts) {
+      p.flatRuns(er.begin * rowElems, er.end * rowElems, runs_);
+      all.insert(all.end(), runs_.begin(), runs_.end());
+      ends.push_back(all.size());
+    }
+    std::vector<ArrayView<Run>> in;
+    for (std::size_t i = 0, from = 0; i < ends.size(); from = ends[i++])
+      in.emplace_back(all.data() + from, ends[i] - from);
+    connect(v, "partials",
+            mergeRowRuns(graph_, s_.partialsType, in, tile, false));
     connect(v, "out",
             rowEntries(graph_,
                        outBlock.slice(er.begin * rowElems, er.end * rowElems),
@@ -595,7 +650,10 @@ private:
   /// it is mapped.
   bool outFresh_ = true;
   /// hostEntries' lists, by group and piece.
-  std::vector<std::vector<Tensor>> hostEntries_;
+  std::vector<std::vector<HostRow>> hostEntries_;
+  /// setHostRow's scratch, and the type of the rows it set.
+  std::vector<Run> runs_;
+  Type hostType_ = Type::FLOAT;
   /// The blocks of the input (by group, batch piece, row piece and
   /// input-channel piece), of the weights (by group, output- and
   /// input-channel piece) and of the deltas (by group, batch, row and

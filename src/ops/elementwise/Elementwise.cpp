@@ -117,9 +117,10 @@ repeatCuts(std::size_t b, std::size_t e,
   std::vector<std::size_t> cuts{b, e};
   if (cut)
     cut->assign(repeating.size(), false);
+  // The runs of each piece, read without building a tensor per region.
+  thread_local std::vector<Run> rs;
   for (std::size_t k = 0; k < repeating.size(); ++k) {
-    const Tensor piece = repeating[k]->slice(b, e);
-    const auto &rs = piece.runs();
+    repeating[k]->flatRuns(b, e, rs);
     if (rs.size() < 2 || e - b < kMinRepeat * rs.size() ||
         !std::all_of(rs.begin(), rs.end(), [](const Run &r) {
           return r.stride == 0 || r.count == 1;
@@ -185,8 +186,8 @@ OperandPart operandPart(const Tensor &t, std::size_t b, std::size_t e,
     p.piece = t;
     return p;
   }
-  const Tensor piece = t.slice(b, e);
-  const auto &rs = piece.runs();
+  thread_local std::vector<Run> rs;
+  t.flatRuns(b, e, rs);
   if (grouped) { // one element per part of `length`: see repeatCuts
     for (const Run &r : rs)
       for (std::int64_t k = 0; k < r.count;
@@ -202,7 +203,7 @@ OperandPart operandPart(const Tensor &t, std::size_t b, std::size_t e,
     p.elements.assign(rs.begin(), rs.end());
     p.repeat = 1;
   } else {
-    p.piece = piece;
+    p.piece = Tensor(t.elementType(), rs);
   }
   return p;
 }
@@ -212,7 +213,7 @@ OperandPart operandPart(const Tensor &t, std::size_t b, std::size_t e,
 // region is read where it lies (its exchange only costed) when it is such
 // a run; elements from two tiles would need a gather, which the separate
 // regions' single elements do not.
-bool inOneInterval(const Graph &graph, const std::vector<Run> &runs) {
+bool inOneInterval(const Graph &graph, ArrayView<Run> runs) {
   if (runs.size() != 1 || (runs[0].stride != 1 && runs[0].count != 1))
     return false;
   const Run &r = runs[0];
@@ -239,10 +240,10 @@ bool follows(const Graph &graph, const std::vector<OperandPart> &last,
     const Run &a = last[k].elements.back(), &n = r[k].elements.front();
     if (n.var != a.var || n.start != a.start + a.count)
       return false;
+    const Run joined{a.var, a.start, 1, n.start + n.count - a.start};
     if (r[k].repeat > 1 &&
         (last[k].elements.size() != 1 || r[k].elements.size() != 1 ||
-         !inOneInterval(graph,
-                        {Run{a.var, a.start, 1, n.start + n.count - a.start}})))
+         !inOneInterval(graph, {&joined, 1})))
       return false;
   }
   return true;
@@ -335,11 +336,7 @@ std::vector<Region> joinRegions(const Graph &graph, const Ranges &regions,
         region.operands.push_back(std::move(p.piece));
         continue;
       }
-      std::size_t n = 0;
-      for (const Run &el : p.elements)
-        n += static_cast<std::size_t>(el.count);
-      region.operands.push_back(
-          Tensor(operands[k].elementType(), {n}, std::move(p.elements)));
+      region.operands.push_back(Tensor(operands[k].elementType(), p.elements));
     }
     out.push_back(std::move(region));
   }

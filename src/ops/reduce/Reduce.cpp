@@ -171,33 +171,58 @@ VertexRef addReduceVertex(Graph &graph, ComputeSet cs, const std::string &cls,
   return v;
 }
 
-// A stage-1 vertex's partials being built: tensors[i] reduces into outputs
+// A stage-1 vertex's partials being built: partial i reduces into outputs
 // [meta[3i], meta[3i] + meta[3i + 1]) of the vertex's out, meta[3i + 2]
-// elements each (ReduceKernels.hpp).
+// elements each (ReduceKernels.hpp). A partial of consecutive elements is
+// kept as its run, and made a tensor only for the vertex (tensors): a
+// ResNet-50 has millions of pieces, most joined into a neighbour.
 struct PieceList {
-  std::vector<Tensor> tensors;
+  struct Entry {
+    Run run;       ///< the elements, when consecutive (tensor invalid)
+    Tensor tensor; ///< otherwise
+    std::size_t size() const {
+      return tensor.valid() ? tensor.numElements()
+                            : static_cast<std::size_t>(run.count);
+    }
+  };
+  Type type = FLOAT;
+  std::vector<Entry> entries;
   std::vector<unsigned> meta;
   std::vector<std::size_t> rows;
 
-  // Appends \p t, or joins it to the last partial when it continues it in
-  // memory and in the outputs, one row each with the same q: the vertex
-  // then reads one region where it would read two, and every output still
-  // sees its elements in the same order.
-  void add(const Tensor &t, std::size_t offset, std::size_t cover,
+  // Appends the partial of \p runs (merged, as a tensor's), or joins it to
+  // the last partial when it continues it in memory and in the outputs,
+  // one row each with the same q: the vertex then reads one region where
+  // it would read two, and every output still sees its elements in the
+  // same order.
+  void add(ArrayView<Run> runs, std::size_t offset, std::size_t cover,
            std::size_t q, std::size_t r) {
-    if (!tensors.empty() && r == 1 && rows.back() == 1 &&
+    const bool consecutive = runs.size() == 1 && runs[0].stride == 1;
+    if (!entries.empty() && r == 1 && rows.back() == 1 &&
         meta[meta.size() - 1] == q &&
         meta[meta.size() - 3] + meta[meta.size() - 2] == offset &&
-        continues(tensors.back(), t)) {
-      tensors.back() = concat(tensors.back(), t);
+        consecutive && !entries.back().tensor.valid() &&
+        entries.back().run.var == runs[0].var &&
+        entries.back().run.start + entries.back().run.count == runs[0].start) {
+      entries.back().run.count += runs[0].count;
       meta[meta.size() - 2] += static_cast<unsigned>(cover);
       return;
     }
-    tensors.push_back(t);
+    Entry e;
+    if (consecutive)
+      e.run = runs[0];
+    else
+      e.tensor = Tensor(type, runs);
+    entries.push_back(std::move(e));
     meta.insert(meta.end(),
                 {static_cast<unsigned>(offset), static_cast<unsigned>(cover),
                  static_cast<unsigned>(q)});
     rows.push_back(r);
+  }
+  void add(const Entry &e, std::size_t offset, std::size_t cover, std::size_t q,
+           std::size_t r) {
+    add(e.tensor.valid() ? e.tensor.runs() : ArrayView<Run>(&e.run, 1), offset,
+        cover, q, r);
   }
 
   static bool continues(const Tensor &a, const Tensor &b) {
@@ -209,18 +234,30 @@ struct PieceList {
 
   std::vector<std::uint32_t> sizes() const {
     std::vector<std::uint32_t> n;
-    for (const Tensor &t : tensors)
-      n.push_back(static_cast<std::uint32_t>(t.numElements()));
+    for (const Entry &e : entries)
+      n.push_back(static_cast<std::uint32_t>(e.size()));
     return n;
+  }
+
+  std::vector<Tensor> tensors() const {
+    std::vector<Tensor> ts;
+    ts.reserve(entries.size());
+    for (const Entry &e : entries)
+      ts.push_back(e.tensor.valid() ? e.tensor
+                                    : Tensor(type, ArrayView<Run>(&e.run, 1)));
+    return ts;
   }
 };
 
 // The pieces of \p w, their outputs numbered from its first.
 PieceList piecesOf(const CanonicalView &cv, const VertexWork &w) {
   PieceList list;
-  for (const Piece &p : w.pieces)
-    list.add(cv.flat.slice(p.begin, p.begin + p.size()), p.out - w.outBegin,
-             p.cover, p.q, p.rows);
+  list.type = cv.flat.elementType();
+  thread_local std::vector<Run> runs;
+  for (const Piece &p : w.pieces) {
+    cv.flat.flatRuns(p.begin, p.begin + p.size(), runs);
+    list.add(runs, p.out - w.outBegin, p.cover, p.q, p.rows);
+  }
   return list;
 }
 
@@ -240,6 +277,8 @@ void addParts(Graph &graph, ComputeSet cs, const ReduceCostShape &cost,
               unsigned tile, const std::vector<Part> &parts, float scale) {
   const Target &target = graph.getTarget();
   PieceList all;
+  if (!parts.empty())
+    all.type = parts.front().pieces.type;
   std::vector<std::uint64_t> partCycles;
   std::vector<Tensor> outs;
   std::size_t base = 0;
@@ -248,15 +287,15 @@ void addParts(Graph &graph, ComputeSet cs, const ReduceCostShape &cost,
     partCycles.push_back(
         reduceWorkerCycles(target, cost, own.sizes(),
                            static_cast<std::uint32_t>(part.out.numElements())));
-    for (std::size_t i = 0; i < own.tensors.size(); ++i)
-      all.add(own.tensors[i], base + own.meta[3 * i], own.meta[3 * i + 1],
+    for (std::size_t i = 0; i < own.entries.size(); ++i)
+      all.add(own.entries[i], base + own.meta[3 * i], own.meta[3 * i + 1],
               own.meta[3 * i + 2], own.rows[i]);
     base += part.out.numElements();
     outs.push_back(part.out);
   }
   VertexRef v = addReduceVertex(
       graph, cs, reduceVertexName(cost.op, cost.update, cost.in, cost.out),
-      tile, all.tensors, all.meta, concat(outs), scale);
+      tile, all.tensors(), all.meta, concat(outs), scale);
   graph.setPerfEstimate(
       v, tessera::cost::multiVertexWorkerCycles(target, std::move(partCycles),
                                                 MultiVertex::numWorkers()));
@@ -298,18 +337,27 @@ PieceList gatherPieces(const Stage2Vertex &v, const Sources &src) {
   // Slices over the same outputs are joined into one multi-row partial:
   // the exchange delivers them into one contiguous buffer, as it would on
   // the IPU, and the vertex reads them as one vectorised run.
-  std::map<std::pair<std::size_t, std::size_t>, std::vector<Tensor>> byRange;
+  std::map<std::pair<std::size_t, std::size_t>, std::vector<Run>> byRange;
+  std::map<std::pair<std::size_t, std::size_t>, std::size_t> slices;
+  std::vector<Run> runs;
   for (std::size_t s : v.sources) {
     const OwnedRange &r = src.ranges[s];
     const std::size_t lo = std::max(v.begin, r.begin),
                       hi = std::min(v.end, r.end);
-    byRange[{lo, hi}].push_back(
-        src.tensors[s].slice(lo - r.begin, hi - r.begin));
+    src.tensors[s].flatRuns(lo - r.begin, hi - r.begin, runs);
+    std::vector<Run> &joined = byRange[{lo, hi}];
+    joined.insert(joined.end(), runs.begin(), runs.end());
+    ++slices[{lo, hi}];
   }
   PieceList list;
-  for (const auto &[range, slices] : byRange)
-    list.add(concat(slices), range.first - v.begin, range.second - range.first,
-             1, slices.size());
+  if (!src.tensors.empty())
+    list.type = src.tensors.front().elementType();
+  for (const auto &[range, joined] : byRange) {
+    // Merged as concat merges the slices.
+    const Tensor t(list.type, joined);
+    list.add(t.runs(), range.first - v.begin, range.second - range.first, 1,
+             slices[range]);
+  }
   return list;
 }
 
