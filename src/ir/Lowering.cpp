@@ -94,9 +94,10 @@ private:
 };
 
 namespace {
-// A fused map needs a register per node (ops' mapcode::kMaxRegisters);
-// trees stay well below it.
-constexpr unsigned kMaxFusedNodes = 16;
+// A fused map needs a register per node, leaves and constants included,
+// which planFusion counts as nodes: up to ops' mapcode::kMaxRegisters (24).
+// A gated Adam weight update (step, clamp, select) is 24.
+constexpr unsigned kMaxFusedNodes = 24;
 } // namespace
 
 // Unary and binary arithmetic whose operands and result all have one

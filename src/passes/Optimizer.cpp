@@ -86,6 +86,35 @@ ir::Value okOr(const ir::Value &okT, const ir::Value &notOkT,
   return finite * okT + old * notOkT;
 }
 
+// g / scale in g's type; half gradients are divided in float, as 1 / scale
+// is below half's normal range for the usual scales.
+ir::Value unscale(const ir::Value &g, const ir::Value &inverse) {
+  if (g.dtype() == inverse.dtype())
+    return g * inverse;
+  return cast(cast(g, inverse.dtype()) * inverse, g.dtype());
+}
+
+// A weight's gradient as its update reads it, unscaled by the dynamic loss
+// scale where there is one. A float gradient's unscaling is a new op at
+// each read: with one use each, the lowering computes it inside each
+// reader's map (the same float product every time) rather than in a map
+// of its own, one map fewer per weight. A half gradient's is made once:
+// a fused tree computes half in float without rounding each node, so a
+// copy inside another map would not round as the stored value does.
+class Gradient {
+public:
+  Gradient(ir::Value g, std::optional<ir::Value> inverse)
+      : g_(std::move(g)), inverse_(std::move(inverse)) {
+    if (inverse_ && g_.dtype() != inverse_->dtype())
+      g_ = unscale(g_, *inverse_), inverse_.reset();
+  }
+  ir::Value operator()() const { return inverse_ ? g_ * *inverse_ : g_; }
+
+private:
+  ir::Value g_;
+  std::optional<ir::Value> inverse_;
+};
+
 class StepBuilder {
 public:
   StepBuilder(ir::Module &m, std::vector<VariableUpdate> &updates)
@@ -105,7 +134,8 @@ public:
     updates_.push_back({v, gated});
   }
 
-  void sgd(const SGD &o, const ir::Value &w, ir::Value g) {
+  void sgd(const SGD &o, const ir::Value &w, const Gradient &grad) {
+    ir::Value g = grad();
     const ir::Value lr = learningRate(o.learningRate, w);
     if (o.weightDecay != 0)
       g = g + w * o.weightDecay;
@@ -119,20 +149,26 @@ public:
     update(w, w - g * lr);
   }
 
-  void adam(const Adam &o, const ir::Value &w, ir::Value g,
+  void adam(const Adam &o, const ir::Value &w, const Gradient &grad,
             const ir::Value &t) {
     const ir::Value lr = learningRate(o.learningRate, w);
     ir::Value base = w;
+    std::optional<ir::Value> decayed;
     if (o.weightDecay != 0) {
       if (o.decoupledWeightDecay)
         base = w * (1.0 - lr * o.weightDecay);
       else
-        g = g + w * o.weightDecay;
+        decayed = grad() + w * o.weightDecay;
     }
+    // Each read of g its own op (see Gradient), unless weight decay made
+    // one value of it.
+    const auto g = [&] { return decayed ? *decayed : grad(); };
     const ir::Value m = stateLike(b_, w, "adam_m");
     const ir::Value v = stateLike(b_, w, "adam_v");
-    const ir::Value m1 = m * o.beta1 + g * (1 - o.beta1);
-    const ir::Value v1 = v * o.beta2 + g * g * (1 - o.beta2);
+    const ir::Value m1 = m * o.beta1 + g() * (1 - o.beta1);
+    ir::Value g1 = g();
+    const ir::Value v1 =
+        v * o.beta2 + g1 * (decayed ? g1 : g()) * (1 - o.beta2);
     update(m, m1);
     update(v, v1);
     const auto &[c1, c2] = biasCorrections(o, t, w.dtype());
@@ -140,7 +176,8 @@ public:
     update(w, base - step);
   }
 
-  void rmsprop(const RMSprop &o, const ir::Value &w, ir::Value g) {
+  void rmsprop(const RMSprop &o, const ir::Value &w, const Gradient &grad) {
+    ir::Value g = grad();
     const ir::Value lr = learningRate(o.learningRate, w);
     if (o.weightDecay != 0)
       g = g + w * o.weightDecay;
@@ -331,14 +368,6 @@ ir::Value dynamicScaleStep(ir::Builder &b, const DynamicLossScaling &d,
   return ok;
 }
 
-// g / scale in g's type; half gradients are divided in float, as 1 / scale
-// is below half's normal range for the usual scales.
-ir::Value unscale(const ir::Value &g, const ir::Value &inverse) {
-  if (g.dtype() == inverse.dtype())
-    return g * inverse;
-  return cast(cast(g, inverse.dtype()) * inverse, g.dtype());
-}
-
 // The optimizer's operations for every recorded gradient, in the order
 // autodiff recorded them.
 std::vector<VariableUpdate> buildSteps(ir::Module &module,
@@ -365,13 +394,12 @@ std::vector<VariableUpdate> buildSteps(ir::Module &module,
     grads.push_back(options.lossScaling == 1 ? g0
                                              : g0 * (1 / options.lossScaling));
   }
+  std::optional<ir::Value> inverse;
   if (options.dynamicLossScaling) {
     const ir::Value scale = b.value(*lossScale);
     step.gateUpdates(
         dynamicScaleStep(b, *options.dynamicLossScaling, scale, grads, where));
-    const ir::Value inverse = inv(scale);
-    for (ir::Value &g : grads)
-      g = unscale(g, inverse);
+    inverse = inv(scale);
   }
   ir::Value t;
   if (std::holds_alternative<Adam>(options.optimizer)) {
@@ -381,7 +409,8 @@ std::vector<VariableUpdate> buildSteps(ir::Module &module,
     step.update(count, t);
   }
   for (std::size_t i = 0; i < gradients.size(); ++i) {
-    const ir::Value w = b.value(gradients[i].variable), g = grads[i];
+    const ir::Value w = b.value(gradients[i].variable);
+    const Gradient g(grads[i], inverse);
     if (const auto *s = std::get_if<SGD>(&options.optimizer))
       step.sgd(*s, w, g);
     else if (const auto *a = std::get_if<Adam>(&options.optimizer))

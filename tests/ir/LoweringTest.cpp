@@ -204,6 +204,31 @@ TEST(Lowering, ElementwiseChainsFuseIntoOneMapPerRoot) {
   test::expectClose(got.values.at(y.id()), want.at(y.id()), 1e-6, "y");
 }
 
+// A tree of 23 nodes (11 ops, their constants and x) is one map: the
+// fusion takes trees up to the map code's 24 registers (it stopped at 16,
+// which split a gated Adam weight update in two).
+TEST(Lowering, ATreeOfTwentyThreeNodesIsOneMap) {
+  Module m;
+  Builder b(m);
+  Value x = b.input("x", FLOAT, {8});
+  Value y = x;
+  for (int i = 0; i < 11; ++i)
+    y = i % 2 ? y * (1.0 + 0.125 * i) : y + 0.5 * i;
+  b.output("y", y);
+  std::vector<double> xs(8);
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    xs[i] = std::cos(double(i)) * 2;
+  Feeds feeds{{"x", {FLOAT, {8}, xs}}};
+  const Evaluation want = interpret(m, feeds);
+  std::size_t fused = 0;
+  auto count = [&](const Graph &, const LoweredModule &l) {
+    fused = l.numFused();
+  };
+  test::LoweredRun got = test::runLowered(m, feeds, {y.id()}, 1, 2, count);
+  EXPECT_EQ(fused, 10u);
+  test::expectClose(got.values.at(y.id()), want.at(y.id()), 1e-6, "y");
+}
+
 TEST(Lowering, FusedValuesHaveNoTensorUnlessKept) {
   Module m;
   Builder b(m);

@@ -7,6 +7,7 @@
 #include "ir/LoweringTestUtil.hpp"
 
 #include "tessera/ir/Interpreter.hpp"
+#include "tessera/ir/OpKind.hpp"
 #include "tessera/passes/Autodiff.hpp"
 #include "tessera/passes/GradientAccumulation.hpp"
 #include "tessera/passes/Optimizer.hpp"
@@ -178,6 +179,45 @@ TEST(LossScaling, SkipsOnTheIpuModel) {
   test::LoweredRun good = test::runLowered(m, feeds, read);
   EXPECT_NEAR(nextOf(good, "w")[0], 1.0 - 0.1 * 1.5, 1e-6);
   EXPECT_EQ(nextOf(good, kLossScaleVariable), std::vector<double>{64});
+}
+
+// Dynamic loss scaling gates each Adam update (clamp, then ok ? next :
+// old). For a float weight, the unscaled gradient is computed inside the
+// maps that read it and the clamp inside the weight's update map: the
+// update is m1, v1, gated m, gated v and gated w, five maps of the weight's
+// shape (seven before: unscale and clamp had maps of their own). Lowered
+// and interpreted, the weights agree.
+TEST(LossScaling, AGatedAdamUpdateOfAFloatWeightIsFiveMaps) {
+  Module m = quadratic(dynamic(Adam{0.01}, 64));
+  const ValueId grad = m.gradients().at(0).value;
+  std::vector<ValueId> read;
+  for (const auto &[var, next] : variableUpdates(m))
+    read.push_back(next);
+  std::size_t maps = 0;
+  auto count = [&](const Graph &, const LoweredModule &l) {
+    for (const Op &op : m.ops()) {
+      const OpClass cls = opClass(op.kind);
+      const ValueId r = op.results.at(0);
+      if (r <= grad || (cls != OpClass::Unary && cls != OpClass::Binary) ||
+          m.typeOf(r) != m.typeOf(grad))
+        continue;
+      try {
+        (void)l.tensor(r);
+        ++maps;
+      } catch (const IrError &) {
+        // fused into its user's map
+      }
+    }
+  };
+  Feeds feeds{{"c", {FLOAT, {3}, kC}}};
+  const test::LoweredRun run = test::runLowered(m, feeds, read, 1, 4, count);
+  EXPECT_EQ(maps, 5u);
+  const Evaluation want = interpret(m, feeds);
+  for (ValueId v : read)
+    for (std::size_t i = 0; i < want.at(v).values.size(); ++i)
+      EXPECT_NEAR(run.values.at(v).values[i], want.at(v).values[i],
+                  1e-6 * (1 + std::abs(want.at(v).values[i])))
+          << m.value(v).name << " element " << i;
 }
 
 TEST(LossScaling, BadSettingsAreOptionErrors) {
