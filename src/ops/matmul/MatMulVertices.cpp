@@ -235,6 +235,43 @@ void panelsOf(const List &pieces, bool asPieces, P *const *rowPtrs,
           asPieces ? pieces[r * panels + p].data() : rowPtrs[r] + p * kPanel;
 }
 
+// Runs gemm(aRows, bPanels, cPanels) over float operands m x k and k x n:
+// B and C are read and written where they lie when they arrive as
+// 16-column panels (matmul::gemmPanels' layout), else assembled as rows in
+// scratch (C copied out after). False when A or B is not such a product.
+template <typename InT, typename AList, typename BList, typename CList,
+          typename Gemm>
+bool gemmThroughPanels(const AList &a, const BList &b, CList &c, std::size_t m,
+                       std::size_t k, std::size_t n, bool transA, bool transB,
+                       const Gemm &gemm) {
+  auto &aRows = rowPointers(0), &bRows = rowPointers(1);
+  const bool bPieces = !transB && arePanels(b, k, n);
+  if (!(transA ? transposedRowsOf<InT>(a, k, m, scratch(0), aRows)
+               : rowsOf<InT>(a, m, k, scratch(0), aRows)))
+    return false;
+  if (!bPieces && !(transB ? transposedRowsOf<InT>(b, n, k, scratch(1), bRows)
+                           : rowsOf<InT>(b, k, n, scratch(1), bRows)))
+    return false;
+  thread_local std::vector<const float *> bPanels;
+  panelsOf(b, bPieces, bRows.data(), k, n, bPanels);
+  const bool cPieces = arePanels(c, m, n);
+  std::vector<float> &out = scratch(2);
+  std::vector<float *> &rows = outPointers();
+  if (!cPieces) {
+    out.resize(std::max(out.size(), m * n));
+    rows.resize(m);
+    for (std::size_t r = 0; r < m; ++r)
+      rows[r] = out.data() + r * n;
+  }
+  thread_local std::vector<float *> cPanels;
+  panelsOf(c, cPieces, rows.data(), m, n, cPanels);
+  gemm(aRows.data(), bPanels.data(), cPanels.data());
+  if (!cPieces)
+    for (std::size_t i = 0, at = 0; i < c.size(); at += c[i++].size())
+      matmul::copyFloats(out.data() + at, c[i].data(), c[i].size());
+  return true;
+}
+
 /// The host kernel of a block-product compute set (Graph::setHostKernel):
 /// a band of m rows of one K-slice's product over all n columns, with
 /// MatMulBlock's fields, kernel and order of sums, so it writes exactly the
@@ -273,37 +310,15 @@ public:
   }
 
 private:
-  // Float operands whose B slice is read in place by gemm: B and C are
-  // read and written where they lie when they arrive as 16-column panels
-  // (matmul::gemmPanels), else assembled as rows. Every sum is gemm's.
+  // Float operands whose B slice is read in place by gemm (gemmThroughPanels).
   bool inPlace() {
-    auto &aRows = rowPointers(0), &bRows = rowPointers(1);
-    const bool bPieces = !transB && arePanels(b, k, n);
-    if (!(transA ? transposedRowsOf<InT>(a, k, m, scratch(0), aRows)
-                 : rowsOf<InT>(a, m, k, scratch(0), aRows)))
-      return false;
-    if (!bPieces && !(transB ? transposedRowsOf<InT>(b, n, k, scratch(1), bRows)
-                             : rowsOf<InT>(b, k, n, scratch(1), bRows)))
-      return false;
-    thread_local std::vector<const float *> bPanels;
-    panelsOf(b, bPieces, bRows.data(), k, n, bPanels);
-    const bool cPieces = arePanels(c, m, n);
-    std::vector<float> &out = scratch(2);
-    std::vector<float *> &rows = outPointers();
-    if (!cPieces) {
-      out.resize(std::max(out.size(), std::size_t(m) * n));
-      rows.resize(m);
-      for (std::size_t r = 0; r < m; ++r)
-        rows[r] = out.data() + r * n;
-    }
-    thread_local std::vector<float *> cPanels;
-    panelsOf(c, cPieces, rows.data(), m, n, cPanels);
-    matmul::gemmPanels(m, n, k, aRows.data(), bPanels.data(), cPanels.data(),
-                       false, std::is_same_v<PartialsT, Half>);
-    if (!cPieces)
-      for (std::size_t i = 0, at = 0; i < c.size(); at += c[i++].size())
-        matmul::copyFloats(out.data() + at, c[i].data(), c[i].size());
-    return true;
+    return gemmThroughPanels<InT>(
+        a, b, c, m, k, n, transA, transB,
+        [&](const float *const *aRows, const float *const *bPanels,
+            float *const *cPanels) {
+          matmul::gemmPanels(m, n, k, aRows, bPanels, cPanels, false,
+                             std::is_same_v<PartialsT, Half>);
+        });
   }
 };
 
@@ -336,34 +351,13 @@ public:
     }
     if (total != std::size_t(m) * n || k == 0)
       return false;
-    auto &aRows = rowPointers(0), &bRows = rowPointers(1);
-    const bool bPieces = !transB && arePanels(b, k, n);
-    if (!(transA ? transposedRowsOf<float>(a, k, m, scratch(0), aRows)
-                 : rowsOf<float>(a, m, k, scratch(0), aRows)))
-      return false;
-    if (!bPieces &&
-        !(transB ? transposedRowsOf<float>(b, n, k, scratch(1), bRows)
-                 : rowsOf<float>(b, k, n, scratch(1), bRows)))
-      return false;
-    thread_local std::vector<const float *> bPanels;
-    panelsOf(b, bPieces, bRows.data(), k, n, bPanels);
-    const bool cPieces = arePanels(c, m, n);
-    std::vector<float> &out = scratch(2);
-    std::vector<float *> &rows = outPointers();
-    if (!cPieces) {
-      out.resize(std::max(out.size(), std::size_t(m) * n));
-      rows.resize(m);
-      for (std::size_t r = 0; r < m; ++r)
-        rows[r] = out.data() + r * n;
-    }
-    thread_local std::vector<float *> cPanels;
-    panelsOf(c, cPieces, rows.data(), m, n, cPanels);
-    matmul::gemmPanelsSummed(m, n, slices.data(), slices.size(), aRows.data(),
-                             bPanels.data(), cPanels.data());
-    if (!cPieces)
-      for (std::size_t i = 0, at = 0; i < c.size(); at += c[i++].size())
-        matmul::copyFloats(out.data() + at, c[i].data(), c[i].size());
-    return true;
+    return gemmThroughPanels<float>(
+        a, b, c, m, k, n, transA, transB,
+        [&](const float *const *aRows, const float *const *bPanels,
+            float *const *cPanels) {
+          matmul::gemmPanelsSummed(m, n, slices.data(), slices.size(), aRows,
+                                   bPanels, cPanels);
+        });
   }
 };
 
