@@ -430,14 +430,23 @@ ComputeSet Graph::addComputeSet(const DebugContext &dc) {
   return ComputeSet(static_cast<unsigned>(data_->computeSets.size() - 1));
 }
 
-void Graph::setHostKernel(ComputeSet cs, ComputeSet kernel) {
-  const std::size_t n = data_->computeSets.size();
-  if (cs.getId() >= n || kernel.getId() >= n)
-    throw GraphError("setHostKernel: compute set " +
-                     str(std::max(cs.getId(), kernel.getId())) +
+namespace {
+
+// Compute sets \p a and \p b of \p all, checked for \p what.
+std::pair<ComputeSetData &, ComputeSetData &>
+twoComputeSets(std::vector<ComputeSetData> &all, const char *what, ComputeSet a,
+               ComputeSet b) {
+  if (a.getId() >= all.size() || b.getId() >= all.size())
+    throw GraphError(std::string(what) + ": compute set " +
+                     str(std::max(a.getId(), b.getId())) +
                      " does not belong to this graph");
-  ComputeSetData &c = data_->computeSets[cs.getId()];
-  ComputeSetData &k = data_->computeSets[kernel.getId()];
+  return {all[a.getId()], all[b.getId()]};
+}
+
+} // namespace
+
+void Graph::setHostKernel(ComputeSet cs, ComputeSet kernel) {
+  auto [c, k] = twoComputeSets(data_->computeSets, "setHostKernel", cs, kernel);
   if (cs.getId() == kernel.getId() || c.isHostKernel || k.hostKernel)
     throw GraphError("setHostKernel: compute set \"" + k.name +
                      "\" cannot be the host kernel of \"" + c.name +
@@ -447,13 +456,8 @@ void Graph::setHostKernel(ComputeSet cs, ComputeSet kernel) {
 }
 
 void Graph::pairHostKernels(ComputeSet first, ComputeSet second) {
-  const std::size_t n = data_->computeSets.size();
-  if (first.getId() >= n || second.getId() >= n)
-    throw GraphError("pairHostKernels: compute set " +
-                     str(std::max(first.getId(), second.getId())) +
-                     " does not belong to this graph");
-  ComputeSetData &a = data_->computeSets[first.getId()];
-  ComputeSetData &b = data_->computeSets[second.getId()];
+  auto [a, b] =
+      twoComputeSets(data_->computeSets, "pairHostKernels", first, second);
   if (first.getId() == second.getId() || !a.hostKernel || !b.hostKernel ||
       a.hostKernelPair || b.hostKernelPair)
     throw GraphError("pairHostKernels: \"" + a.name + "\" and \"" + b.name +
