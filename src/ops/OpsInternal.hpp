@@ -86,6 +86,30 @@ std::vector<Tensor> memoryPieceTensors(const Graph &graph, const Tensor &t);
 std::vector<Tensor> mergeRows(const Graph &graph,
                               const std::vector<Tensor> &rows,
                               std::optional<unsigned> tile, bool oneTile);
+/// A piece of a tensor (flatRuns' runs) as planners keep it: its run
+/// inline when it is one (no allocation: a ResNet-50 makes millions of
+/// pieces, most of them one run), else a 1-D tensor over its runs.
+struct RunPiece {
+  Run run;       ///< the piece, when it is one run (tensor invalid)
+  Tensor tensor; ///< otherwise
+  RunPiece() = default;
+  RunPiece(Type type, ArrayView<Run> runs) {
+    if (runs.size() == 1)
+      run = runs[0];
+    else
+      tensor = Tensor(type, runs);
+  }
+  ArrayView<Run> runs() const {
+    return tensor.valid() ? tensor.runs() : ArrayView<Run>(&run, 1);
+  }
+  std::size_t size() const {
+    return tensor.valid() ? tensor.numElements()
+                          : static_cast<std::size_t>(run.count);
+  }
+  Tensor toTensor(Type type) const {
+    return tensor.valid() ? tensor : Tensor(type, ArrayView<Run>(&run, 1));
+  }
+};
 /// mergeRows of rows given by their runs (each row's runs merged, as a
 /// tensor's are), without a tensor per row.
 std::vector<Tensor> mergeRowRuns(const Graph &graph, Type type,

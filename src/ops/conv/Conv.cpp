@@ -211,15 +211,8 @@ private:
     unsigned g, n, co, h, ci;
   };
 
-  // A row that a tile vertex writes, as a host kernel lists it: its run,
-  // or its tensor when it is several runs.
-  struct HostRow {
-    Run run;
-    Tensor tensor;
-    ArrayView<Run> runs() const {
-      return tensor.valid() ? tensor.runs() : ArrayView<Run>(&run, 1);
-    }
-  };
+  // A row that a tile vertex writes, as a host kernel lists it.
+  using HostRow = RunPiece;
 
   // The type of the pass's result, and of what its units write: the result
   // itself, or partial sums when a reduction follows.
@@ -441,12 +434,7 @@ private:
                   std::size_t end) {
     hostType_ = rows.elementType();
     rows.flatRuns(begin, end, runs_);
-    if (runs_.size() == 1) {
-      row.run = runs_[0];
-      row.tensor = Tensor();
-    } else {
-      row.tensor = Tensor(rows.elementType(), runs_);
-    }
+    row = RunPiece(rows.elementType(), runs_);
   }
 
   // The host kernel's out entries: \p rows merged as mergeRows merges

@@ -173,20 +173,12 @@ VertexRef addReduceVertex(Graph &graph, ComputeSet cs, const std::string &cls,
 
 // A stage-1 vertex's partials being built: partial i reduces into outputs
 // [meta[3i], meta[3i] + meta[3i + 1]) of the vertex's out, meta[3i + 2]
-// elements each (ReduceKernels.hpp). A partial of consecutive elements is
-// kept as its run, and made a tensor only for the vertex (tensors): a
-// ResNet-50 has millions of pieces, most joined into a neighbour.
+// elements each (ReduceKernels.hpp). A partial is kept as its runs, and
+// made a tensor only for the vertex (tensors): a ResNet-50 has millions of
+// pieces, most joined into a neighbour.
 struct PieceList {
-  struct Entry {
-    Run run;       ///< the elements, when consecutive (tensor invalid)
-    Tensor tensor; ///< otherwise
-    std::size_t size() const {
-      return tensor.valid() ? tensor.numElements()
-                            : static_cast<std::size_t>(run.count);
-    }
-  };
   Type type = FLOAT;
-  std::vector<Entry> entries;
+  std::vector<RunPiece> entries;
   std::vector<unsigned> meta;
   std::vector<std::size_t> rows;
 
@@ -197,32 +189,31 @@ struct PieceList {
   // same order.
   void add(ArrayView<Run> runs, std::size_t offset, std::size_t cover,
            std::size_t q, std::size_t r) {
-    const bool consecutive = runs.size() == 1 && runs[0].stride == 1;
     if (!entries.empty() && r == 1 && rows.back() == 1 &&
         meta[meta.size() - 1] == q &&
         meta[meta.size() - 3] + meta[meta.size() - 2] == offset &&
-        consecutive && !entries.back().tensor.valid() &&
-        entries.back().run.var == runs[0].var &&
-        entries.back().run.start + entries.back().run.count == runs[0].start) {
+        continuesRun(entries.back(), runs)) {
       entries.back().run.count += runs[0].count;
       meta[meta.size() - 2] += static_cast<unsigned>(cover);
       return;
     }
-    Entry e;
-    if (consecutive)
-      e.run = runs[0];
-    else
-      e.tensor = Tensor(type, runs);
-    entries.push_back(std::move(e));
+    entries.emplace_back(type, runs);
     meta.insert(meta.end(),
                 {static_cast<unsigned>(offset), static_cast<unsigned>(cover),
                  static_cast<unsigned>(q)});
     rows.push_back(r);
   }
-  void add(const Entry &e, std::size_t offset, std::size_t cover, std::size_t q,
-           std::size_t r) {
-    add(e.tensor.valid() ? e.tensor.runs() : ArrayView<Run>(&e.run, 1), offset,
-        cover, q, r);
+  void add(const RunPiece &e, std::size_t offset, std::size_t cover,
+           std::size_t q, std::size_t r) {
+    add(e.runs(), offset, cover, q, r);
+  }
+
+  // Whether \p runs are consecutive elements right after \p last's.
+  static bool continuesRun(const RunPiece &last, ArrayView<Run> runs) {
+    const Run &a = last.run;
+    return runs.size() == 1 && runs[0].stride == 1 && !last.tensor.valid() &&
+           a.stride == 1 && a.var == runs[0].var &&
+           a.start + a.count == runs[0].start;
   }
 
   static bool continues(const Tensor &a, const Tensor &b) {
@@ -234,7 +225,7 @@ struct PieceList {
 
   std::vector<std::uint32_t> sizes() const {
     std::vector<std::uint32_t> n;
-    for (const Entry &e : entries)
+    for (const RunPiece &e : entries)
       n.push_back(static_cast<std::uint32_t>(e.size()));
     return n;
   }
@@ -242,9 +233,8 @@ struct PieceList {
   std::vector<Tensor> tensors() const {
     std::vector<Tensor> ts;
     ts.reserve(entries.size());
-    for (const Entry &e : entries)
-      ts.push_back(e.tensor.valid() ? e.tensor
-                                    : Tensor(type, ArrayView<Run>(&e.run, 1)));
+    for (const RunPiece &e : entries)
+      ts.push_back(e.toTensor(type));
     return ts;
   }
 };
