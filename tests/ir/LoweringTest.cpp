@@ -5,6 +5,7 @@
 #include "LoweringTestUtil.hpp"
 
 #include "tessera/device/Target.hpp"
+#include "tessera/ops/Conv.hpp"
 #include "tessera/ops/MatMul.hpp"
 
 #include <gmock/gmock.h>
@@ -276,6 +277,40 @@ TEST(Lowering, UpdateIsWrittenInPlaceOnlyAfterTheVariablesLastReader) {
     EXPECT_EQ(l.tensor(next).runs() == l.tensor(w).runs(), !laterReader)
         << (laterReader ? "with" : "without") << " a later reader";
   }
+}
+
+// Mixed precision's float weights reach a convolution through a cast: the
+// cast's result is rearranged into the layout the convolution's plan reads
+// (createWeights'), not left spread over the tiles like the variable, where
+// the input-gradient convolution's transposed read of it crossed a tile at
+// almost every element. The values stay the interpreter's.
+TEST(Lowering, ACastVariableIsRearrangedAsItsFirstUserPrefers) {
+  Module m;
+  Builder b(m);
+  const Shape xShape{2, 32, 4, 4};
+  Value x = b.input("x", HALF, xShape);
+  Value w = b.variable("w", {48, 32, 3, 3}, init::glorotUniform(5));
+  Value wh = cast(w, HALF);
+  const Conv2dOptions o{.padLower = {1, 1}, .padUpper = {1, 1}};
+  Value dx = conv2dBackpropInput(conv2d(x, wh, o), wh, o, xShape);
+  b.output("dx", dx);
+  std::vector<double> xs(2 * 32 * 4 * 4);
+  for (std::size_t k = 0; k < xs.size(); ++k)
+    xs[k] = double((k * 37 + 11) % 17) / 17.0 - 0.5;
+  const Feeds feeds{{"x", {HALF, xShape, xs}}};
+  const auto inspect = [&](const Graph &g, const LoweredModule &l) {
+    Graph ref(g.getTarget());
+    ops::ConvParams p(HALF, 2, {4, 4}, {3, 3}, 32, 48);
+    p.paddingLower = p.paddingUpper = {1, 1};
+    const Tensor want = ops::createWeights(ref, p).reshape({48, 32, 3, 3});
+    EXPECT_EQ(g.getTileMapping(l.tensor(wh)), ref.getTileMapping(want));
+    EXPECT_NE(g.getTileMapping(l.tensor(w)), ref.getTileMapping(want));
+  };
+  const test::LoweredRun got =
+      test::runLowered(m, feeds, {wh.id(), dx.id()}, 1, 16, inspect);
+  const Evaluation want = interpret(m, feeds);
+  test::expectClose(got.values.at(wh.id()), want.at(wh.id()), 1e-3, "cast");
+  test::expectClose(got.values.at(dx.id()), want.at(dx.id()), 1e-2, "dx");
 }
 
 // A variable laid out like another is its clone: same tiles, same order.
