@@ -14,6 +14,15 @@ torch_rate() {
   TORCH_RATE=$(echo "$line" | awk '{print $3}')
 }
 
+# torch_once BATCH MODEL STEPS THREADS: sets TORCH_RATE to the peer's
+# samples/s on THREADS threads (the best of its three timed runs), with
+# OpenMP and OpenBLAS sized to match, as torch_peer.py does for its children.
+torch_once() {
+  TORCH_RATE=$(OMP_NUM_THREADS=$4 OPENBLAS_NUM_THREADS=$4 /usr/bin/python3 \
+    bench/train/torch_peer.py --model "$2" --batch-size "$1" --steps "$3" \
+    --threads "$4" | awk '{print $3}')
+}
+
 # ratio_at_least A B TARGET: sets RATIO to A / B (2 decimals) and VERDICT to
 # OK when RATIO >= TARGET, else MISS.
 ratio_at_least() {
