@@ -45,6 +45,10 @@ private:
   Tensor constantOn(ValueId v, unsigned ipu);
   void createLeaf(ValueId v, unsigned ipu, const Op *op, unsigned index);
   void layOutCastResult(const Op &cast, unsigned ipu);
+  /// The IPU \p op runs on: its annotation when the module is sharded.
+  unsigned ipuOf(const Op &op) const {
+    return out_.sharded_ ? op.annotations.ipu.value_or(0) : 0;
+  }
   Tensor copyTo(const Tensor &src, unsigned from, unsigned to,
                 const DebugContext &dc);
   Tensor placedLike(const Tensor &src, unsigned from, unsigned to,
@@ -345,7 +349,7 @@ void Lowering::layOutCastResult(const Op &cast, unsigned ipu) {
   if (index == SIZE_MAX || fused_[r] || rootsFusion(cast))
     return;
   const Op &user = m_.ops()[index];
-  if ((out_.sharded_ ? user.annotations.ipu.value_or(0) : 0) != ipu)
+  if (ipuOf(user) != ipu)
     return;
   std::vector<ValueType> types;
   for (ValueId o : user.operands)
@@ -448,7 +452,7 @@ void Lowering::lower(const Op &op) {
     ++out_.numFused_; // its user's map computes it
     return;
   }
-  const unsigned ipu = out_.sharded_ ? op.annotations.ipu.value_or(0) : 0;
+  const unsigned ipu = ipuOf(op);
   detail::LowerContext c{graphFor(ipu),         *prog_,  op, {}, {}, {}, {},
                          nameOf(op.results[0]), options_};
   c.dc =
