@@ -4,13 +4,11 @@
 filters with ReLU, each followed by 2x2 max pooling, then dense 128 ReLU and
 10), glorot-uniform weights, zero biases, softmax cross-entropy and Adam on
 Fashion-MNIST from Debian's dataset-fashion-mnist, on the CPU. Prints one
-line: `torch samples/s: N (threads T, batch B, steps S)`, for the fastest of
-the thread counts tried, each the best of three timed runs."""
+line: `torch samples/s: N (threads T, batch B, steps S)`, the best of three
+timed runs on --threads threads (bench/train/peer.sh runs it)."""
 import argparse
 import gzip
 import os
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -91,37 +89,19 @@ def main():
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--steps", type=int, default=1000)
     p.add_argument("--learning-rate", type=float, default=0.001)
-    p.add_argument("--threads", default="1,2",
-                   help="thread counts to try; the fastest is reported")
+    p.add_argument("--threads", type=int, default=1,
+                   help="host threads (start the process with OMP_NUM_THREADS "
+                   "and OPENBLAS_NUM_THREADS set alike)")
     a = p.parse_args()
     images = torch.from_numpy(
         read_idx("train-images-idx3-ubyte.gz", 16).reshape(-1, 784)
         .astype(np.float32) / 255)
     labels = torch.from_numpy(
         read_idx("train-labels-idx1-ubyte.gz", 8).astype(np.int64))
-    threads = [int(t) for t in a.threads.split(",")]
-    if len(threads) == 1:
-        rate = samples_per_second(images, labels, a.batch_size, a.steps,
-                                  threads[0], a.learning_rate, a.model)
-        print(f"torch samples/s: {rate:.0f} (threads {threads[0]}, batch "
-              f"{a.batch_size}, steps {a.steps})")
-        return
-    # OpenBLAS and OpenMP size their pools when loaded, so each thread count
-    # runs in a child process started with matching environment variables.
-    best = ""
-    for t in threads:
-        env = dict(os.environ, OMP_NUM_THREADS=str(t),
-                   OPENBLAS_NUM_THREADS=str(t))
-        out = subprocess.run([sys.executable, __file__, "--model", a.model,
-                              "--threads", str(t),
-                              "--batch-size", str(a.batch_size), "--steps",
-                              str(a.steps), "--learning-rate",
-                              str(a.learning_rate)], env=env, check=True,
-                             capture_output=True, text=True).stdout.strip()
-        if not best or float(out.split()[2]) > float(best.split()[2]):
-            best = out
-    print(best)
-
+    rate = samples_per_second(images, labels, a.batch_size, a.steps,
+                              a.threads, a.learning_rate, a.model)
+    print(f"torch samples/s: {rate:.0f} (threads {a.threads}, batch "
+          f"{a.batch_size}, steps {a.steps})")
 
 if __name__ == "__main__":
     main()
