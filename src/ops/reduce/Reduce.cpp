@@ -216,13 +216,6 @@ struct PieceList {
            a.start + a.count == runs[0].start;
   }
 
-  static bool continues(const Tensor &a, const Tensor &b) {
-    if (!a.isContiguous() || !b.isContiguous())
-      return false;
-    const Run &x = a.runs().front(), &y = b.runs().front();
-    return x.var == y.var && x.start + x.count == y.start;
-  }
-
   std::vector<std::uint32_t> sizes() const {
     std::vector<std::uint32_t> n;
     for (const RunPiece &e : entries)
@@ -351,6 +344,14 @@ PieceList gatherPieces(const Stage2Vertex &v, const Sources &src) {
   return list;
 }
 
+// Whether contiguous \p b starts where contiguous \p a ends.
+bool continues(const Tensor &a, const Tensor &b) {
+  if (!a.isContiguous() || !b.isContiguous())
+    return false;
+  const Run &x = a.runs().front(), &y = b.runs().front();
+  return x.var == y.var && x.start + x.count == y.start;
+}
+
 // Vertices reducing the partials `src` as \p vs plans, vs[i] into outs[i]:
 // a tile's consecutive vertices whose outputs follow each other in memory
 // make one (addParts).
@@ -361,7 +362,7 @@ void addGatherVertices(Graph &graph, ComputeSet cs, const ReduceCostShape &cost,
     std::vector<Part> parts{{gatherPieces(vs[i], src), outs[i]}};
     const unsigned tile = vs[i].tile;
     for (++i; i < vs.size() && vs[i].tile == tile &&
-              PieceList::continues(parts.back().out, outs[i]);
+              continues(parts.back().out, outs[i]);
          ++i)
       parts.push_back({gatherPieces(vs[i], src), outs[i]});
     addParts(graph, cs, cost, tile, parts, scale);
