@@ -3,6 +3,7 @@
 #include "tessera/support/Error.hpp"
 #include "tessera/support/Half.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -54,6 +55,8 @@ FloatChecker::FloatChecker(const Executable &exe,
 
 namespace {
 
+std::uint64_t bytesOf(Type type) { return type == FLOAT ? 4 : 2; }
+
 bool forbidden(const std::byte *mem, std::uint64_t addr, std::uint32_t i,
                Type type, bool nan, bool inf, double &x) {
   if (type == FLOAT) {
@@ -68,20 +71,47 @@ bool forbidden(const std::byte *mem, std::uint64_t addr, std::uint32_t i,
   return (nan && std::isnan(x)) || (inf && std::isinf(x));
 }
 
+bool inside(const std::vector<std::pair<std::uint64_t, std::uint64_t>> &r,
+            std::uint64_t at) {
+  auto it = std::upper_bound(
+      r.begin(), r.end(), at,
+      [](std::uint64_t x, const auto &range) { return x < range.second; });
+  return it != r.end() && it->first <= at;
+}
+
 } // namespace
 
 bool FloatChecker::firstForbidden(std::uint32_t begin, std::uint32_t end,
-                                  const std::byte *mem, Found &found) const {
+                                  const std::byte *mem, Found &found,
+                                  const Ranges *within) const {
   for (std::uint32_t v = begin; v < end; ++v)
     for (std::uint32_t o = first_[v]; o < first_[v + 1]; ++o) {
       const Output &out = outputs_[o];
       for (std::uint32_t i = 0; i < out.count; ++i)
-        if (forbidden(mem, out.addr, i, out.type, nan_, inf_, found.value)) {
+        if (forbidden(mem, out.addr, i, out.type, nan_, inf_, found.value) &&
+            (!within || inside(*within, out.addr + bytesOf(out.type) * i))) {
           found = {v, o, i, found.value};
           return true;
         }
     }
   return false;
+}
+
+FloatChecker::Ranges FloatChecker::covered(std::uint32_t begin,
+                                           std::uint32_t end) const {
+  Ranges r;
+  for (std::uint32_t o = first_[begin]; o < first_[end]; ++o)
+    r.emplace_back(outputs_[o].addr,
+                   outputs_[o].addr +
+                       bytesOf(outputs_[o].type) * outputs_[o].count);
+  std::sort(r.begin(), r.end());
+  Ranges merged;
+  for (const auto &x : r)
+    if (!merged.empty() && x.first <= merged.back().second)
+      merged.back().second = std::max(merged.back().second, x.second);
+    else
+      merged.push_back(x);
+  return merged;
 }
 
 void FloatChecker::check(const Step &st, std::size_t pc, const std::byte *mem,
@@ -92,15 +122,18 @@ void FloatChecker::check(const Step &st, std::size_t pc, const std::byte *mem,
   // what the kernel wrote: the same bytes as the tiles' outputs, except
   // where paired kernels (Graph::pairHostKernels) leave some unwritten,
   // and those must not be read as results. Only the error then names the
-  // first tile vertex, or the kernel's where no tile output shows it.
+  // first tile vertex with a forbidden value in the bytes the kernel
+  // wrote (a stale value elsewhere is no result of this step), or the
+  // kernel's where no tile output shows one.
   Found found;
   if (st.count) {
     const auto begin = static_cast<std::uint32_t>(st.addr);
-    if (!firstForbidden(begin, begin + static_cast<std::uint32_t>(st.count),
-                        mem, found))
+    const auto end = begin + static_cast<std::uint32_t>(st.count);
+    if (!firstForbidden(begin, end, mem, found))
       return;
     Found tile;
-    if (firstForbidden(st.a, st.a + st.b, mem, tile))
+    const Ranges written = covered(begin, end);
+    if (firstForbidden(st.a, st.a + st.b, mem, tile, &written))
       throwFor(st, pc, tile.vertex, outputs_[tile.output], tile.element,
                tile.value, replica);
     throwFor(st, pc, found.vertex, outputs_[found.output], found.element,

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace tessera::engine {
@@ -42,10 +43,16 @@ private:
     std::uint32_t vertex = 0, output = 0, element = 0;
     double value = 0;
   };
+  /// Byte ranges [first, second) of device memory, in order, disjoint.
+  using Ranges = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
   /// Whether the outputs of vertices [begin, end) hold a forbidden value;
-  /// if so, \p found is the first.
+  /// if so, \p found is the first. With \p within, only elements inside
+  /// those ranges count.
   bool firstForbidden(std::uint32_t begin, std::uint32_t end,
-                      const std::byte *mem, Found &found) const;
+                      const std::byte *mem, Found &found,
+                      const Ranges *within = nullptr) const;
+  /// The bytes that the outputs of vertices [begin, end) cover.
+  Ranges covered(std::uint32_t begin, std::uint32_t end) const;
   void throwFor(const Step &st, std::size_t pc, std::uint32_t vertex,
                 const Output &o, std::size_t element, double value,
                 unsigned replica) const;

@@ -139,3 +139,42 @@ TEST(EngineFloatingPoint, HostKernelStepIsCheckedByWhatTheKernelWrote) {
     }
   }
 }
+
+// A tile output that the host kernel standing for the step does not write
+// holds no result of the step (paired kernels leave such stale partials),
+// so a forbidden value there does not name the vertex: the first tile
+// vertex with one in the bytes the kernel wrote does.
+TEST(EngineFloatingPoint, HostKernelStepIgnoresStaleTileOutputsWhenNaming) {
+  Device device = modelDevice();
+  Graph g(device.getTarget());
+  addTestCodelets(g);
+  Tensor x = g.addVariable(FLOAT, {2}, "x");
+  Tensor stale = g.addVariable(FLOAT, {2}, "stale");
+  Tensor z = g.addVariable(FLOAT, {2}, "z");
+  for (const Tensor &t : {x, stale, z})
+    g.setTileMapping(t, 1);
+  g.setInitialValue(x, std::vector<float>{1.0f, kInf});
+  g.setInitialValue(stale, std::vector<float>{kNaN, kNaN});
+  g.createHostRead("z", z);
+  ComputeSet cs = g.addComputeSet("first");
+  for (const Tensor &out : {stale, z}) {
+    VertexRef v = g.addVertex(cs, "ScaleVertex", {{"in", x}, {"out", out}});
+    g.setInitialValue(v["scale"], 0.0f);
+    g.setTileMapping(v, 1);
+  }
+  // The kernel writes z alone: {1 * 0, inf * 0} = {0, NaN}.
+  ComputeSet kernel = g.addComputeSet("first/host");
+  VertexRef k = g.addVertex(kernel, "ScaleVertex", {{"in", x}, {"out", z}});
+  g.setInitialValue(k["scale"], 0.0f);
+  g.setTileMapping(k, 0);
+  g.setHostKernel(cs, kernel);
+  Engine e(g, Execute(cs), {{"debug.floatingPointBehaviour.inv", "true"}});
+  e.load(device);
+  try {
+    e.run();
+    ADD_FAILURE() << "the kernel's NaN went through";
+  } catch (const FloatingPointError &err) {
+    EXPECT_THAT(err.what(), HasSubstr("by vertex 1 "));
+    EXPECT_THAT(err.what(), HasSubstr("element 1"));
+  }
+}
