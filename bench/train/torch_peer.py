@@ -103,5 +103,6 @@ def main():
     print(f"torch samples/s: {rate:.0f} (threads {a.threads}, batch "
           f"{a.batch_size}, steps {a.steps})")
 
+
 if __name__ == "__main__":
     main()
