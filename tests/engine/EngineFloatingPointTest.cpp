@@ -22,6 +22,20 @@ namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
+// Runs \p prog of \p g once with \p flags: the FloatingPointError's
+// message, or "" when none.
+std::string floatError(Device &device, const Graph &g, const Program &prog,
+                       const OptionFlags &flags) {
+  Engine e(g, prog, flags);
+  e.load(device);
+  try {
+    e.run();
+  } catch (const FloatingPointError &err) {
+    return err.what();
+  }
+  return "";
+}
+
 // x -> "first" (x * scale1) -> y -> "second" (y * 2) -> z, on tile 1.
 struct TwoScales {
   Device device = modelDevice();
@@ -49,14 +63,43 @@ struct TwoScales {
     prog.add(Execute(cs));
   }
   std::string runWith(const OptionFlags &flags) {
-    Engine e(g, prog, flags);
-    e.load(device);
-    try {
-      e.run();
-    } catch (const FloatingPointError &err) {
-      return err.what();
-    }
-    return "";
+    return floatError(device, g, prog, flags);
+  }
+};
+
+// Compute set "first" standing for its host kernel "first/host", over
+// variables x (from x0), a (NaN beforehand) and b (read back), two floats
+// each on tile 1.
+struct KernelStep {
+  Device device = modelDevice();
+  Graph g{device.getTarget()};
+  Tensor x, a, b;
+  ComputeSet cs, kernel;
+
+  explicit KernelStep(std::vector<float> x0) {
+    addTestCodelets(g);
+    x = g.addVariable(FLOAT, {2}, "x");
+    a = g.addVariable(FLOAT, {2}, "a");
+    b = g.addVariable(FLOAT, {2}, "b");
+    for (const Tensor &t : {x, a, b})
+      g.setTileMapping(t, 1);
+    g.setInitialValue(x, x0);
+    g.setInitialValue(a, std::vector<float>{kNaN, kNaN});
+    g.createHostRead("b", b);
+    cs = g.addComputeSet("first");
+    kernel = g.addComputeSet("first/host");
+  }
+  // A vertex of \p set on \p tile writing x * k into \p out.
+  void scale(ComputeSet set, const Tensor &out, float k, unsigned tile) {
+    VertexRef v = g.addVertex(set, "ScaleVertex", {{"in", x}, {"out", out}});
+    g.setInitialValue(v["scale"], k);
+    g.setTileMapping(v, tile);
+  }
+  // Runs the step with NaNs forbidden: the error, or "" when none.
+  std::string run() {
+    g.setHostKernel(cs, kernel);
+    return floatError(device, g, Execute(cs),
+                      {{"debug.floatingPointBehaviour.inv", "true"}});
   }
 };
 
@@ -101,42 +144,20 @@ TEST(EngineFloatingPoint, FlagsOffOrNotMatchingLetValuesThrough) {
 // tile vertex whose output shows it.
 TEST(EngineFloatingPoint, HostKernelStepIsCheckedByWhatTheKernelWrote) {
   for (bool kernelMakesNaN : {false, true}) {
-    Device device = modelDevice();
-    Graph g(device.getTarget());
-    addTestCodelets(g);
-    Tensor x = g.addVariable(FLOAT, {2}, "x");
-    Tensor y = g.addVariable(FLOAT, {2}, "y");
-    Tensor w = g.addVariable(FLOAT, {2}, "w");
-    for (const Tensor &t : {x, y, w})
-      g.setTileMapping(t, 1);
-    g.setInitialValue(x, std::vector<float>{kInf, 1.0f});
-    g.setInitialValue(y, std::vector<float>{kNaN, kNaN});
-    g.createHostRead("w", w);
-    ComputeSet cs = g.addComputeSet("first");
-    VertexRef v = g.addVertex(cs, "ScaleVertex", {{"in", x}, {"out", y}});
-    g.setInitialValue(v["scale"], 0.0f);
-    g.setTileMapping(v, 1);
-    // The kernel writes w (finite: x * 1), or y (inf * 0 is NaN).
-    ComputeSet kernel = g.addComputeSet("first/host");
-    VertexRef k = g.addVertex(kernel, "ScaleVertex",
-                              {{"in", x}, {"out", kernelMakesNaN ? y : w}});
-    g.setInitialValue(k["scale"], kernelMakesNaN ? 0.0f : 1.0f);
-    g.setTileMapping(k, 0);
-    g.setHostKernel(cs, kernel);
-    Engine e(g, Execute(cs), {{"debug.floatingPointBehaviour.inv", "true"}});
-    e.load(device);
+    // The tile vertex writes a (NaN beforehand); the kernel writes b
+    // (finite: x * 1), or a (inf * 0 is NaN).
+    KernelStep s({kInf, 1.0f});
+    s.scale(s.cs, s.a, 0.0f, 1);
+    s.scale(s.kernel, kernelMakesNaN ? s.a : s.b, kernelMakesNaN ? 0.0f : 1.0f,
+            0);
+    const std::string error = s.run();
     if (!kernelMakesNaN) {
-      EXPECT_NO_THROW(e.run());
+      EXPECT_EQ(error, "");
       continue;
     }
-    try {
-      e.run();
-      ADD_FAILURE() << "the kernel's NaN went through";
-    } catch (const FloatingPointError &err) {
-      EXPECT_THAT(err.what(), HasSubstr("\"first\""));
-      EXPECT_THAT(err.what(), HasSubstr("tile 1"));
-      EXPECT_THAT(err.what(), HasSubstr("element 0"));
-    }
+    EXPECT_THAT(error, HasSubstr("\"first\""));
+    EXPECT_THAT(error, HasSubstr("tile 1"));
+    EXPECT_THAT(error, HasSubstr("element 0"));
   }
 }
 
@@ -145,36 +166,13 @@ TEST(EngineFloatingPoint, HostKernelStepIsCheckedByWhatTheKernelWrote) {
 // so a forbidden value there does not name the vertex: the first tile
 // vertex with one in the bytes the kernel wrote does.
 TEST(EngineFloatingPoint, HostKernelStepIgnoresStaleTileOutputsWhenNaming) {
-  Device device = modelDevice();
-  Graph g(device.getTarget());
-  addTestCodelets(g);
-  Tensor x = g.addVariable(FLOAT, {2}, "x");
-  Tensor stale = g.addVariable(FLOAT, {2}, "stale");
-  Tensor z = g.addVariable(FLOAT, {2}, "z");
-  for (const Tensor &t : {x, stale, z})
-    g.setTileMapping(t, 1);
-  g.setInitialValue(x, std::vector<float>{1.0f, kInf});
-  g.setInitialValue(stale, std::vector<float>{kNaN, kNaN});
-  g.createHostRead("z", z);
-  ComputeSet cs = g.addComputeSet("first");
-  for (const Tensor &out : {stale, z}) {
-    VertexRef v = g.addVertex(cs, "ScaleVertex", {{"in", x}, {"out", out}});
-    g.setInitialValue(v["scale"], 0.0f);
-    g.setTileMapping(v, 1);
-  }
-  // The kernel writes z alone: {1 * 0, inf * 0} = {0, NaN}.
-  ComputeSet kernel = g.addComputeSet("first/host");
-  VertexRef k = g.addVertex(kernel, "ScaleVertex", {{"in", x}, {"out", z}});
-  g.setInitialValue(k["scale"], 0.0f);
-  g.setTileMapping(k, 0);
-  g.setHostKernel(cs, kernel);
-  Engine e(g, Execute(cs), {{"debug.floatingPointBehaviour.inv", "true"}});
-  e.load(device);
-  try {
-    e.run();
-    ADD_FAILURE() << "the kernel's NaN went through";
-  } catch (const FloatingPointError &err) {
-    EXPECT_THAT(err.what(), HasSubstr("by vertex 1 "));
-    EXPECT_THAT(err.what(), HasSubstr("element 1"));
-  }
+  // Tile vertices write a (stale: NaN beforehand) and b; the kernel writes
+  // b alone: {1 * 0, inf * 0} = {0, NaN}.
+  KernelStep s({1.0f, kInf});
+  s.scale(s.cs, s.a, 0.0f, 1);
+  s.scale(s.cs, s.b, 0.0f, 1);
+  s.scale(s.kernel, s.b, 0.0f, 0);
+  const std::string error = s.run();
+  EXPECT_THAT(error, HasSubstr("by vertex 1 "));
+  EXPECT_THAT(error, HasSubstr("element 1"));
 }
