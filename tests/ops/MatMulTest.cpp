@@ -266,6 +266,59 @@ TEST(MatMul, TransposedOperandsAreReadInPlace) {
   }
 }
 
+// A dense layer's input as Keras flattens channel-planar activations:
+// X [n, c, hw] viewed as [n, hw * c], so neighbours in a row (and in a
+// column) lie apart in memory and each element is a piece of its own. The
+// product copies A once into its planned layout, so its block vertices
+// read fewer pieces of A than it has elements (reading it in place, each
+// element would be at least one piece), and the result is unchanged, with
+// host kernels or without.
+TEST(MatMul, ScatteredOperandIsRearrangedIntoThePlannedLayout) {
+  const std::size_t n = 16, chans = 24, hw = 36, cols = 40;
+  const Case c{1, n, hw * chans, cols};
+  const auto x = ints(n * chans * hw, 7), b = ints(c.k * c.n, 8);
+  std::vector<double> a(c.m * c.k);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t p = 0; p < hw; ++p)
+      for (std::size_t ch = 0; ch < chans; ++ch)
+        a[i * c.k + p * chans + ch] = x[(i * chans + ch) * hw + p];
+  for (bool hostKernels : {true, false}) {
+    IPUModel model;
+    Device device = model.createDevice();
+    Graph g(device.getTarget());
+    ops::addCodelets(g);
+    Tensor X = g.addVariable(FLOAT, {n, chans, hw}, "X");
+    Tensor B = g.addVariable(FLOAT, {c.k, c.n}, "B");
+    mapTensorLinearly(g, X);
+    mapTensorLinearly(g, B);
+    g.createHostWrite("x", X);
+    g.createHostWrite("b", B);
+    program::Sequence prog;
+    const Tensor A = X.dimShuffle({0, 2, 1}).reshape({c.m, c.k});
+    Tensor C = ops::matMul(g, A, B, prog, "mm");
+    g.createHostRead("c", C);
+    std::size_t aPieces = 0;
+    for (const VertexData &v : g.data().vertices) {
+      const codelet::VertexClassInfo &info = v.vertexClass->info;
+      if (info.name.rfind("tessera::ops::MatMulBlock", 0) != 0)
+        continue;
+      for (std::size_t f = 0; f < info.fields.size(); ++f)
+        if (info.fields[f].name == "a")
+          aPieces += v.fields[f].tensors.size();
+    }
+    EXPECT_GT(aPieces, 0u);
+    EXPECT_LT(aPieces, c.m * c.k);
+    Engine e(g, prog, {{"engine.hostKernels", hostKernels ? "true" : "false"}});
+    e.load(device);
+    const auto rx = bytesOf(FLOAT, x), rb = bytesOf(FLOAT, b);
+    e.writeTensor("x", rx.data(), rx.data() + rx.size());
+    e.writeTensor("b", rb.data(), rb.data() + rb.size());
+    e.run();
+    EXPECT_EQ(read(e, "c", C), reference(c, a, b))
+        << "hostKernels " << hostKernels;
+  }
+}
+
 // The host kernel (a few large products in place of one small one per tile)
 // writes exactly the bytes the tiles' vertices do, with or without a
 // K-split, in float and in half with either partials type, and changes no

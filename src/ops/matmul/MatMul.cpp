@@ -310,6 +310,18 @@ bool readTransposed(const Tensor &t) {
   return pieces(t.transpose()[0]) * cols < pieces(t[0]) * rows;
 }
 
+// Whether the block vertices would read 3-D operand \p t ([g, rows, cols])
+// in pieces shorter than a vector in either order, row-major or its
+// transpose's, and in more pieces than the plan has tiles: a view across
+// another layout's grain, as a dense layer reads the channels-last flatten
+// of channel-planar activations, every element a piece of its own.
+bool scattered(const Target &target, const Plan &p, const Tensor &t) {
+  const std::size_t best =
+      std::min(pieces(t.flatten()), pieces(t.dimShuffle({0, 2, 1}).flatten()));
+  return best > p.numTiles() &&
+         best * target.getVectorWidth(t.elementType()) > t.numElements();
+}
+
 // The entries a vertex reads of block [rows x cols] of 2-D operand t: the
 // block's elements in row-major order (of its transpose, when `transposed`)
 // as memory pieces, so the vertex reads every piece where it lies and the
@@ -543,9 +555,28 @@ ComputeSet addReduceVertices(Graph &graph, const Plan &p, const Tensor &C,
   return cs;
 }
 
+// \p t, or when scattered a copy of it in \p create's layout: as PopLibs
+// rearranges an operand laid out against the plan, one exchange of each
+// element replaces the block vertices gathering each element (once for
+// every block that reads it) as a piece of its own.
+Tensor rearranged(Graph &graph, const Plan &p, const Tensor &t,
+                  Tensor (*create)(Graph &, const Plan &, const DebugContext &),
+                  Sequence &prog, const DebugContext &dc) {
+  if (!scattered(graph.getTarget(), p, t))
+    return t;
+  Tensor copy = create(graph, p, dc);
+  prog.add(program::Copy(t, copy, false, dc));
+  return copy;
+}
+
 // The product of 3-D A and B into C (created when not given), per plan.
-Tensor build(Graph &graph, const Plan &p, const Tensor &A, const Tensor &B,
-             Tensor C, float alpha, Sequence &prog, const DebugContext &dc) {
+Tensor build(Graph &graph, const Plan &p, const Tensor &operandA,
+             const Tensor &operandB, Tensor C, float alpha, Sequence &prog,
+             const DebugContext &dc) {
+  const Tensor A = rearranged(graph, p, operandA, createLHS, prog,
+                              DebugContext(dc, "rearrangeA"));
+  const Tensor B = rearranged(graph, p, operandB, createRHS, prog,
+                              DebugContext(dc, "rearrangeB"));
   if (!C.valid())
     C = createOutput(graph, p, DebugContext(dc, "output"));
   if (!p.reduces()) {
