@@ -98,6 +98,8 @@ bool stridedFits(std::uint64_t base, std::int64_t stride, std::uint32_t count,
 }
 
 class Validator {
+  using OpRange = std::pair<std::uint64_t, std::uint64_t>; // [first, end)
+
 public:
   Validator(const Executable &exe, const std::string &what)
       : e_(exe), what_(what) {}
@@ -237,24 +239,18 @@ private:
 
   // Marks copy ops [first, first + count) as having device addresses on the
   // given sides; checkCopyOps checks each op once, however often it is used.
+  // The ranges are kept as they come (a few per step), not as a count per
+  // op: ResNet-50's 7.8 M ops would take 124 MB of counts to load.
   template <class Who>
   void useOps(std::uint64_t first, std::uint64_t count, bool srcDevice,
               bool dstDevice, Who &&who) {
     checkRange(first, count, e_.copyOps.size(), who, "copy ops");
     if (count == 0)
       return;
-    if (srcUses_.empty()) {
-      srcUses_.assign(e_.copyOps.size() + 1, 0);
-      dstUses_.assign(e_.copyOps.size() + 1, 0);
-    }
-    if (srcDevice) {
-      ++srcUses_[first];
-      --srcUses_[first + count];
-    }
-    if (dstDevice) {
-      ++dstUses_[first];
-      --dstUses_[first + count];
-    }
+    if (srcDevice)
+      srcUses_.emplace_back(first, first + count);
+    if (dstDevice)
+      dstUses_.emplace_back(first, first + count);
   }
 
   void checkStep(std::size_t i, const Step &s) {
@@ -377,26 +373,32 @@ private:
     }
   }
 
-  void checkCopyOps() const {
-    std::int64_t srcUses = 0, dstUses = 0;
-    for (std::size_t k = 0; k < e_.copyOps.size() && !srcUses_.empty(); ++k) {
-      srcUses += srcUses_[k];
-      dstUses += dstUses_[k];
-      const CopyOp &op = e_.copyOps[k];
-      if (srcUses > 0 &&
-          !stridedFits(op.src, op.srcStride, op.count, op.elemBytes, memBytes_))
+  void checkCopyOps() {
+    forEachUsed(srcUses_, [&](std::size_t k, const CopyOp &op) {
+      if (!stridedFits(op.src, op.srcStride, op.count, op.elemBytes, memBytes_))
         failOp(k, "reads", op.src, op.srcStride);
-      if (dstUses > 0 &&
-          !stridedFits(op.dst, op.dstStride, op.count, op.elemBytes, memBytes_))
+    });
+    forEachUsed(dstUses_, [&](std::size_t k, const CopyOp &op) {
+      if (!stridedFits(op.dst, op.dstStride, op.count, op.elemBytes, memBytes_))
         failOp(k, "writes", op.dst, op.dstStride);
       // A compiled op writes each destination byte once, so it moves no
       // more than a replica holds; a crafted one (stride 0, a huge count)
       // would make the engine stage and copy without bound.
       const std::uint64_t bytes = std::uint64_t{op.count} * op.elemBytes;
-      if (dstUses > 0 && bytes > memBytes_)
+      if (bytes > memBytes_)
         fail("copy op " + str(k) + " writes " + str(op.count) +
              " elements of " + str(op.elemBytes) + " bytes, " + str(bytes) +
              " in all, more than the replica's " + str(memBytes_) + " bytes");
+    });
+  }
+  // Calls f(k, op) once for each copy op inside any of \p ranges, in order.
+  template <class F> void forEachUsed(std::vector<OpRange> &ranges, F &&f) {
+    std::sort(ranges.begin(), ranges.end());
+    std::uint64_t next = 0; // ops below it are done
+    for (const auto &[first, end] : ranges) {
+      for (std::uint64_t k = std::max(first, next); k < end; ++k)
+        f(k, e_.copyOps[k]);
+      next = std::max(next, end);
     }
   }
   [[noreturn]] void failOp(std::size_t k, const std::string &verb,
@@ -443,7 +445,7 @@ private:
   const Executable &e_;
   const std::string &what_;
   std::uint64_t numTiles_ = 0, memBytes_ = 0;
-  std::vector<std::int64_t> srcUses_, dstUses_;
+  std::vector<OpRange> srcUses_, dstUses_;
 };
 
 } // namespace
