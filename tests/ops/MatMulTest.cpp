@@ -126,6 +126,16 @@ Outcome run(unsigned tiles, const Case &c, Type in, Type out,
   return o;
 }
 
+// A float variable of \p shape mapped linearly, which the host writes as
+// \p handle.
+Tensor hostInput(Graph &g, const std::vector<std::size_t> &shape,
+                 const std::string &handle) {
+  Tensor t = g.addVariable(FLOAT, shape, handle);
+  mapTensorLinearly(g, t);
+  g.createHostWrite(handle, t);
+  return t;
+}
+
 std::vector<double> reference(const Case &c, const std::vector<double> &a,
                               const std::vector<double> &b) {
   return ops::reference::matMulGrouped(a, b, c.g, c.m, c.k, c.n);
@@ -241,12 +251,8 @@ TEST(MatMul, TransposedOperandsAreReadInPlace) {
     Device device = model.createDevice();
     Graph g(device.getTarget());
     ops::addCodelets(g);
-    Tensor At = g.addVariable(FLOAT, {c.k, c.m}, "At");
-    Tensor Bt = g.addVariable(FLOAT, {c.n, c.k}, "Bt");
-    mapTensorLinearly(g, At);
-    mapTensorLinearly(g, Bt);
-    g.createHostWrite("a", At);
-    g.createHostWrite("b", Bt);
+    Tensor At = hostInput(g, {c.k, c.m}, "a");
+    Tensor Bt = hostInput(g, {c.n, c.k}, "b");
     program::Sequence prog;
     Tensor C = ops::matMul(g, At.transpose(), Bt.transpose(), prog, "mm");
     g.createHostRead("c", C);
@@ -287,12 +293,8 @@ TEST(MatMul, ScatteredOperandIsRearrangedIntoThePlannedLayout) {
     Device device = model.createDevice();
     Graph g(device.getTarget());
     ops::addCodelets(g);
-    Tensor X = g.addVariable(FLOAT, {n, chans, hw}, "X");
-    Tensor B = g.addVariable(FLOAT, {c.k, c.n}, "B");
-    mapTensorLinearly(g, X);
-    mapTensorLinearly(g, B);
-    g.createHostWrite("x", X);
-    g.createHostWrite("b", B);
+    Tensor X = hostInput(g, {n, chans, hw}, "x");
+    Tensor B = hostInput(g, {c.k, c.n}, "b");
     program::Sequence prog;
     const Tensor A = X.dimShuffle({0, 2, 1}).reshape({c.m, c.k});
     Tensor C = ops::matMul(g, A, B, prog, "mm");
