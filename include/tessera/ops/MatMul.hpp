@@ -16,7 +16,10 @@
 /// into one piece for each of the nSplit tiles that multiply it — so the
 /// exchange moves each piece once to each other user, and one user reads it
 /// in place. Any other layout works too; its operands are exchanged as the
-/// compiler plans.
+/// compiler plans, except that an operand whose pieces are shorter than a
+/// vector in both its row and its column order (the channels-last flatten
+/// of channel-planar activations) is first copied once into the planner's
+/// layout, as PopLibs rearranges such an operand.
 ///
 /// Types: FLOAT x FLOAT -> FLOAT (float partials); HALF x HALF -> HALF or
 /// FLOAT, with float (default) or half partials.
