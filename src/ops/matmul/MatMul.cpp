@@ -314,12 +314,16 @@ bool readTransposed(const Tensor &t) {
 // in pieces shorter than a vector in either order, row-major or its
 // transpose's, and in more pieces than the plan has tiles: a view across
 // another layout's grain, as a dense layer reads the channels-last flatten
-// of channel-planar activations, every element a piece of its own.
+// of channel-planar activations, every element a piece of its own. A
+// well-laid operand fails the row-major test, so its transpose is never
+// built.
 bool scattered(const Target &target, const Plan &p, const Tensor &t) {
-  const std::size_t best =
-      std::min(pieces(t.flatten()), pieces(t.dimShuffle({0, 2, 1}).flatten()));
-  return best > p.numTiles() &&
-         best * target.getVectorWidth(t.elementType()) > t.numElements();
+  const std::size_t vector = target.getVectorWidth(t.elementType());
+  const auto shortPieces = [&](const Tensor &order) {
+    const std::size_t n = pieces(order.flatten());
+    return n > p.numTiles() && n * vector > t.numElements();
+  };
+  return shortPieces(t) && shortPieces(t.dimShuffle({0, 2, 1}));
 }
 
 // The entries a vertex reads of block [rows x cols] of 2-D operand t: the
