@@ -35,11 +35,11 @@ static_assert(sizeof(Step) == 40 && sizeof(CopyOp) == 40 &&
                   sizeof(HostAccessInfo) == 64 &&
                   sizeof(RemoteBufferInfo) == 56 && sizeof(PrintInfo) == 72 &&
                   sizeof(InitRegion) == 24 && sizeof(TileMemory) == 48 &&
-                  sizeof(VariableInfo) == 88 && sizeof(StepEstimate) == 40 &&
+                  sizeof(VariableInfo) == 40 && sizeof(StepEstimate) == 40 &&
                   sizeof(CompilePhase) == 56,
               "a serialised struct changed: update field() in "
               "ExecutableCodec.cpp and bump kExecutableFormatVersion");
-static_assert(sizeof(Executable) == 736,
+static_assert(sizeof(Executable) == 784,
               "Executable changed: update field() in ExecutableCodec.cpp and "
               "bump kExecutableFormatVersion");
 #endif
@@ -55,8 +55,8 @@ template <class> [[maybe_unused]] inline constexpr bool kNoEncoding = false;
 template <class T>
 inline constexpr bool kDeltaCoded =
     std::is_same_v<T, FieldValue> || std::is_same_v<T, CopyOp> ||
-    std::is_same_v<T, VertexInstance> || std::is_same_v<T, std::uint32_t> ||
-    std::is_same_v<T, std::uint64_t>;
+    std::is_same_v<T, VertexInstance> || std::is_same_v<T, VariableInfo> ||
+    std::is_same_v<T, std::uint32_t> || std::is_same_v<T, std::uint64_t>;
 
 template <class IO, class T> void field(IO &io, T &x);
 
@@ -85,6 +85,11 @@ template <class IO, class T, class P> void deltaField(IO &io, T &x, P &p) {
     io.delta(x.src, p.src + moved);
     io.delta(x.dst, p.dst + moved);
     each(io, x.srcStride, x.dstStride, x.count, x.elemBytes);
+  } else if constexpr (std::is_same_v<U, VariableInfo>) {
+    // The compiler lays the shapes end to end in variable order.
+    io.delta(x.shapeBegin, p.shapeBegin + p.rank);
+    each(io, x.name, x.rank, x.bytes, x.tiles, x.liveBegin, x.liveEnd, x.type,
+         x.alwaysLive);
   } else {
     static_assert(kNoEncoding<U>, "no delta encoding for this type");
   }
@@ -121,9 +126,6 @@ template <class IO, class T> void field(IO &io, T &x) {
   } else if constexpr (std::is_same_v<U, TileMemory>) {
     each(io, x.alwaysLive, x.notAlwaysLive, x.constants, x.temporaries,
          x.vertexState, x.code);
-  } else if constexpr (std::is_same_v<U, VariableInfo>) {
-    each(io, x.name, x.type, x.shape, x.bytes, x.tiles, x.alwaysLive,
-         x.liveBegin, x.liveEnd);
   } else if constexpr (std::is_same_v<U, CompilePhase>) {
     each(io, x.name, x.seconds, x.rssBytes, x.peakRssBytes);
   } else if constexpr (std::is_same_v<U, StepEstimate>) {
@@ -137,9 +139,10 @@ template <class IO, class T> void field(IO &io, T &x) {
 
 // Executable's fields in two parts of about equal decoding work, each
 // compressed to a zstd frame of its own so that a reader can decode them on
-// two threads: the code, host interface and estimates (ResNet-50's 6 M copy
-// ops and 1.3 M variables), then the vertices and memory (its 1.7 M
-// vertices, 20 M fields and spans, and 180 MB of state and initial data).
+// two threads: the code, host interface, estimates and initial memory
+// (ResNet-50's 6 M copy ops, 1.3 M variables and 90 MB of initial data),
+// then the vertices (its 1.7 M vertices, 20 M fields and spans, and 90 MB
+// of state).
 template <class IO, class E> void partFields(IO &io, E &x, int part) {
   if (part == 0) {
     each(io, x.arch, x.numIPUs, x.tilesPerIPU, x.replicationFactor,
@@ -148,9 +151,10 @@ template <class IO, class E> void partFields(IO &io, E &x, int part) {
          x.replicaPairs, x.copyOps, x.strings, x.prints, x.stepScopes);
     each(io, x.streams, x.hostAccesses, x.remoteBuffers);
     each(io, x.estimates, x.tileCycleTiles, x.tileCycles, x.tileMemory,
-         x.variables, x.computeSetNames, x.compilePhases);
-  } else {
+         x.variables, x.variableNames, x.variableShapes, x.computeSetNames,
+         x.compilePhases);
     each(io, x.tileBase, x.initRegions, x.initData);
+  } else {
     each(io, x.vertexClasses, x.codelets, x.vertices, x.fields, x.spans,
          x.stateBytes);
   }

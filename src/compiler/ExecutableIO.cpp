@@ -114,6 +114,7 @@ public:
     checkHostInterface();
     checkCopyOps();
     checkEstimates();
+    checkVariables();
   }
 
 private:
@@ -419,6 +420,18 @@ private:
         checkIndex(
             e_.stepScopes[i], e_.strings.size(),
             [&] { return "the scope of " + stepName(i); }, "string");
+  }
+
+  // The profile and the memory report look up each variable's name and
+  // shape.
+  void checkVariables() const {
+    for (std::size_t i = 0; i < e_.variables.size(); ++i) {
+      const VariableInfo &v = e_.variables[i];
+      const auto who = [&] { return "variable " + str(i); };
+      checkIndex(v.name, e_.variableNames.size(), who, "name");
+      checkRange(v.shapeBegin, v.rank, e_.variableShapes.size(), who,
+                 "shape entries");
+    }
   }
 
   void checkEstimates() const {

@@ -381,6 +381,8 @@ void layoutMemory(State &s) {
   const auto lastStep = static_cast<std::int64_t>(s.drafts.size());
   std::vector<std::vector<Block>> tiles(numTiles);
   s.exe.variables.resize(s.numVars());
+  // Names are kept once: the operand temporaries share a few dozen.
+  std::unordered_map<std::string_view, std::uint32_t> nameIndex;
   s.firstInterval.assign(s.numVars() + 1, 0);
   for (std::uint32_t v = 0; v < s.numVars(); ++v)
     s.firstInterval[v + 1] = s.firstInterval[v] + s.var(v).mapping.size();
@@ -389,9 +391,16 @@ void layoutMemory(State &s) {
     const VariableData &var = s.var(v);
     const Live &l = live[v];
     VariableInfo &info = s.exe.variables[v];
-    info.name = var.name;
+    const auto [name, added] = nameIndex.try_emplace(
+        var.name, static_cast<std::uint32_t>(s.exe.variableNames.size()));
+    if (added)
+      s.exe.variableNames.push_back(var.name);
+    info.name = name->second;
     info.type = var.type;
-    info.shape.assign(var.shape.begin(), var.shape.end());
+    info.rank = static_cast<std::uint32_t>(var.shape.size());
+    info.shapeBegin = s.exe.variableShapes.size();
+    s.exe.variableShapes.insert(s.exe.variableShapes.end(), var.shape.begin(),
+                                var.shape.end());
     info.bytes = var.numElements * typeSize(var.type);
     info.alwaysLive = l.always;
     // A value is live from its first write, not from the step that

@@ -352,15 +352,17 @@ json variablesJson(const Executable &exe) {
   json out = json::array();
   std::unordered_map<std::string, std::size_t> index;
   for (const VariableInfo &v : exe.variables) {
-    const std::string key = v.name + '\0' + std::string(typeName(v.type)) +
+    const std::string &name = exe.variableName(v);
+    const std::vector<std::uint64_t> shape = exe.variableShape(v);
+    const std::string key = name + '\0' + std::string(typeName(v.type)) +
                             '\0' + std::to_string(v.alwaysLive) + '\0' +
                             std::to_string(v.liveBegin) + '\0' +
                             std::to_string(v.liveEnd);
     const auto [it, added] = index.try_emplace(key, out.size());
     if (added) {
-      out.push_back({{"name", v.name},
+      out.push_back({{"name", name},
                      {"type", std::string(typeName(v.type))},
-                     {"shape", v.shape},
+                     {"shape", shape},
                      {"bytes", v.bytes},
                      {"tiles", v.tiles},
                      {"count", 1},
@@ -374,7 +376,7 @@ json variablesJson(const Executable &exe) {
     for (const json &d : e["shape"])
       elements *= d.get<std::uint64_t>();
     std::uint64_t more = 1;
-    for (const auto d : v.shape)
+    for (const std::uint64_t d : shape)
       more *= d;
     e["shape"] = json::array({elements + more});
     e["bytes"] = e["bytes"].get<std::uint64_t>() + v.bytes;
@@ -723,7 +725,8 @@ void printVariables(std::ostream &os, const Executable &exe,
                      : fmt::format("steps {}-{}", v.liveBegin, v.liveEnd);
     os << fmt::format("    {:>16} {:>6}  {:<14} {:<16} {:<18} {}\n",
                       groupedNumber(v.bytes), v.tiles, typeName(v.type),
-                      shapeText(v.shape), live, v.name);
+                      shapeText(exe.variableShape(v)), live,
+                      exe.variableName(v));
   }
   os << "\n";
 }

@@ -120,8 +120,14 @@ void addEstimates(Executable &e) {
   }
   for (std::uint64_t t = 0; t < 4; ++t)
     e.tileMemory.push_back({t + 1, t + 2, t + 3, t + 4, t + 5, t + 6});
-  e.variables = {{"weights", Type::FLOAT, {16, 4}, 256, 4, true, 0, 0},
-                 {"tmp", Type::CHAR, {7}, 7, 1, false, 3, 9}};
+  VariableInfo weights, tmp;
+  weights.rank = 2, weights.bytes = 256, weights.tiles = 4;
+  tmp.name = 1, tmp.rank = 1, tmp.shapeBegin = 2, tmp.bytes = 7, tmp.tiles = 1;
+  tmp.liveBegin = 3, tmp.liveEnd = 9, tmp.type = Type::CHAR;
+  tmp.alwaysLive = false;
+  e.variables = {weights, tmp};
+  e.variableNames = {"weights", "tmp"};
+  e.variableShapes = {16, 4, 7};
   e.computeSetNames = {"fwd/add", "fwd/mul"};
   e.compilePhases = {{"checking graph", 0.25, 1000, 2000},
                      {"laying out memory", 1.5, 3000, 4000}};
@@ -187,8 +193,8 @@ auto tied(const TileMemory &m) {
                   m.vertexState, m.code);
 }
 auto tied(const VariableInfo &v) {
-  return std::tie(v.name, v.type, v.shape, v.bytes, v.tiles, v.alwaysLive,
-                  v.liveBegin, v.liveEnd);
+  return std::tie(v.name, v.rank, v.shapeBegin, v.bytes, v.tiles, v.liveBegin,
+                  v.liveEnd, v.type, v.alwaysLive);
 }
 auto tied(const CompilePhase &p) {
   return std::tie(p.name, p.seconds, p.rssBytes, p.peakRssBytes);
@@ -246,6 +252,8 @@ void expectSameExecutable(const Executable &a, const Executable &b) {
   EXPECT_SAME_VECTOR(tileCycles);
   EXPECT_SAME_VECTOR(tileMemory);
   EXPECT_SAME_VECTOR(variables);
+  EXPECT_SAME_VECTOR(variableNames);
+  EXPECT_SAME_VECTOR(variableShapes);
   EXPECT_SAME_VECTOR(computeSetNames);
   EXPECT_SAME_VECTOR(compilePhases);
 }
@@ -788,6 +796,11 @@ TEST(ExecutableIO, InconsistentExecutablesAreRejected) {
        "tile cycle entry 0 refers to tile 9"},
       {"tile memory", [](Executable &e) { e.tileMemory.pop_back(); },
        "it has memory facts for 3 tiles but targets 4"},
+      {"variable name", [](Executable &e) { e.variables[1].name = 2; },
+       "variable 1 refers to name 2 but there are only 2"},
+      {"variable shape", [](Executable &e) { e.variables[1].rank = 2; },
+       "variable 1 uses shape entries 2 to 4 (exclusive) but there are only "
+       "3"},
       {"replication", [](Executable &e) { e.replicationFactor = 0; },
        "replication factor 0"},
       {"clock", [](Executable &e) { e.clockHz = -1; }, "clock frequency"},

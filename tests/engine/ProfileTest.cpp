@@ -52,20 +52,25 @@ StepEstimate estimate(std::vector<std::uint64_t> cycles,
   return e;
 }
 
-VariableInfo variable(std::string name, Type type,
-                      std::vector<std::uint64_t> shape, std::uint64_t bytes,
-                      std::uint32_t tiles, bool alwaysLive,
-                      std::uint32_t begin = 0, std::uint32_t end = 0) {
+// Appends a variable to \p exe with its name and shape in the tables.
+void addVariable(Executable &exe, std::string name, Type type,
+                 std::vector<std::uint64_t> shape, std::uint64_t bytes,
+                 std::uint32_t tiles, bool alwaysLive, std::uint32_t begin = 0,
+                 std::uint32_t end = 0) {
   VariableInfo v;
-  v.name = std::move(name);
+  v.name = static_cast<std::uint32_t>(exe.variableNames.size());
+  exe.variableNames.push_back(std::move(name));
+  v.rank = static_cast<std::uint32_t>(shape.size());
+  v.shapeBegin = exe.variableShapes.size();
+  exe.variableShapes.insert(exe.variableShapes.end(), shape.begin(),
+                            shape.end());
   v.type = type;
-  v.shape = std::move(shape);
   v.bytes = bytes;
   v.tiles = tiles;
   v.alwaysLive = alwaysLive;
   v.liveBegin = begin;
   v.liveEnd = end;
-  return v;
+  exe.variables.push_back(v);
 }
 
 VertexInstance vertexOn(std::uint32_t tile) {
@@ -114,9 +119,9 @@ Executable makeExecutable() {
   m[6].alwaysLive = 10, m[6].vertexState = 40, m[6].code = 200;
   // Per tile: 1300, 1050, 0, 64, 2388, 4240, 250, 0; total 9292.
 
-  exe.variables = {variable("weights", Type::FLOAT, {4, 8}, 128, 2, true, 0, 8),
-                   variable("acts", Type::HALF, {16}, 32, 1, false, 2, 5),
-                   variable("big", Type::FLOAT, {1000}, 4000, 1, false, 1, 6)};
+  addVariable(exe, "weights", Type::FLOAT, {4, 8}, 128, 2, true, 0, 8);
+  addVariable(exe, "acts", Type::HALF, {16}, 32, 1, false, 2, 5);
+  addVariable(exe, "big", Type::FLOAT, {1000}, 4000, 1, false, 1, 6);
   return exe;
 }
 

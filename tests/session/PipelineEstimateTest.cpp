@@ -331,9 +331,9 @@ TEST(PipelineMemory, OffloadedMomentumLeavesTheTilesBetweenUpdates) {
   };
   const auto kept = compile(false), offloaded = compile(true);
   const auto momentum = [](const Session &s) {
-    for (const VariableInfo &v :
-         const_cast<Session &>(s).engine().getExecutable().variables)
-      if (v.name == "w0/momentum")
+    const Executable &exe = const_cast<Session &>(s).engine().getExecutable();
+    for (const VariableInfo &v : exe.variables)
+      if (exe.variableName(v) == "w0/momentum")
         return v;
     ADD_FAILURE() << "no w0/momentum";
     return VariableInfo{};

@@ -143,15 +143,19 @@ struct TileMemory {
   }
 };
 
-/// A variable's footprint, for profiles and out-of-memory reports.
+/// A variable's footprint, for profiles and out-of-memory reports. Its name
+/// and shape are in the executable's tables (Executable::variableName and
+/// variableShape): a large graph's million variables are nearly all the
+/// compiler's operand temporaries, which share a few dozen names.
 struct VariableInfo {
-  std::string name;
-  Type type = Type::FLOAT;
-  std::vector<std::uint64_t> shape;
+  std::uint32_t name = 0; ///< index into Executable::variableNames
+  std::uint32_t rank = 0; ///< shape: variableShapes[shapeBegin, +rank)
+  std::uint64_t shapeBegin = 0;
   std::uint64_t bytes = 0;
   std::uint32_t tiles = 0;
-  bool alwaysLive = true;
   std::uint32_t liveBegin = 0, liveEnd = 0; ///< step range when not always
+  Type type = Type::FLOAT;
+  bool alwaysLive = true;
 };
 
 /// One phase of the compilation that made an executable: how long it took
@@ -217,6 +221,8 @@ struct Executable {
   std::vector<std::uint64_t> tileCycles;
   std::vector<TileMemory> tileMemory;
   std::vector<VariableInfo> variables;
+  std::vector<std::string> variableNames;   ///< each name once
+  std::vector<std::uint64_t> variableShapes; ///< the shapes end to end
   std::vector<std::string> computeSetNames;
   /// The compiler's phases in order (compileGraph); empty in executables
   /// made without the compiler.
@@ -229,6 +235,14 @@ struct Executable {
   std::uint32_t numTiles() const { return numIPUs * tilesPerIPU; }
   std::uint64_t replicaBytes() const {
     return tileBase.empty() ? 0 : tileBase.back();
+  }
+  const std::string &variableName(const VariableInfo &v) const {
+    return variableNames[v.name];
+  }
+  std::vector<std::uint64_t> variableShape(const VariableInfo &v) const {
+    const auto first = variableShapes.begin() +
+                       static_cast<std::ptrdiff_t>(v.shapeBegin);
+    return std::vector<std::uint64_t>(first, first + v.rank);
   }
   /// The estimated cycles of every step taken once, summed over the steps
   /// and the IPUs: a straight-line program's estimate.

@@ -50,7 +50,7 @@ namespace tessera {
 
 /// The payload encoding and header layout this Tessera writes and reads.
 /// Bump it whenever either changes, Executable's fields included.
-inline constexpr std::uint32_t kExecutableFormatVersion = 5;
+inline constexpr std::uint32_t kExecutableFormatVersion = 6;
 
 /// Parts of the payload, each compressed to a frame of its own.
 inline constexpr int kExecutablePayloadParts = 2;
