@@ -110,16 +110,20 @@ public:
 
 private:
   void resolveClasses();
-  /// Throws SerializationError unless every vertex field of the executable
-  /// (as its class lays them out) stays inside the field, span, state and
-  /// replica memory tables it indexes: a deserialised file is not trusted.
-  void checkVertexFields() const;
+  /// Throws SerializationError unless the vertex state is a whole number
+  /// of 8-byte words (each replica's copy follows the last).
+  void checkStateSize() const;
+  /// Throws SerializationError unless every field of vertex \p v (as its
+  /// class lays them out) stays inside the field, span, state and replica
+  /// memory tables it indexes: a deserialised file is not trusted.
+  void checkVertexFields(std::size_t v) const;
   /// Places each vertex's object (\p objOffset: its offset in a replica's
   /// objects), allocates the vertex arenas and copies in the state.
   void layoutVertices(std::vector<std::size_t> &objOffset);
   /// Builds every vertex, on the pool.
   void buildVertices(const std::vector<std::size_t> &objOffset);
-  /// Constructs vertex \p i of replica \p r at \p obj and fills its fields.
+  /// Constructs vertex \p i of replica \p r at \p obj and fills its fields,
+  /// checking them first for the first replica.
   void buildVertex(unsigned r, std::size_t i, std::byte *obj);
   void planChunks();
   /// Writes the initial values into each replica's memory and allocates

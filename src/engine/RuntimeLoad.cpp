@@ -1,6 +1,6 @@
-// Loading a runtime: the vertex classes resolved, the vertex fields checked
-// against their classes, device memory and its initial values, and the
-// vertex objects built into arenas.
+// Loading a runtime: the vertex classes resolved, device memory and its
+// initial values, and the vertex objects built into arenas, each vertex's
+// fields checked against its class as it is built.
 #include "Runtime.hpp"
 
 #include "tessera/support/Error.hpp"
@@ -106,63 +106,65 @@ void Runtime::resolveClasses() {
 // address, a span index or a state offset, and its element size) comes from
 // its vertex class, known only here. A file with recomputed checksums must
 // not turn these into wild reads and writes in buildVertices or compute.
-void Runtime::checkVertexFields() const {
-  const std::uint64_t memBytes = exe_.replicaBytes();
-  const std::uint64_t state = exe_.stateBytes.size();
+void Runtime::checkStateSize() const {
   // Each replica's copy of the state starts where the last one ends: every
   // copy must start as aligned as the first.
-  if (state % 8 != 0)
-    throw SerializationError("the executable is corrupt: its " + str(state) +
+  if (exe_.stateBytes.size() % 8 != 0)
+    throw SerializationError("the executable is corrupt: its " +
+                             str(exe_.stateBytes.size()) +
                              " bytes of vertex state are not a multiple of "
                              "8; recompile and save it again");
-  for (std::size_t v = 0; v < exe_.vertices.size(); ++v) {
-    const VertexInstance &inst = exe_.vertices[v];
-    const auto &info = classes_[inst.vertexClass]->info;
-    const auto fail = [&](const std::string &problem) {
-      throw SerializationError("the executable is corrupt: vertex " + str(v) +
-                               " (" + info.name + ") " + problem +
-                               "; recompile and save it again");
+}
+
+void Runtime::checkVertexFields(std::size_t v) const {
+  const std::uint64_t memBytes = exe_.replicaBytes();
+  const std::uint64_t state = exe_.stateBytes.size();
+  const VertexInstance &inst = exe_.vertices[v];
+  const auto &info = classes_[inst.vertexClass]->info;
+  const auto fail = [&](const std::string &problem) {
+    throw SerializationError("the executable is corrupt: vertex " + str(v) +
+                             " (" + info.name + ") " + problem +
+                             "; recompile and save it again");
+  };
+  if (!fits(inst.firstField, info.fields.size(), exe_.fields.size()))
+    fail("has fields " + str(inst.firstField) + " to " +
+         str(inst.firstField + info.fields.size()) +
+         " (exclusive) but there are only " + str(exe_.fields.size()));
+  for (std::size_t f = 0; f < info.fields.size(); ++f) {
+    const codelet::FieldInfo &fi = info.fields[f];
+    const FieldValue &fv = exe_.fields[inst.firstField + f];
+    const std::uint64_t elem = typeSize(fi.elementType);
+    // Codelets read fields as typed values through the pointers built from
+    // these addresses: a misaligned one is undefined behaviour. The compiler
+    // places every element at a multiple of its size (tile blocks and state
+    // entries start 8-aligned).
+    const auto within = [&](const char *what, std::uint64_t at,
+                            std::uint64_t bytes, std::uint64_t limit) {
+      if (at % elem != 0)
+        fail("field \"" + fi.name + "\" " + what + " bytes from " + str(at) +
+             ", not a multiple of its " + str(elem) + "-byte element type " +
+             std::string(typeName(fi.elementType)));
+      if (!fits(at, bytes, limit))
+        fail("field \"" + fi.name + "\" " + what + " bytes " + str(at) +
+             " + " + str(bytes) + " but there are only " + str(limit));
     };
-    if (!fits(inst.firstField, info.fields.size(), exe_.fields.size()))
-      fail("has fields " + str(inst.firstField) + " to " +
-           str(inst.firstField + info.fields.size()) +
-           " (exclusive) but there are only " + str(exe_.fields.size()));
-    for (std::size_t f = 0; f < info.fields.size(); ++f) {
-      const codelet::FieldInfo &fi = info.fields[f];
-      const FieldValue &fv = exe_.fields[inst.firstField + f];
-      const std::uint64_t elem = typeSize(fi.elementType);
-      // Codelets read fields as typed values through the pointers built
-      // from these addresses: a misaligned one is undefined behaviour. The
-      // compiler places every element at a multiple of its size (tile
-      // blocks and state entries start 8-aligned).
-      const auto within = [&](const char *what, std::uint64_t at,
-                              std::uint64_t bytes, std::uint64_t limit) {
-        if (at % elem != 0)
-          fail("field \"" + fi.name + "\" " + what + " bytes from " + str(at) +
-               ", not a multiple of its " + str(elem) + "-byte element type " +
-               std::string(typeName(fi.elementType)));
-        if (!fits(at, bytes, limit))
-          fail("field \"" + fi.name + "\" " + what + " bytes " + str(at) +
-               " + " + str(bytes) + " but there are only " + str(limit));
-      };
-      const std::uint64_t bytes =
-          fi.shape == codelet::Shape::Scalar ? elem : elem * fv.size;
-      if (fi.direction == codelet::Direction::State) {
-        within("uses state", fv.addr, bytes, state);
-      } else if (fi.shape == codelet::Shape::Scalar ||
-                 fi.shape == codelet::Shape::Vector) {
-        within("uses memory", fv.addr, bytes, memBytes);
-      } else {
-        if (!fits(fv.addr, fv.size, exe_.spans.size()))
-          fail("field \"" + fi.name + "\" uses spans " + str(fv.addr) + " to " +
-               str(fv.addr + fv.size) + " (exclusive) but there are only " +
-               str(exe_.spans.size()));
-        for (std::uint32_t k = 0; k < fv.size; ++k) {
-          const FieldValue &e = exe_.spans[fv.addr + k];
-          const std::uint64_t n =
-              fi.shape == codelet::Shape::VectorList ? elem * e.size : elem;
-          within("element uses memory", e.addr, n, memBytes);
-        }
+    const std::uint64_t bytes =
+        fi.shape == codelet::Shape::Scalar ? elem : elem * fv.size;
+    if (fi.direction == codelet::Direction::State) {
+      within("uses state", fv.addr, bytes, state);
+    } else if (fi.shape == codelet::Shape::Scalar ||
+               fi.shape == codelet::Shape::Vector) {
+      within("uses memory", fv.addr, bytes, memBytes);
+    } else {
+      if (!fits(fv.addr, fv.size, exe_.spans.size()))
+        fail("field \"" + fi.name + "\" uses spans " + str(fv.addr) + " to " +
+             str(fv.addr + fv.size) + " (exclusive) but there are only " +
+             str(exe_.spans.size()));
+      for (std::uint32_t k = 0; k < fv.size; ++k) {
+        const FieldValue &e = exe_.spans[fv.addr + k];
+        const std::uint64_t n =
+            fi.shape == codelet::Shape::VectorList ? elem * e.size : elem;
+        within("element uses memory", e.addr, n, memBytes);
       }
     }
   }
@@ -174,19 +176,18 @@ void Runtime::load() {
   const unsigned R = replicas();
   memory_ = allocate(std::size_t(R) * exe_.replicaBytes(), Access::Scattered);
   pool_ = std::make_unique<ThreadPool>(options_.hostThreads);
-  // Four independent parts on the pool: the vertex fields' check, the chunk
-  // plan (from the steps, vertex cycles and copy ops alone), the initial
-  // memory and the vertex arenas. Then the vertices are built into the
-  // arenas in blocks on the pool, trusting the checked fields.
+  // Three independent parts on the pool: the chunk plan (from the steps,
+  // vertex cycles and copy ops alone), the initial memory and the vertex
+  // arenas. Then the vertices are built into the arenas in blocks on the
+  // pool, each checked against its class as the first replica's is built.
+  checkStateSize();
   std::vector<std::size_t> objOffset;
-  double ms[4] = {};
-  pool_->parallelFor(4, [&](std::size_t task, unsigned) {
+  double ms[3] = {};
+  pool_->parallelFor(3, [&](std::size_t task, unsigned) {
     const auto start = std::chrono::steady_clock::now();
     if (task == 0)
-      checkVertexFields();
-    else if (task == 1)
       planChunks();
-    else if (task == 2)
+    else if (task == 1)
       initMemory();
     else
       layoutVertices(objOffset);
@@ -204,10 +205,10 @@ void Runtime::load() {
                std::chrono::steady_clock::now() - t)
         .count();
   };
-  logging::debug("engine load in {:.0f} ms: field checks {:.0f} ms, chunks "
-                 "{:.0f} ms, memory {:.0f} ms, arenas {:.0f} ms (objects, "
-                 "lists and state {}, {} and {} bytes), vertices {:.0f} ms",
-                 since(t0), ms[0], ms[1], ms[2], ms[3], objectBytes_ * R,
+  logging::debug("engine load in {:.0f} ms: chunks {:.0f} ms, memory {:.0f} "
+                 "ms, arenas {:.0f} ms (objects, lists and state {}, {} and "
+                 "{} bytes), vertices checked and built {:.0f} ms",
+                 since(t0), ms[0], ms[1], ms[2], objectBytes_ * R,
                  listBytes_ * R, stateBytes_ * R, since(t1));
   loaded_ = true;
 }
@@ -275,6 +276,10 @@ void Runtime::buildVertices(const std::vector<std::size_t> &objOffset) {
 }
 
 void Runtime::buildVertex(unsigned r, std::size_t i, std::byte *obj) {
+  // Checked before its object is constructed: a vertex that fails is not
+  // built, and ~Runtime destroys only those that were.
+  if (r == 0)
+    checkVertexFields(i);
   std::byte *mem = replicaMemory(r);
   std::byte *lists = lists_.get() + listBytes_ * r;
   std::byte *state = state_.get() + stateBytes_ * r;
