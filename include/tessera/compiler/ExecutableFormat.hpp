@@ -21,19 +21,21 @@
 /// records its size, the frames back to back; a reader decodes the parts on
 /// threads of their own. Together the parts encode every field of
 /// Executable but `registry`: the first part the target, code (vertex
-/// tables excepted), host interface and estimates, the second the memory
-/// (tileBase, initRegions, initData), vertex classes, codelets, vertices,
-/// fields, spans and vertex state, each part in declaration order. Unsigned
-/// integers wider than a byte are LEB128 varints (7 bits a byte, low bits
-/// first), signed ones zigzag-mapped first; enums and bools are one byte;
-/// doubles their IEEE bits, 8 bytes little-endian; strings and vectors a varint
+/// tables excepted), host interface, estimates and variables, then the
+/// memory (tileBase, initRegions, initData); the second the vertex classes,
+/// codelets, vertices, fields, spans and vertex state. Unsigned integers
+/// wider than a byte are LEB128 varints (7 bits a byte, low bits first),
+/// signed ones zigzag-mapped first; enums and bools are one byte; doubles
+/// their IEEE bits, 8 bytes little-endian; strings and vectors a varint
 /// count followed by their elements; structs field by field. The elements of
-/// vectors of u32, u64, FieldValue, VertexInstance and CopyOp are delta coded
-/// against the element before (a default element before the first): a u32 or
-/// u64, a FieldValue's addr, a vertex's tile and firstField are stored as the
-/// zigzag-mapped difference (modulo their width) from the previous
-/// element's; a CopyOp's src and dst as the difference from the previous
-/// op's src and dst plus its count times elemBytes.
+/// vectors of u32, u64, FieldValue, VertexInstance, CopyOp and VariableInfo
+/// are delta coded against the element before (a default element before the
+/// first): a u32 or u64, a FieldValue's addr, a vertex's tile and firstField
+/// are stored as the zigzag-mapped difference (modulo their width) from the
+/// previous element's; a CopyOp's src and dst as the difference from the
+/// previous op's src and dst plus its count times elemBytes; a VariableInfo's
+/// shapeBegin as the difference from the previous one's shapeBegin plus its
+/// rank.
 #pragma once
 
 #include "tessera/compiler/Executable.hpp"
