@@ -59,13 +59,14 @@ std::uint32_t State::intern(const std::string &s) {
   return static_cast<std::uint32_t>(exe.strings.size() - 1);
 }
 
-std::pair<unsigned, std::size_t> locate(const VariableData &v, std::size_t e) {
+std::pair<unsigned, std::size_t> locate(std::span<const TileInterval> m,
+                                        std::size_t e) {
   auto it = std::upper_bound(
-      v.mapping.begin(), v.mapping.end(), e,
+      m.begin(), m.end(), e,
       [](std::size_t x, const TileInterval &iv) { return x < iv.end; });
-  TESSERA_INTERNAL_ASSERT(it != v.mapping.end() && it->begin <= e,
+  TESSERA_INTERNAL_ASSERT(it != m.end() && it->begin <= e,
                           "element of an unmapped variable");
-  return {it->tile, static_cast<std::size_t>(it - v.mapping.begin())};
+  return {it->tile, static_cast<std::size_t>(it - m.begin())};
 }
 
 namespace {

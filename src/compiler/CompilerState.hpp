@@ -9,7 +9,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <span>
+#include <string>
 #include <vector>
 
 namespace tessera::compiler {
@@ -20,6 +23,15 @@ constexpr std::uint64_t kAlign = 8;
 inline std::uint64_t alignUp(std::uint64_t bytes) {
   return (bytes + kAlign - 1) & ~(kAlign - 1);
 }
+
+/// A compiler temporary: one interval on its vertex's tile, without an
+/// initial value. Its name (vertex class, field and "/operand") is kept once
+/// in State::temporaryNames: a large graph has about a million temporaries.
+struct Temporary {
+  TileInterval interval; ///< [0, its elements) on its tile
+  std::uint32_t name = 0;
+  Type type = Type::FLOAT;
+};
 
 /// A vertex field element read or written through a compiler temporary:
 /// elements [offset, offset + count) of variable `var` on the vertex's tile.
@@ -115,10 +127,34 @@ struct State {
   /// initial values) followed by compiler temporaries (ids from
   /// numGraphVars on).
   std::size_t numGraphVars = 0;
-  std::vector<VariableData> temporaries;
-  const VariableData &var(std::uint32_t id) const {
-    return id < numGraphVars ? data.variables[id]
-                             : temporaries[id - numGraphVars];
+  std::vector<Temporary> temporaries;
+  std::vector<std::string> temporaryNames;
+  /// The index in temporaryNames of the name of each (vertex class, field)
+  /// that has temporaries.
+  std::map<std::pair<const RegisteredVertex *, unsigned>, std::uint32_t>
+      temporaryNameOf;
+  /// Graph variable \p id, or null for a temporary.
+  const VariableData *graphVar(std::uint32_t id) const {
+    return id < numGraphVars ? &data.variables[id] : nullptr;
+  }
+  /// Variable \p id's tile intervals: sorted and contiguous.
+  std::span<const TileInterval> mapping(std::uint32_t id) const {
+    if (id < numGraphVars)
+      return data.variables[id].mapping;
+    return {&temporaries[id - numGraphVars].interval, 1};
+  }
+  Type type(std::uint32_t id) const {
+    return id < numGraphVars ? data.variables[id].type
+                             : temporaries[id - numGraphVars].type;
+  }
+  std::size_t numElements(std::uint32_t id) const {
+    return id < numGraphVars ? data.variables[id].numElements
+                             : temporaries[id - numGraphVars].interval.end;
+  }
+  const std::string &name(std::uint32_t id) const {
+    return id < numGraphVars
+               ? data.variables[id].name
+               : temporaryNames[temporaries[id - numGraphVars].name];
   }
   std::size_t numVars() const { return numGraphVars + temporaries.size(); }
   std::vector<Draft> drafts;
@@ -227,8 +263,10 @@ inline std::size_t elementsOf(const Tensor &t) {
   return n;
 }
 
-/// The tile of element \p e of variable \p v, and the interval index.
-std::pair<unsigned, std::size_t> locate(const VariableData &v, std::size_t e);
+/// The tile of element \p e of a variable mapped as \p m, and the
+/// interval index.
+std::pair<unsigned, std::size_t> locate(std::span<const TileInterval> m,
+                                        std::size_t e);
 
 /// locate() that searches outwards from the interval it found last in the
 /// same variable (it remembers a few variables: a vertex's fields
@@ -238,18 +276,18 @@ std::pair<unsigned, std::size_t> locate(const VariableData &v, std::size_t e);
 class Locator {
 public:
   std::pair<unsigned, std::size_t>
-  operator()(std::uint32_t id, const VariableData &v, std::size_t e) {
+  operator()(std::uint32_t id, std::span<const TileInterval> m,
+             std::size_t e) {
     Recent *r = recent_;
     while (r != recent_ + kRecent && r->var != id)
       ++r;
     if (r == recent_ + kRecent) {
-      const auto found = locate(v, e);
+      const auto found = locate(m, e);
       r = &recent_[next_];
       next_ = (next_ + 1) % kRecent;
       *r = {id, found.second};
       return found;
     }
-    const std::vector<TileInterval> &m = v.mapping;
     std::size_t &idx = r->idx;
     if (m[idx].begin <= e && e < m[idx].end)
       return {m[idx].tile, idx};
@@ -260,7 +298,7 @@ public:
 private:
   // The interval holding e, bracketed from `from` with steps that double,
   // then searched: the intervals are sorted and contiguous.
-  static std::size_t search(const std::vector<TileInterval> &m,
+  static std::size_t search(std::span<const TileInterval> m,
                             std::size_t from, std::size_t e) {
     std::size_t lo = 0, hi = m.size();
     if (e >= m[from].end) {

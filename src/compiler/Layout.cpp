@@ -86,7 +86,7 @@ void forEachTouch(const State &s, const Draft &d, F &&fn) {
   case StepKind::Jump:
     if (d.step.c == 1) // WriteUndef: the contents start afresh
       for (const Run &r : d.tensors[0].runs())
-        fn(r.var, false, true, s.var(r.var).numElements);
+        fn(r.var, false, true, s.numElements(r.var));
     return;
   default:
     for (const Tensor &t : d.tensors)
@@ -109,7 +109,7 @@ std::vector<Live> computeLiveness(const State &s) {
             l.always = true;
           if (write && l.def < 0 && !d.conditional) {
             l.written += elems;
-            if (l.written + s.gapElements(var) >= s.var(var).numElements)
+            if (l.written + s.gapElements(var) >= s.numElements(var))
               l.def = static_cast<std::int64_t>(i);
           }
           if (l.first < 0)
@@ -122,8 +122,9 @@ std::vector<Live> computeLiveness(const State &s) {
       live[r.var].always = true;
   for (std::uint32_t v = 0; v < s.numVars(); ++v) {
     Live &l = live[v];
-    const VariableData &var = s.var(v);
-    if (l.def < 0 || var.isConstant || !var.initialValue.empty())
+    const VariableData *var = s.graphVar(v);
+    if (l.def < 0 ||
+        (var && (var->isConstant || !var->initialValue.empty())))
       l.always = true;
   }
   // A value first written before a loop and used inside it must survive
@@ -350,7 +351,7 @@ private:
                                     const std::vector<Block> &blocks) {
   std::vector<std::pair<std::uint64_t, std::string>> big;
   for (const Block &b : blocks)
-    big.emplace_back(b.bytes, s.var(b.var).name);
+    big.emplace_back(b.bytes, s.name(b.var));
   std::sort(big.rbegin(), big.rend());
   std::string list;
   for (std::size_t i = 0; i < big.size() && i < 5; ++i)
@@ -385,23 +386,28 @@ void layoutMemory(State &s) {
   std::unordered_map<std::string_view, std::uint32_t> nameIndex;
   s.firstInterval.assign(s.numVars() + 1, 0);
   for (std::uint32_t v = 0; v < s.numVars(); ++v)
-    s.firstInterval[v + 1] = s.firstInterval[v] + s.var(v).mapping.size();
+    s.firstInterval[v + 1] = s.firstInterval[v] + s.mapping(v).size();
   s.intervalAddr.assign(s.firstInterval.back(), 0);
   for (std::uint32_t v = 0; v < s.numVars(); ++v) {
-    const VariableData &var = s.var(v);
+    const std::span<const TileInterval> mapping = s.mapping(v);
+    const Type type = s.type(v);
     const Live &l = live[v];
     VariableInfo &info = s.exe.variables[v];
     const auto [name, added] = nameIndex.try_emplace(
-        var.name, static_cast<std::uint32_t>(s.exe.variableNames.size()));
+        s.name(v), static_cast<std::uint32_t>(s.exe.variableNames.size()));
     if (added)
-      s.exe.variableNames.push_back(var.name);
+      s.exe.variableNames.push_back(s.name(v));
     info.name = name->second;
-    info.type = var.type;
-    info.rank = static_cast<std::uint32_t>(var.shape.size());
+    info.type = type;
     info.shapeBegin = s.exe.variableShapes.size();
-    s.exe.variableShapes.insert(s.exe.variableShapes.end(), var.shape.begin(),
-                                var.shape.end());
-    info.bytes = var.numElements * typeSize(var.type);
+    if (const VariableData *var = s.graphVar(v))
+      s.exe.variableShapes.insert(s.exe.variableShapes.end(),
+                                  var->shape.begin(), var->shape.end());
+    else
+      s.exe.variableShapes.push_back(s.numElements(v));
+    info.rank =
+        static_cast<std::uint32_t>(s.exe.variableShapes.size() - info.shapeBegin);
+    info.bytes = s.numElements(v) * typeSize(type);
     info.alwaysLive = l.always;
     // A value is live from its first write, not from the step that
     // completes it: the pieces of a variable that several steps write
@@ -410,12 +416,12 @@ void layoutMemory(State &s) {
     info.liveBegin = static_cast<std::uint32_t>(l.always ? 0 : l.first);
     info.liveEnd = static_cast<std::uint32_t>(l.always ? lastStep : l.last);
     std::vector<unsigned> used;
-    for (std::size_t i = 0; i < var.mapping.size(); ++i) {
-      const TileInterval &iv = var.mapping[i];
+    for (std::size_t i = 0; i < mapping.size(); ++i) {
+      const TileInterval &iv = mapping[i];
       Block b;
       b.var = v;
       b.interval = i;
-      b.bytes = alignUp((iv.end - iv.begin) * typeSize(var.type));
+      b.bytes = alignUp((iv.end - iv.begin) * typeSize(type));
       b.always = l.always;
       b.begin = l.always ? 0 : l.first;
       b.end = l.always ? lastStep : l.last;
@@ -457,7 +463,8 @@ void layoutMemory(State &s) {
     const std::uint64_t arena = arenas[t];
     for (const Block &b : tiles[t]) {
       s.addrOf(b.var, b.interval) = b.offset; // tile-relative for now
-      if (b.always && s.var(b.var).isConstant)
+      const VariableData *var = s.graphVar(b.var);
+      if (b.always && var && var->isConstant)
         m.constants += b.bytes;
       else if (b.always)
         m.alwaysLive += b.bytes;
@@ -481,9 +488,11 @@ void layoutMemory(State &s) {
                   "is set",
                   numOver, worst, worstOver);
   }
-  for (std::uint32_t v = 0; v < s.numVars(); ++v)
-    for (std::size_t i = 0; i < s.var(v).mapping.size(); ++i)
-      s.addrOf(v, i) += s.exe.tileBase[s.var(v).mapping[i].tile];
+  for (std::uint32_t v = 0; v < s.numVars(); ++v) {
+    const std::span<const TileInterval> mapping = s.mapping(v);
+    for (std::size_t i = 0; i < mapping.size(); ++i)
+      s.addrOf(v, i) += s.exe.tileBase[mapping[i].tile];
+  }
 }
 
 } // namespace tessera::compiler

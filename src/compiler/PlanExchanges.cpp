@@ -34,10 +34,10 @@ bool contiguousInOneInterval(const State &s, const Tensor &t, unsigned *tile,
   if (runs.size() != 1 || (runs[0].stride != 1 && runs[0].count != 1))
     return false;
   const Run &r = runs[0];
-  const VariableData &v = s.var(r.var);
-  auto [t0, idx] = locator(r.var, v, static_cast<std::size_t>(r.start));
+  const std::span<const TileInterval> m = s.mapping(r.var);
+  auto [t0, idx] = locator(r.var, m, static_cast<std::size_t>(r.start));
   *tile = t0;
-  return v.mapping[idx].end >= static_cast<std::size_t>(r.start + r.count);
+  return m[idx].end >= static_cast<std::size_t>(r.start + r.count);
 }
 
 bool usableInPlace(const State &s, const Tensor &t, unsigned tile,
@@ -252,14 +252,12 @@ public:
       total += span(counts_.back());
       used += counts_.back();
     }
-    VariableData tmp;
-    tmp.name = vd.vertexClass->info.name + "." + fi.name + "/operand";
+    Temporary tmp;
+    tmp.interval = {0, total, *vd.tile};
+    tmp.name = nameOf(vd.vertexClass, f);
     tmp.type = type;
-    tmp.numElements = total;
-    tmp.shape = {total};
-    tmp.mapping.push_back({0, total, *vd.tile});
     const auto id = static_cast<std::uint32_t>(s_.numVars());
-    s_.temporaries.push_back(std::move(tmp));
+    s_.temporaries.push_back(tmp);
     s_.temporaryGaps.push_back(total - used);
     std::size_t offset = 0;
     gathered_ = scattered_ = 0;
@@ -276,6 +274,16 @@ public:
       addTouch(plan.gatherTouches, id, false, true, gathered_);
     if (scattered_ > 0)
       addTouch(plan.scatterTouches, id, true, false, scattered_);
+  }
+
+  // The index in temporaryNames of the name of field f's temporaries.
+  std::uint32_t nameOf(const RegisteredVertex *cls, unsigned f) {
+    const auto [it, added] = s_.temporaryNameOf.try_emplace(
+        {cls, f}, static_cast<std::uint32_t>(s_.temporaryNames.size()));
+    if (added)
+      s_.temporaryNames.push_back(cls->info.name + "." +
+                                  cls->info.fields[f].name + "/operand");
+    return it->second;
   }
 
   // Substitutes sub for field element (v, f, i) and plans its copies.

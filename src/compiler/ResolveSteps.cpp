@@ -140,9 +140,8 @@ private:
             Locator &locator) const {
     if (var == kHost)
       return {static_cast<std::uint64_t>(e) * size_, kUnbounded, 0, true};
-    const VariableData &v = s_.var(var);
-    auto [tile, idx] = locator(var, v, static_cast<std::size_t>(e));
-    const TileInterval &iv = v.mapping[idx];
+    auto [tile, idx] = locator(var, s_.mapping(var), static_cast<std::size_t>(e));
+    const TileInterval &iv = s_.mapping(var)[idx];
     Span sp;
     sp.addr = s_.addrOf(var, idx) + (e - iv.begin) * size_;
     sp.tile = tile;
@@ -295,11 +294,11 @@ std::vector<Run> hostRuns(std::size_t n) {
 
 std::uint64_t scalarAddr(const State &s, const Tensor &t, Locator &locator) {
   const Run &r = t.runs().at(0);
-  const VariableData &v = s.var(r.var);
-  auto [tile, idx] = locator(r.var, v, static_cast<std::size_t>(r.start));
+  const std::span<const TileInterval> m = s.mapping(r.var);
+  auto [tile, idx] = locator(r.var, m, static_cast<std::size_t>(r.start));
   (void)tile;
   return s.addrOf(r.var, idx) +
-         (r.start - v.mapping[idx].begin) * typeSize(v.type);
+         (r.start - m[idx].begin) * typeSize(s.type(r.var));
 }
 
 class StepResolver {
@@ -465,7 +464,7 @@ private:
   void costGathers(const std::vector<FieldCopies> &copies) {
     s_.forEachCopy(copies, [&](const Tensor &t, const Substitution &sub) {
       // A temporary is one interval on its vertex's tile.
-      ops_.cost(t.runs(), s_.var(sub.var).mapping[0].tile,
+      ops_.cost(t.runs(), s_.mapping(sub.var)[0].tile,
                 static_cast<std::uint32_t>(typeSize(t.elementType())));
     });
   }
@@ -475,7 +474,7 @@ private:
     s_.forEachCopy(copies, [&](const Tensor &t, const Substitution &sub) {
       const Run src = sub.run();
       ops_.copy({&src, 1}, t.runs(),
-                static_cast<std::uint32_t>(typeSize(s_.var(src.var).type)));
+                static_cast<std::uint32_t>(typeSize(s_.type(src.var))));
     });
   }
 
@@ -513,8 +512,7 @@ private:
     if (!sub || sub->inPlace)
       return edge(s_.data.vertices[v].fields[f].tensors[i]);
     // A temporary is one interval on the vertex's tile.
-    const VariableData &var = s_.var(sub->var);
-    return {s_.addrOf(sub->var, 0) + sub->offset * typeSize(var.type),
+    return {s_.addrOf(sub->var, 0) + sub->offset * typeSize(s_.type(sub->var)),
             static_cast<std::uint32_t>(sub->count)};
   }
 
@@ -628,8 +626,9 @@ private:
   }
 
   void lowerInitialValues() {
-    for (std::uint32_t v = 0; v < s_.numVars(); ++v) {
-      const VariableData &var = s_.var(v);
+    // Temporaries have no initial values.
+    for (std::uint32_t v = 0; v < s_.numGraphVars; ++v) {
+      const VariableData &var = *s_.graphVar(v);
       if (var.initialValue.empty())
         continue;
       const std::size_t size = typeSize(var.type);

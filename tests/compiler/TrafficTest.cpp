@@ -81,7 +81,7 @@ TEST(CompilerTraffic, LocatorFindsWhatLocateFinds) {
   }
   Locator locator;
   auto check = [&](std::uint32_t id, std::size_t e) {
-    ASSERT_EQ(locator(id, vars[id], e), locate(vars[id], e))
+    ASSERT_EQ(locator(id, vars[id].mapping, e), locate(vars[id].mapping, e))
         << "variable " << id << " element " << e;
   };
   for (std::uint32_t id = 0; id < vars.size(); ++id) {
