@@ -276,8 +276,7 @@ std::pair<unsigned, std::size_t> locate(std::span<const TileInterval> m,
 class Locator {
 public:
   std::pair<unsigned, std::size_t>
-  operator()(std::uint32_t id, std::span<const TileInterval> m,
-             std::size_t e) {
+  operator()(std::uint32_t id, std::span<const TileInterval> m, std::size_t e) {
     Recent *r = recent_;
     while (r != recent_ + kRecent && r->var != id)
       ++r;
@@ -298,8 +297,8 @@ public:
 private:
   // The interval holding e, bracketed from `from` with steps that double,
   // then searched: the intervals are sorted and contiguous.
-  static std::size_t search(std::span<const TileInterval> m,
-                            std::size_t from, std::size_t e) {
+  static std::size_t search(std::span<const TileInterval> m, std::size_t from,
+                            std::size_t e) {
     std::size_t lo = 0, hi = m.size();
     if (e >= m[from].end) {
       lo = from + 1;

@@ -123,8 +123,7 @@ std::vector<Live> computeLiveness(const State &s) {
   for (std::uint32_t v = 0; v < s.numVars(); ++v) {
     Live &l = live[v];
     const VariableData *var = s.graphVar(v);
-    if (l.def < 0 ||
-        (var && (var->isConstant || !var->initialValue.empty())))
+    if (l.def < 0 || (var && (var->isConstant || !var->initialValue.empty())))
       l.always = true;
   }
   // A value first written before a loop and used inside it must survive
@@ -405,8 +404,8 @@ void layoutMemory(State &s) {
                                   var->shape.begin(), var->shape.end());
     else
       s.exe.variableShapes.push_back(s.numElements(v));
-    info.rank =
-        static_cast<std::uint32_t>(s.exe.variableShapes.size() - info.shapeBegin);
+    info.rank = static_cast<std::uint32_t>(s.exe.variableShapes.size() -
+                                           info.shapeBegin);
     info.bytes = s.numElements(v) * typeSize(type);
     info.alwaysLive = l.always;
     // A value is live from its first write, not from the step that

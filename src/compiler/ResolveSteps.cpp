@@ -140,7 +140,8 @@ private:
             Locator &locator) const {
     if (var == kHost)
       return {static_cast<std::uint64_t>(e) * size_, kUnbounded, 0, true};
-    auto [tile, idx] = locator(var, s_.mapping(var), static_cast<std::size_t>(e));
+    auto [tile, idx] =
+        locator(var, s_.mapping(var), static_cast<std::size_t>(e));
     const TileInterval &iv = s_.mapping(var)[idx];
     Span sp;
     sp.addr = s_.addrOf(var, idx) + (e - iv.begin) * size_;

@@ -354,8 +354,8 @@ json variablesJson(const Executable &exe) {
   for (const VariableInfo &v : exe.variables) {
     const std::string &name = exe.variableName(v);
     const std::vector<std::uint64_t> shape = exe.variableShape(v);
-    const std::string key = name + '\0' + std::string(typeName(v.type)) +
-                            '\0' + std::to_string(v.alwaysLive) + '\0' +
+    const std::string key = name + '\0' + std::string(typeName(v.type)) + '\0' +
+                            std::to_string(v.alwaysLive) + '\0' +
                             std::to_string(v.liveBegin) + '\0' +
                             std::to_string(v.liveEnd);
     const auto [it, added] = index.try_emplace(key, out.size());

@@ -145,8 +145,8 @@ void Runtime::checkVertexFields(std::size_t v) const {
              ", not a multiple of its " + str(elem) + "-byte element type " +
              std::string(typeName(fi.elementType)));
       if (!fits(at, bytes, limit))
-        fail("field \"" + fi.name + "\" " + what + " bytes " + str(at) +
-             " + " + str(bytes) + " but there are only " + str(limit));
+        fail("field \"" + fi.name + "\" " + what + " bytes " + str(at) + " + " +
+             str(bytes) + " but there are only " + str(limit));
     };
     const std::uint64_t bytes =
         fi.shape == codelet::Shape::Scalar ? elem : elem * fv.size;

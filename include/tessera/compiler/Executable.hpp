@@ -221,7 +221,7 @@ struct Executable {
   std::vector<std::uint64_t> tileCycles;
   std::vector<TileMemory> tileMemory;
   std::vector<VariableInfo> variables;
-  std::vector<std::string> variableNames;   ///< each name once
+  std::vector<std::string> variableNames;    ///< each name once
   std::vector<std::uint64_t> variableShapes; ///< the shapes end to end
   std::vector<std::string> computeSetNames;
   /// The compiler's phases in order (compileGraph); empty in executables
@@ -240,8 +240,8 @@ struct Executable {
     return variableNames[v.name];
   }
   std::vector<std::uint64_t> variableShape(const VariableInfo &v) const {
-    const auto first = variableShapes.begin() +
-                       static_cast<std::ptrdiff_t>(v.shapeBegin);
+    const auto first =
+        variableShapes.begin() + static_cast<std::ptrdiff_t>(v.shapeBegin);
     return std::vector<std::uint64_t>(first, first + v.rank);
   }
   /// The estimated cycles of every step taken once, summed over the steps
