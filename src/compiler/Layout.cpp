@@ -381,8 +381,26 @@ void layoutMemory(State &s) {
   const auto lastStep = static_cast<std::int64_t>(s.drafts.size());
   std::vector<std::vector<Block>> tiles(numTiles);
   s.exe.variables.resize(s.numVars());
-  // Names are kept once: the operand temporaries share a few dozen.
+  // Names are kept once. The temporaries' few dozen are looked up once
+  // each, by their index in State::temporaryNames.
   std::unordered_map<std::string_view, std::uint32_t> nameIndex;
+  const auto intern = [&](const std::string &name) {
+    const auto [it, added] = nameIndex.try_emplace(
+        name, static_cast<std::uint32_t>(s.exe.variableNames.size()));
+    if (added)
+      s.exe.variableNames.push_back(name);
+    return it->second;
+  };
+  constexpr std::uint32_t kUnseen = 0xffffffffu;
+  std::vector<std::uint32_t> temporaryName(s.temporaryNames.size(), kUnseen);
+  const auto nameOf = [&](std::uint32_t v) {
+    if (s.graphVar(v))
+      return intern(s.name(v));
+    std::uint32_t &name = temporaryName[s.temporaries[v - s.numGraphVars].name];
+    if (name == kUnseen)
+      name = intern(s.name(v));
+    return name;
+  };
   s.firstInterval.assign(s.numVars() + 1, 0);
   for (std::uint32_t v = 0; v < s.numVars(); ++v)
     s.firstInterval[v + 1] = s.firstInterval[v] + s.mapping(v).size();
@@ -392,11 +410,7 @@ void layoutMemory(State &s) {
     const Type type = s.type(v);
     const Live &l = live[v];
     VariableInfo &info = s.exe.variables[v];
-    const auto [name, added] = nameIndex.try_emplace(
-        s.name(v), static_cast<std::uint32_t>(s.exe.variableNames.size()));
-    if (added)
-      s.exe.variableNames.push_back(s.name(v));
-    info.name = name->second;
+    info.name = nameOf(v);
     info.type = type;
     info.shapeBegin = s.exe.variableShapes.size();
     if (const VariableData *var = s.graphVar(v))
