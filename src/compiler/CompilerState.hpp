@@ -29,6 +29,9 @@ inline std::uint64_t alignUp(std::uint64_t bytes) {
 /// in State::temporaryNames: a large graph has about a million temporaries.
 struct Temporary {
   TileInterval interval; ///< [0, its elements) on its tile
+  /// Its elements that no step writes: the alignment gaps between the
+  /// field elements it holds.
+  std::size_t gap = 0;
   std::uint32_t name = 0;
   Type type = Type::FLOAT;
 };
@@ -189,11 +192,9 @@ struct State {
     sub.inPlace = (e.count & kInPlace) != 0;
     return sub;
   }
-  /// Elements of each compiler temporary (from numGraphVars on) that no
-  /// step writes: the alignment gaps between the field elements it holds.
-  std::vector<std::size_t> temporaryGaps;
+  /// Elements of variable \p var that no step writes (Temporary::gap).
   std::size_t gapElements(std::uint32_t var) const {
-    return var < numGraphVars ? 0 : temporaryGaps[var - numGraphVars];
+    return var < numGraphVars ? 0 : temporaries[var - numGraphVars].gap;
   }
   /// Byte address of each mapping interval of each variable: variable v's
   /// intervals from intervalAddr[firstInterval[v]] on (layoutMemory).

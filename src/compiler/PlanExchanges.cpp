@@ -254,11 +254,11 @@ public:
     }
     Temporary tmp;
     tmp.interval = {0, total, *vd.tile};
+    tmp.gap = total - used;
     tmp.name = nameOf(vd.vertexClass, f);
     tmp.type = type;
     const auto id = static_cast<std::uint32_t>(s_.numVars());
     s_.temporaries.push_back(tmp);
-    s_.temporaryGaps.push_back(total - used);
     std::size_t offset = 0;
     gathered_ = scattered_ = 0;
     for (std::size_t k = 0; k < remote_.size(); ++k) {

@@ -140,9 +140,9 @@ private:
             Locator &locator) const {
     if (var == kHost)
       return {static_cast<std::uint64_t>(e) * size_, kUnbounded, 0, true};
-    auto [tile, idx] =
-        locator(var, s_.mapping(var), static_cast<std::size_t>(e));
-    const TileInterval &iv = s_.mapping(var)[idx];
+    const std::span<const TileInterval> m = s_.mapping(var);
+    auto [tile, idx] = locator(var, m, static_cast<std::size_t>(e));
+    const TileInterval &iv = m[idx];
     Span sp;
     sp.addr = s_.addrOf(var, idx) + (e - iv.begin) * size_;
     sp.tile = tile;

@@ -102,10 +102,6 @@ void Runtime::resolveClasses() {
   }
 }
 
-// The executable's validator checks its tables, but a field's meaning (an
-// address, a span index or a state offset, and its element size) comes from
-// its vertex class, known only here. A file with recomputed checksums must
-// not turn these into wild reads and writes in buildVertices or compute.
 void Runtime::checkStateSize() const {
   // Each replica's copy of the state starts where the last one ends: every
   // copy must start as aligned as the first.
@@ -116,6 +112,10 @@ void Runtime::checkStateSize() const {
                              "8; recompile and save it again");
 }
 
+// The executable's validator checks its tables, but a field's meaning (an
+// address, a span index or a state offset, and its element size) comes from
+// its vertex class, known only here. A file with recomputed checksums must
+// not turn these into wild reads and writes in buildVertices or compute.
 void Runtime::checkVertexFields(std::size_t v) const {
   const std::uint64_t memBytes = exe_.replicaBytes();
   const std::uint64_t state = exe_.stateBytes.size();
