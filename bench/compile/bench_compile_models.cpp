@@ -59,6 +59,7 @@
 #include "tessera/nn/Policy.hpp"
 #include "tessera/ops/Codelets.hpp"
 #include "tessera/session/Session.hpp"
+#include "tessera/support/Memory.hpp"
 
 #include <fmt/format.h>
 
@@ -75,6 +76,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <fcntl.h>
@@ -517,14 +519,15 @@ bool reportLoad(const std::string &name, const std::string &path,
   return ok;
 }
 
-// Prints the seconds a GiB of touching fresh pages, and of touching them
-// again (the first-touch cost a compile pays for its memory).
-void reportFirstTouch() {
+// Seconds a GiB of touching fresh pages, and of touching them again, in
+// pages of 4 KiB or (\p huge, where the kernel grants them) 2 MiB.
+std::pair<double, double> touchSeconds(bool huge) {
   constexpr std::size_t kBytes = std::size_t(512) << 20, kPage = 4096;
   void *p = ::mmap(nullptr, kBytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED)
-    return;
+    return {-1, -1};
+  ::madvise(p, kBytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
   auto *bytes = static_cast<volatile unsigned char *>(p);
   double pass[2];
   for (double &seconds : pass) {
@@ -535,16 +538,29 @@ void reportFirstTouch() {
   }
   ::munmap(p, kBytes);
   const double perGiB = double(std::size_t(1) << 30) / kBytes;
-  std::printf("machine: touching fresh memory takes %.2f s a GiB (%.2f us a "
-              "4 KiB page), touching it again %.3f s a GiB\n",
-              pass[0] * perGiB, pass[0] * 1e6 * kPage / kBytes,
-              pass[1] * perGiB);
+  return {pass[0] * perGiB, pass[1] * perGiB};
+}
+
+// Prints the first-touch cost a compile pays for its memory, and whether
+// the heap asks for huge pages (restartWithHugePageHeap).
+void reportFirstTouch() {
+  const auto [fresh, again] = touchSeconds(false);
+  const auto [freshHuge, againHuge] = touchSeconds(true);
+  const char *tunables = std::getenv("GLIBC_TUNABLES");
+  std::printf("machine: touching fresh memory takes %.2f s a GiB in 4 KiB "
+              "pages, %.2f s in huge pages, touching it again %.3f s; heap "
+              "GLIBC_TUNABLES=%s\n",
+              fresh, freshHuge, std::min(again, againHuge),
+              tunables ? tunables : "(unset)");
   std::fflush(stdout);
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
+  // As the `tessera` command does: the compiles and loads measured here are
+  // the product's.
+  tessera::restartWithHugePageHeap(argv);
   if (argc == 3 && std::string(argv[1]) == "load")
     return runLoad(argv[2]);
   if ((argc == 3 || argc == 4) && std::string(argv[1]) == "case") {

@@ -12,6 +12,7 @@
 #endif
 
 #include <cstdint>
+#include <fstream>
 
 namespace tessera {
 
@@ -36,6 +37,48 @@ bool populateMemory(void *p, std::size_t bytes) {
   (void)p;
   (void)bytes;
   return false;
+#endif
+}
+
+std::optional<std::string> hugePageTunables(const char *current,
+                                            std::string_view thpModes) {
+  constexpr std::string_view kName = "glibc.malloc.hugetlb";
+  if (thpModes.find("[madvise]") == std::string_view::npos)
+    return std::nullopt;
+  const std::string now = current ? current : "";
+  if (now.find(kName) != std::string::npos)
+    return std::nullopt;
+  return (now.empty() ? "" : now + ":") + std::string(kName) + "=1";
+}
+
+void restartWithHugePageHeap(char **argv) {
+#if defined(__linux__) && defined(__GLIBC__)
+  const char *optOut = std::getenv("TESSERA_HUGE_PAGES");
+  if (optOut && std::string_view(optOut) == "0")
+    return;
+  const char *preload = std::getenv("LD_PRELOAD");
+  if (preload &&
+      std::string_view(preload).find("vgpreload") != std::string_view::npos)
+    return;
+  std::ifstream modes("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  if (!std::getline(modes, line))
+    return;
+  const char *current = std::getenv("GLIBC_TUNABLES");
+  const std::optional<std::string> value = hugePageTunables(current, line);
+  if (!value)
+    return;
+  // The restart sees the variable set, so it does not restart again.
+  const std::string before = current ? current : "";
+  ::setenv("GLIBC_TUNABLES", value->c_str(), 1);
+  ::execv("/proc/self/exe", argv);
+  // Still here: run on as we are, the environment as it was.
+  if (current)
+    ::setenv("GLIBC_TUNABLES", before.c_str(), 1);
+  else
+    ::unsetenv("GLIBC_TUNABLES");
+#else
+  (void)argv;
 #endif
 }
 

@@ -5,7 +5,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace {
@@ -69,6 +71,70 @@ TEST(Memory, PopulateMakesPagesResidentAndKeepsTheirContents) {
   EXPECT_EQ(bytes[100], 7);
   EXPECT_EQ(bytes[kBytes - 1], 0);
   ::munmap(p, kBytes);
+}
+
+TEST(Memory, HugePageTunablesAskOnlyWhereTheKernelWaitsToBeAsked) {
+  using tessera::hugePageTunables;
+  const char *madvise = "always [madvise] never";
+  EXPECT_EQ(hugePageTunables(nullptr, madvise), "glibc.malloc.hugetlb=1");
+  EXPECT_EQ(hugePageTunables("", madvise), "glibc.malloc.hugetlb=1");
+  EXPECT_EQ(hugePageTunables(nullptr, "[always] madvise never"), std::nullopt);
+  EXPECT_EQ(hugePageTunables(nullptr, "always madvise [never]"), std::nullopt);
+  EXPECT_EQ(hugePageTunables(nullptr, ""), std::nullopt);
+}
+
+TEST(Memory, HugePageTunablesKeepTheUsersOwn) {
+  using tessera::hugePageTunables;
+  const char *madvise = "always [madvise] never";
+  EXPECT_EQ(hugePageTunables("glibc.malloc.arena_max=2", madvise),
+            "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1");
+  // The user's own choice, either way, stands.
+  EXPECT_EQ(hugePageTunables("glibc.malloc.hugetlb=0", madvise), std::nullopt);
+  EXPECT_EQ(hugePageTunables("glibc.malloc.hugetlb=2", madvise), std::nullopt);
+}
+
+// What the probe printed, run with \p env before it: its GLIBC_TUNABLES and
+// its first argument.
+std::pair<std::string, std::string> runProbe(const std::string &env) {
+  const std::string cmd = "env -u GLIBC_TUNABLES -u LD_PRELOAD " + env + " " +
+                          TESSERA_PROBE_PATH + " 'an argument'";
+  std::FILE *p = ::popen(cmd.c_str(), "r");
+  if (!p)
+    return {};
+  char buf[512];
+  std::string out;
+  while (std::fgets(buf, sizeof buf, p))
+    out += buf;
+  ::pclose(p);
+  const auto nl = out.find('\n');
+  if (nl == std::string::npos)
+    return {out, ""};
+  std::string arg = out.substr(nl + 1);
+  if (!arg.empty() && arg.back() == '\n')
+    arg.pop_back();
+  return {out.substr(0, nl), arg};
+}
+
+TEST(Memory, RestartAsksForHugePagesWhereTheKernelWaitsToBeAsked) {
+#if !defined(__linux__) || !defined(__GLIBC__)
+  GTEST_SKIP() << "only glibc on Linux restarts";
+#endif
+  std::ifstream modes("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  std::getline(modes, line);
+  const bool asks = line.find("[madvise]") != std::string::npos;
+  const auto [tunables, arg] = runProbe("");
+  EXPECT_EQ(tunables, asks ? "glibc.malloc.hugetlb=1" : "(unset)")
+      << "kernel modes: " << line;
+  EXPECT_EQ(arg, "an argument");
+}
+
+TEST(Memory, RestartLeavesTheEnvironmentAloneWhenToldNotTo) {
+  EXPECT_EQ(runProbe("TESSERA_HUGE_PAGES=0"),
+            std::make_pair(std::string("(unset)"), std::string("an argument")));
+  EXPECT_EQ(runProbe("GLIBC_TUNABLES=glibc.malloc.hugetlb=0"),
+            std::make_pair(std::string("glibc.malloc.hugetlb=0"),
+                           std::string("an argument")));
 }
 
 } // namespace

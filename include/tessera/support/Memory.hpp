@@ -3,6 +3,9 @@
 /// The process's heap and memory pages.
 
 #include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
 
 namespace tessera {
 
@@ -18,5 +21,25 @@ void returnFreedMemory();
 /// Returns false where the system cannot (then the pages fault in as they
 /// are first touched).
 bool populateMemory(void *p, std::size_t bytes);
+
+/// The GLIBC_TUNABLES value that asks glibc's malloc to back the heap with
+/// transparent huge pages (`glibc.malloc.hugetlb=1`), given the variable's
+/// value now (null when unset) and the kernel's mode line
+/// (/sys/kernel/mm/transparent_hugepage/enabled, such as
+/// "always [madvise] never"). nullopt when nothing should change: the
+/// kernel gives huge pages only on request ("[madvise]") or not at all,
+/// or the value already says what malloc should do about them.
+std::optional<std::string> hugePageTunables(const char *current,
+                                            std::string_view thpModes);
+
+/// Starts this program again (execv of /proc/self/exe, the same \p argv and
+/// environment) with hugePageTunables' value in GLIBC_TUNABLES, when it
+/// gives one. On a machine that hands out memory lazily, first touch of a
+/// page costs more than anything done with it: ResNet-50's compile touches
+/// about 5 GB, a 4 KiB fault at a time without huge pages. Does nothing
+/// (returns) where TESSERA_HUGE_PAGES is "0", under Valgrind (whose tools
+/// would not follow the restart), off Linux and glibc, or when execv fails.
+/// Call it first thing in main, before any thread starts.
+void restartWithHugePageHeap(char **argv);
 
 } // namespace tessera
