@@ -323,9 +323,7 @@ void Lowering::createLeaf(ValueId v, unsigned ipu, const Op *op,
   if (info.kind == ValueKind::Variable && options_.initialiseVariables &&
       std::find(options_.uninitialised.begin(), options_.uninitialised.end(),
                 v) == options_.uninitialised.end()) {
-    detail::setInitialValues(
-        g, t,
-        materialise(m_.variableOf(v).init, info.type.dtype, info.type.shape));
+    detail::setInitialValues(g, t, m_.variableOf(v).init, info.type.shape);
   }
   out_.tensors_[v] = t;
   out_.ipus_[v] = home;

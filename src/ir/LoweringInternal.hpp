@@ -65,6 +65,10 @@ Tensor preferredLayout(Graph &graph, const Op &op, unsigned operand,
 /// Sets the initial value of \p t (of type \p type) to \p values.
 void setInitialValues(Graph &graph, const Tensor &t,
                       const std::vector<double> &values);
+/// Sets \p t's initial value to \p init's for \p shape; a constant
+/// initialiser fills \p t without a list of its values.
+void setInitialValues(Graph &graph, const Tensor &t, const Initialiser &init,
+                      const std::vector<std::size_t> &shape);
 
 /// Maps the tensors given to it linearly over a graph's tiles
 /// (mapTensorLinearly's grains and minimum per tile), each starting on the

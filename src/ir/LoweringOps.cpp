@@ -32,6 +32,29 @@ void setInitialValues(Graph &graph, const Tensor &t,
     graph.setInitialValue(t, std::vector<int>(values.begin(), values.end()));
 }
 
+void setInitialValues(Graph &graph, const Tensor &t, const Initialiser &init,
+                      const std::vector<std::size_t> &shape) {
+  if (init.kind != InitKind::Zeros && init.kind != InitKind::Ones &&
+      init.kind != InitKind::Constant) {
+    setInitialValues(graph, t, materialise(init, t.elementType(), shape));
+    return;
+  }
+  // Filled in place, converted as a list of them would be: ResNet-50's
+  // optimizer state is 47 M zeros, each list of them fresh memory.
+  const Type type = t.elementType();
+  checkInitialiser(init, type, shape);
+  const double c = init.kind == InitKind::Zeros  ? 0.0
+                   : init.kind == InitKind::Ones ? 1.0
+                                                 : init.a;
+  if (isFloatingPoint(type))
+    graph.setInitialValue(t, static_cast<float>(c));
+  else if (type == UNSIGNED_INT || type == UNSIGNED_SHORT ||
+           type == UNSIGNED_CHAR)
+    graph.setInitialValue(t, static_cast<unsigned>(c));
+  else
+    graph.setInitialValue(t, static_cast<int>(c));
+}
+
 void TileSpreader::map(Graph &graph, const Tensor &t) {
   const unsigned tiles = graph.getTarget().getNumTiles();
   mapTensorLinearly(graph, t);

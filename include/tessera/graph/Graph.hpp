@@ -165,16 +165,17 @@ public:
   }
   /// Sets the initial contents of a variable's elements.
   template <typename T> void setInitialValue(const Tensor &t, T value) {
-    std::unique_ptr<T[]> v(new T[t.numElements()]);
-    std::fill(v.get(), v.get() + t.numElements(), value);
-    setTensorInitialValue(t, typeOf<T>(), v.get(), t.numElements());
+    setTensorInitialValue(t, typeOf<T>(), &value, t.numElements(), true);
   }
   template <typename T>
   void setInitialValue(const Tensor &t, const std::vector<T> &values) {
+    setTensorInitialValue(t, typeOf<T>(), values.data(), values.size(), false);
+  }
+  void setInitialValue(const Tensor &t, const std::vector<bool> &values) {
     // std::vector<bool> has no data(): copy into a plain array.
-    std::unique_ptr<T[]> v(new T[values.size()]);
+    std::unique_ptr<bool[]> v(new bool[values.size()]);
     std::copy(values.begin(), values.end(), v.get());
-    setTensorInitialValue(t, typeOf<T>(), v.get(), values.size());
+    setTensorInitialValue(t, typeOf<bool>(), v.get(), values.size(), false);
   }
   /// The number of elements of a list or state-vector field.
   void setFieldSize(const FieldRef &field, std::size_t size);
@@ -225,8 +226,10 @@ private:
                          std::size_t count);
   void setFieldState(const FieldRef &field, Type srcType, const void *values,
                      std::size_t count);
+  /// Sets \p t's elements to \p count values at \p values, or (\p fill) all
+  /// to the one value there.
   void setTensorInitialValue(const Tensor &t, Type srcType, const void *values,
-                             std::size_t count);
+                             std::size_t count, bool fill);
   VertexData &vertexOf(VertexRef v);
   std::pair<VertexData *, unsigned> fieldOf(const FieldRef &f);
   /// clone's order-preserving case; an invalid tensor when it does not
