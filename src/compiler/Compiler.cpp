@@ -199,6 +199,7 @@ Executable compileGraph(const Graph &graph,
     if (progress)
       progress(phase, done);
   };
+  const HeapPrefaulter prefaulter;
   report("checking graph", 0.0);
   checkMapped(graph.data());
   // On the heap so that its release, a phase of its own, can be timed.

@@ -281,6 +281,9 @@ struct BuildScratch {
 Executable Session::build(std::ostream *progress) {
   if (released_.valid())
     released_.get();
+  // Lowering and compiling touch gigabytes of fresh heap (README, "Host
+  // memory").
+  const HeapPrefaulter prefaulter;
   auto scratch = std::make_unique<BuildScratch>(
       BuildScratch{modelFor(config_), nullptr, ir::LoweredModule()});
   scratch->graph =

@@ -8,11 +8,17 @@
 #endif
 #ifdef __linux__
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #endif
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <fstream>
+#include <mutex>
+#include <thread>
 
 namespace tessera {
 
@@ -79,6 +85,93 @@ void restartWithHugePageHeap(char **argv) {
     ::unsetenv("GLIBC_TUNABLES");
 #else
   (void)argv;
+#endif
+}
+
+namespace {
+
+// The one prefaulting thread and the HeapPrefaulters that keep it running.
+struct Prefaulting {
+  std::mutex mutex;
+  unsigned users = 0;
+  std::atomic<bool> stop{false};
+  std::thread worker;
+};
+
+Prefaulting &prefaulting() {
+  static auto *p = new Prefaulting; // never destroyed: no join at exit
+  return *p;
+}
+
+[[maybe_unused]] std::uintptr_t programBreak() {
+#if defined(__linux__)
+  return static_cast<std::uintptr_t>(::syscall(SYS_brk, 0));
+#else
+  return 0;
+#endif
+}
+
+// Populates the heap between where it last stopped and the break, a chunk
+// at a time so that the allocator, which moves the break under the same
+// kernel lock, never waits long.
+[[maybe_unused]] void prefaultHeap(const std::atomic<bool> &stop,
+                                   std::uintptr_t done) {
+#if defined(__linux__)
+  constexpr std::uintptr_t kChunk = std::uintptr_t(2) << 20;
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  while (!stop.load(std::memory_order_relaxed)) {
+    const std::uintptr_t brk = programBreak();
+    done = std::min(done, brk); // a trim moved the break down
+    const std::uintptr_t hi = std::min(brk, done + kChunk) / page * page;
+    if (hi > done &&
+        populateMemory(reinterpret_cast<void *>(done), hi - done)) {
+      done = hi;
+      continue;
+    }
+    done = std::max(done, hi);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+#else
+  (void)stop;
+  (void)done;
+#endif
+}
+
+} // namespace
+
+HeapPrefaulter::HeapPrefaulter() {
+#if defined(__linux__) && defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
+  const char *optOut = std::getenv("TESSERA_HEAP_PREFAULT");
+  if (optOut && std::string_view(optOut) == "0")
+    return;
+  Prefaulting &p = prefaulting();
+  const std::lock_guard lock(p.mutex);
+  active_ = true;
+  if (p.users++ > 0)
+    return;
+  // Every block from the one heap that grows at the break, claimed a
+  // quarter of a GiB ahead: what the thread can reach.
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TOP_PAD, 256 << 20);
+  p.stop = false;
+  // From the break now: the heap may grow before the thread first runs.
+  p.worker = std::thread(prefaultHeap, std::cref(p.stop), programBreak());
+#endif
+}
+
+HeapPrefaulter::~HeapPrefaulter() {
+#if defined(__GLIBC__)
+  if (!active_)
+    return;
+  Prefaulting &p = prefaulting();
+  const std::lock_guard lock(p.mutex);
+  if (--p.users > 0)
+    return;
+  p.stop = true;
+  p.worker.join();
+  // glibc's defaults again.
+  mallopt(M_TOP_PAD, 128 << 10);
+  mallopt(M_MMAP_MAX, 65536);
 #endif
 }
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -135,6 +136,63 @@ TEST(Memory, RestartLeavesTheEnvironmentAloneWhenToldNotTo) {
   EXPECT_EQ(runProbe("GLIBC_TUNABLES=glibc.malloc.hugetlb=0"),
             std::make_pair(std::string("glibc.malloc.hugetlb=0"),
                            std::string("an argument")));
+}
+
+// Waits up to 5 s for the resident set to pass \p bytes.
+bool residentReaches(double bytes) {
+  for (int i = 0; i < 500; ++i) {
+    if (residentBytes() >= bytes)
+      return true;
+    ::usleep(10000);
+  }
+  return false;
+}
+
+// Allocates 64 MiB blocks, untouched, into \p blocks until the program
+// break moves; returns how far it moved.
+double growHeap(std::vector<std::unique_ptr<char[]>> &blocks) {
+  const auto brk = [] { return reinterpret_cast<std::uintptr_t>(::sbrk(0)); };
+  const std::uintptr_t start = brk();
+  for (int i = 0; i < 64 && brk() == start; ++i)
+    blocks.emplace_back(new char[std::size_t(64) << 20]);
+  return double(brk() - start);
+}
+
+// The heap malloc claims ahead becomes resident without the program
+// touching it, while a prefaulter lives, nested ones included.
+TEST(Memory, PrefaulterFaultsInTheHeapClaimedAhead) {
+#if !defined(__linux__) || !defined(__GLIBC__) || defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "only glibc's own allocator on Linux claims heap ahead";
+#endif
+  if (residentBytes() < 0)
+    GTEST_SKIP() << "no /proc/self/statm";
+  if (const char *off = std::getenv("TESSERA_HEAP_PREFAULT"))
+    if (std::string(off) == "0")
+      GTEST_SKIP() << "TESSERA_HEAP_PREFAULT=0 turns prefaulting off";
+  void *probe = ::mmap(nullptr, 1 << 16, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(probe, MAP_FAILED);
+  const bool canPopulate = tessera::populateMemory(probe, 1 << 16);
+  ::munmap(probe, 1 << 16);
+  if (!canPopulate)
+    GTEST_SKIP() << "this kernel cannot populate (MADV_POPULATE_WRITE)";
+  std::vector<std::unique_ptr<char[]>> blocks;
+  const tessera::HeapPrefaulter outer;
+  {
+    const tessera::HeapPrefaulter inner;
+    const double before = residentBytes();
+    const double grown = growHeap(blocks);
+    ASSERT_GT(grown, 256.0 * (1 << 20)) << "malloc claims 256 MiB ahead";
+    EXPECT_TRUE(residentReaches(before + 0.9 * grown))
+        << "resident " << before << " -> " << residentBytes() << " bytes, "
+        << grown << " bytes of heap claimed";
+  }
+  // The inner one's end leaves the outer one's thread running.
+  const double before = residentBytes();
+  const double grown = growHeap(blocks);
+  EXPECT_TRUE(residentReaches(before + 0.9 * grown))
+      << "resident " << before << " -> " << residentBytes() << " bytes, "
+      << grown << " bytes of heap claimed";
 }
 
 } // namespace
