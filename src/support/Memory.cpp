@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <fstream>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 namespace tessera {
@@ -123,13 +124,15 @@ Prefaulting &prefaulting() {
     const std::uintptr_t brk = programBreak();
     done = std::min(done, brk); // a trim moved the break down
     const std::uintptr_t hi = std::min(brk, done + kChunk) / page * page;
-    if (hi > done &&
-        populateMemory(reinterpret_cast<void *>(done), hi - done)) {
-      done = hi;
+    if (hi <= done) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
       continue;
     }
-    done = std::max(done, hi);
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    // A kernel before 5.14, or no memory left: the compile touches its
+    // pages itself, as without a prefaulter.
+    if (!populateMemory(reinterpret_cast<void *>(done), hi - done))
+      return;
+    done = hi;
   }
 #else
   (void)stop;
@@ -149,13 +152,20 @@ HeapPrefaulter::HeapPrefaulter() {
   active_ = true;
   if (p.users++ > 0)
     return;
+  p.stop = false;
+  try {
+    // From the break now: the heap may grow before the thread first runs.
+    p.worker = std::thread(prefaultHeap, std::cref(p.stop), programBreak());
+  } catch (const std::system_error &) {
+    // No thread to spare: the compile runs as without a prefaulter.
+    --p.users;
+    active_ = false;
+    return;
+  }
   // Every block from the one heap that grows at the break, claimed a
   // quarter of a GiB ahead: what the thread can reach.
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TOP_PAD, 256 << 20);
-  p.stop = false;
-  // From the break now: the heap may grow before the thread first runs.
-  p.worker = std::thread(prefaultHeap, std::cref(p.stop), programBreak());
 #endif
 }
 
@@ -169,9 +179,15 @@ HeapPrefaulter::~HeapPrefaulter() {
     return;
   p.stop = true;
   p.worker.join();
-  // glibc's defaults again.
+  // glibc's defaults again. Setting any of these stops glibc moving its
+  // mmap threshold as blocks are freed, so that threshold is set to where
+  // glibc's own moving takes it for large blocks (32 MiB, trimming at
+  // twice that): left at 128 KiB, every larger block a run allocates would
+  // be a fresh mapping, its pages touched for the first time again.
   mallopt(M_TOP_PAD, 128 << 10);
   mallopt(M_MMAP_MAX, 65536);
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
 #endif
 }
 

@@ -28,7 +28,9 @@ bool populateMemory(void *p, std::size_t bytes);
 /// handed out. The first touch of fresh memory, which on a machine that
 /// hands memory out lazily costs more than the work done in it, then runs
 /// on another core beside that work (a compile's lowering and compiler).
-/// Heap use peaks up to the 256 MiB higher. Does nothing where
+/// Heap use peaks up to the 256 MiB higher. When the last one ends, malloc
+/// takes blocks from 32 MiB up as mappings of their own again, and smaller
+/// ones from the heap. Does nothing where
 /// TESSERA_HEAP_PREFAULT is "0", off Linux and glibc, or under
 /// AddressSanitizer (whose allocator is its own).
 class HeapPrefaulter {
