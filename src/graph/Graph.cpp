@@ -699,7 +699,14 @@ void Graph::setTensorInitialValue(const Tensor &t, Type srcType,
       var.initialValue.resize(var.numElements * size);
     const auto n = static_cast<std::size_t>(r.count);
     std::byte *dst = var.initialValue.data();
-    if (fill) {
+    if (fill && r.stride == 1) {
+      // Doubling copies: one call per power of two, not one per element.
+      std::byte *p = dst + r.start * size;
+      if (n > 0)
+        std::memcpy(p, one, size);
+      for (std::size_t have = 1; have < n; have += std::min(have, n - have))
+        std::memcpy(p + have * size, p, std::min(have, n - have) * size);
+    } else if (fill) {
       for (std::size_t i = 0; i < n; ++i)
         std::memcpy(dst + (r.start + std::int64_t(i) * r.stride) * size, one,
                     size);

@@ -164,6 +164,26 @@ TEST(GraphConstants, InitialValuesLandWhereEachViewElementLies) {
   EXPECT_EQ(got, (std::vector<int>{16, 15, 14, 17, 0, 18, 10, 11, 12, 13}));
 }
 
+TEST(GraphConstants, OneInitialValueFillsEveryViewElement) {
+  // Whole runs of odd lengths and strided ones; elements outside the view
+  // stay zero. Float to half converts as a list of the values would.
+  Graph g(smallTarget());
+  Tensor v = g.addVariable(HALF, {23}, "v");
+  const Tensor view =
+      concat({v.slice(0, 13), v.slice(13, 23).subSample(3, 0).reverse(0)});
+  g.setInitialValue(view, 1.5f);
+  const VariableData &var = g.data().variables[v.runs()[0].var];
+  ASSERT_EQ(var.initialValue.size(), 23 * typeSize(HALF));
+  std::vector<float> got(23);
+  convertElements(HALF, var.initialValue.data(), FLOAT, got.data(), 23);
+  std::vector<float> want(23, 0.0f);
+  for (std::size_t i = 0; i < 13; ++i)
+    want[i] = 1.5f;
+  for (std::size_t i : {13, 16, 19, 22})
+    want[i] = 1.5f;
+  EXPECT_EQ(got, want);
+}
+
 TEST(GraphHandles, HandlesAreUnique) {
   Graph g(smallTarget());
   Tensor v = g.addVariable(FLOAT, {3}, "v");
