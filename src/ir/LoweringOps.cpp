@@ -19,17 +19,28 @@
 
 namespace tessera::ir::detail {
 
-void setInitialValues(Graph &graph, const Tensor &t,
-                      const std::vector<double> &values) {
-  const Type type = t.elementType();
+namespace {
+
+// Calls \p f with a value of the host type initial values of \p type pass
+// through: float for floating-point types, unsigned or int otherwise.
+template <typename F> void withHostType(Type type, F &&f) {
   if (isFloatingPoint(type))
-    graph.setInitialValue(t, std::vector<float>(values.begin(), values.end()));
+    f(float{});
   else if (type == UNSIGNED_INT || type == UNSIGNED_SHORT ||
            type == UNSIGNED_CHAR)
-    graph.setInitialValue(t,
-                          std::vector<unsigned>(values.begin(), values.end()));
+    f(unsigned{});
   else
-    graph.setInitialValue(t, std::vector<int>(values.begin(), values.end()));
+    f(int{});
+}
+
+} // namespace
+
+void setInitialValues(Graph &graph, const Tensor &t,
+                      const std::vector<double> &values) {
+  withHostType(t.elementType(), [&](auto host) {
+    using H = decltype(host);
+    graph.setInitialValue(t, std::vector<H>(values.begin(), values.end()));
+  });
 }
 
 void setInitialValues(Graph &graph, const Tensor &t, const Initialiser &init,
@@ -41,18 +52,13 @@ void setInitialValues(Graph &graph, const Tensor &t, const Initialiser &init,
   }
   // Filled in place, converted as a list of them would be: ResNet-50's
   // optimizer state is 47 M zeros, each list of them fresh memory.
-  const Type type = t.elementType();
-  checkInitialiser(init, type, shape);
+  checkInitialiser(init, t.elementType(), shape);
   const double c = init.kind == InitKind::Zeros  ? 0.0
                    : init.kind == InitKind::Ones ? 1.0
                                                  : init.a;
-  if (isFloatingPoint(type))
-    graph.setInitialValue(t, static_cast<float>(c));
-  else if (type == UNSIGNED_INT || type == UNSIGNED_SHORT ||
-           type == UNSIGNED_CHAR)
-    graph.setInitialValue(t, static_cast<unsigned>(c));
-  else
-    graph.setInitialValue(t, static_cast<int>(c));
+  withHostType(t.elementType(), [&](auto host) {
+    graph.setInitialValue(t, static_cast<decltype(host)>(c));
+  });
 }
 
 void TileSpreader::map(Graph &graph, const Tensor &t) {

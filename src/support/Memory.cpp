@@ -47,6 +47,16 @@ bool populateMemory(void *p, std::size_t bytes) {
 #endif
 }
 
+namespace {
+
+// Whether the environment variable \p name is "0".
+[[maybe_unused]] bool turnedOff(const char *name) {
+  const char *value = std::getenv(name);
+  return value && std::string_view(value) == "0";
+}
+
+} // namespace
+
 std::optional<std::string> hugePageTunables(const char *current,
                                             std::string_view thpModes) {
   constexpr std::string_view kName = "glibc.malloc.hugetlb";
@@ -60,8 +70,7 @@ std::optional<std::string> hugePageTunables(const char *current,
 
 void restartWithHugePageHeap(char **argv) {
 #if defined(__linux__) && defined(__GLIBC__)
-  const char *optOut = std::getenv("TESSERA_HUGE_PAGES");
-  if (optOut && std::string_view(optOut) == "0")
+  if (turnedOff("TESSERA_HUGE_PAGES"))
     return;
   const char *preload = std::getenv("LD_PRELOAD");
   if (preload &&
@@ -144,8 +153,7 @@ Prefaulting &prefaulting() {
 
 HeapPrefaulter::HeapPrefaulter() {
 #if defined(__linux__) && defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
-  const char *optOut = std::getenv("TESSERA_HEAP_PREFAULT");
-  if (optOut && std::string_view(optOut) == "0")
+  if (turnedOff("TESSERA_HEAP_PREFAULT"))
     return;
   Prefaulting &p = prefaulting();
   const std::lock_guard lock(p.mutex);
